@@ -1,0 +1,177 @@
+/// \brief The public C++ API of f8gemm: FP8 (e4m3) rowwise-scaled GEMMs for Hopper (sm_90a).
+///
+/// Y[b,m,n] = out( xs[b,m] * ws[b,n] * sum_k X[b,m,k] * W[b,n,k] (+ bias[b,n]) )
+///
+/// Nothing here depends on torch. Tensors are passed as non-owning TensorView values; every
+/// argument is validated before any launch and a bad one throws f8gemm::Error naming it.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace f8gemm {
+
+/// Library version; it is part of every tuning-table key and of the JIT cache hash.
+inline constexpr const char* kVersion = "0.1.0";
+
+/// Version of the preshuffled weight layout (README "Preshuffled layout"). Bumped on any change.
+inline constexpr int kPreshuffleLayoutVersion = 1;
+
+/// Bytes of K in one preshuffled k-block, and rows of N in one 1 KB slab.
+inline constexpr int kShuffleBlockK = 128;
+inline constexpr int kShuffleSlabRows = 8;
+inline constexpr int kShuffleSlabBytes = 1024;
+
+enum class ErrorCode {
+  kInvalidArgument,  ///< a bad dtype, rank, shape, stride, alignment, device or size
+  kUnsupported,      ///< valid in principle, not supported (e.g. a config that cannot run)
+  kNoDevice,         ///< no driver, no GPU, or no sm_90 GPU
+  kCuda,             ///< a CUDA runtime call failed
+  kCompile,          ///< NVRTC failed to compile an instance
+  kIo,               ///< a file could not be read or written
+  kInternal,         ///< a bug in f8gemm
+};
+
+const char* to_string(ErrorCode code);
+
+/// The one exception type f8gemm throws. what() is a single readable line.
+class Error : public std::runtime_error {
+ public:
+  Error(ErrorCode code, const std::string& message);
+  ErrorCode code() const noexcept { return code_; }
+
+ private:
+  ErrorCode code_;
+};
+
+enum class DType : int { kE4M3 = 0, kBF16 = 1, kF16 = 2, kF32 = 3, kU8 = 4 };
+
+const char* to_string(DType dtype);
+int dtype_size(DType dtype);
+
+inline constexpr int kMaxRank = 4;
+/// Where a TensorView's memory lives: kHost, or a CUDA device ordinal >= 0.
+inline constexpr int kHost = -1;
+
+/// A non-owning view of a strided tensor (strides in elements).
+struct TensorView {
+  void* data = nullptr;
+  DType dtype = DType::kU8;
+  int rank = 0;
+  int64_t shape[kMaxRank] = {0, 0, 0, 0};
+  int64_t stride[kMaxRank] = {0, 0, 0, 0};
+  int device = kHost;
+
+  int64_t numel() const;
+  bool is_contiguous() const;
+  bool defined() const { return rank > 0 || data != nullptr; }
+};
+
+/// A contiguous view with the given shape. Leaves stride consistent with row-major.
+TensorView make_view(void* data, DType dtype, std::vector<int64_t> shape, int device = kHost);
+
+/// Which form W takes.
+enum class WeightLayout : int {
+  kPlain = 0,        ///< [B,N,K] (or [N,K]) row-major e4m3
+  kPreshuffled = 1,  ///< [B, ceil(K/128), N/8, 1024] e4m3, see preshuffle()
+};
+
+/// Which kernel family a Config selects.
+enum class KernelPath : int {
+  kTiled = 0,    ///< X rows on the wgmma M side, W rows on its N side (large M)
+  kSwapAB = 1,   ///< W rows on the wgmma M side, tokens on its N side (small M)
+};
+
+/// One kernel configuration. Printable and parseable: name() / Config::parse().
+///   sm90_<bm>x<bn>x<bk>_s<stages>_c<cluster_m>x<cluster_n>[_swap][_r<raster>]
+struct Config {
+  KernelPath path = KernelPath::kTiled;
+  int bm = 128;          ///< rows per tile on the wgmma M side (X rows, or W rows if swap)
+  int bn = 128;          ///< columns per tile on the wgmma N side (W rows, or tokens if swap)
+  int bk = 128;          ///< bytes of K per stage (always 128: one 128B swizzle row)
+  int stages = 4;        ///< shared-memory ring depth
+  int cluster_m = 1;     ///< thread-block cluster shape
+  int cluster_n = 1;
+  int raster = 8;        ///< tile rasterisation group width along the longer side (0: none)
+
+  std::string name() const;
+  static Config parse(const std::string& name);  ///< throws Error on a bad name
+  bool operator==(const Config& o) const;
+  bool operator!=(const Config& o) const { return !(*this == o); }
+};
+
+/// Options common to gemm() and batched_gemm().
+struct GemmOptions {
+  const TensorView* bias = nullptr;  ///< optional fp32 or bf16 [B,N] (or [N] for B == 1)
+  bool fast_accum = true;            ///< false: promote to fp32 every 128 of K
+  cudaStream_t stream = nullptr;
+  const Config* config = nullptr;    ///< force a configuration (else F8GEMM_CONFIG, table, model)
+};
+
+/// Single GEMM: X [..., K] (leading dims flatten into M), W [N,K] or preshuffled [ceil(K/128),N/8,1024],
+/// x_scale with X's leading shape (numel M), w_scale [N], out [..., N] bf16 or fp16.
+void gemm(const TensorView& x, const TensorView& w, WeightLayout w_layout, const TensorView& x_scale,
+          const TensorView& w_scale, const TensorView& out, const GemmOptions& options = {});
+
+/// Strided batch in one launch: X [B,M,K], W [B,N,K] or [B,ceil(K/128),N/8,1024], x_scale [B,M],
+/// w_scale [B,N], out [B,M,N].
+void batched_gemm(const TensorView& x, const TensorView& w, WeightLayout w_layout,
+                  const TensorView& x_scale, const TensorView& w_scale, const TensorView& out,
+                  const GemmOptions& options = {});
+
+/// Shape of the preshuffled form of a [B,N,K] weight: {B, ceil(K/128), N/8, 1024}.
+std::vector<int64_t> preshuffled_shape(int64_t batch, int64_t n, int64_t k);
+
+/// Rearranges W [B,N,K] (or [N,K]) into the preshuffled layout (zero-padded); host or device
+/// (both views on the same place). out has preshuffled_shape() (rank 3 for a rank-2 W).
+void preshuffle(const TensorView& w, const TensorView& out, cudaStream_t stream = nullptr);
+/// The exact inverse of preshuffle(); out is [B,N,K] (or [N,K]), k = out's last dim.
+void unshuffle(const TensorView& shuffled, const TensorView& out, cudaStream_t stream = nullptr);
+
+/// Per-row quantisation of a [..., K] bf16/fp16/fp32 tensor into e4m3 plus fp32 scales:
+/// scale = max(amax, eps) / 448 (clamped to scale_ub / 448 when scale_ub > 0), q = sat(x / scale).
+/// The scale is the dequantisation multiplier (the layout quantize_fp8_row produces).
+struct QuantizeOptions {
+  float eps = 1e-12f;
+  float scale_ub = 0.0f;  ///< upper bound on amax; <= 0 means none
+  cudaStream_t stream = nullptr;
+};
+void quantize_rows(const TensorView& input, const TensorView& out_q, const TensorView& out_scale,
+                   const QuantizeOptions& options = {});
+
+/// A problem for configuration choice and precompilation.
+struct ProblemShape {
+  int64_t batch = 1, m = 1, n = 1, k = 1;
+  WeightLayout w_layout = WeightLayout::kPreshuffled;
+  DType out_dtype = DType::kBF16;
+  bool has_bias = false;
+  DType bias_dtype = DType::kF32;
+  bool fast_accum = true;
+};
+
+/// The configuration gemm()/batched_gemm() would use for this problem on the current device.
+Config choose_config(const ProblemShape& problem);
+
+/// Compiles (and caches on disk) the instances that these problems need. Works without a GPU:
+/// it then compiles for sm_90a with the H200's SM count assumed for the choice.
+void precompile(const std::vector<ProblemShape>& problems);
+
+/// Device / toolchain facts for `f8gemm info`.
+struct DeviceInfo {
+  bool has_device = false;
+  std::string reason;  ///< why not, when has_device is false
+  int device = -1;
+  std::string name;
+  int sm_count = 0;
+  int cc_major = 0, cc_minor = 0;
+  int driver_version = 0, runtime_version = 0;
+  int nvrtc_major = 0, nvrtc_minor = 0;
+  std::string cache_dir;
+};
+DeviceInfo device_info();
+
+}  // namespace f8gemm

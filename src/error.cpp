@@ -1,0 +1,46 @@
+/// \brief f8gemm::Error, the names of enums, and the CUDA/NVRTC failure paths of check.hpp.
+#include <cstring>
+
+#include "check.hpp"
+
+namespace f8gemm {
+
+const char* to_string(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kInvalidArgument: return "invalid argument";
+    case ErrorCode::kUnsupported: return "unsupported";
+    case ErrorCode::kNoDevice: return "no device";
+    case ErrorCode::kCuda: return "CUDA error";
+    case ErrorCode::kCompile: return "compile error";
+    case ErrorCode::kIo: return "I/O error";
+    case ErrorCode::kInternal: return "internal error";
+  }
+  return "unknown error";
+}
+
+Error::Error(ErrorCode code, const std::string& message)
+    : std::runtime_error(std::string("f8gemm: ") + to_string(code) + ": " + message), code_(code) {}
+
+namespace detail {
+
+static const char* base_name(const char* file) {
+  const char* slash = std::strrchr(file, '/');
+  return slash ? slash + 1 : file;
+}
+
+void throw_cuda(cudaError_t status, const char* expr, const char* file, int line) {
+  // "insufficient driver" and "no device" mean there is no usable GPU here: say so plainly.
+  ErrorCode code = (status == cudaErrorInsufficientDriver || status == cudaErrorNoDevice)
+                       ? ErrorCode::kNoDevice
+                       : ErrorCode::kCuda;
+  throw Error(code, concat(cudaGetErrorName(status), " (", cudaGetErrorString(status), ") in ",
+                           expr, " at ", base_name(file), ":", line));
+}
+
+void throw_nvrtc(nvrtcResult status, const char* expr, const char* file, int line) {
+  throw Error(ErrorCode::kCompile, concat(nvrtcGetErrorString(status), " in ", expr, " at ",
+                                          base_name(file), ":", line));
+}
+
+}  // namespace detail
+}  // namespace f8gemm

@@ -1,0 +1,56 @@
+/// \brief Host-side numerics: exact e4m3fn decoding, rounding into e4m3/bf16/fp16, the fp64 CPU
+/// reference GEMM, host quantisation and the host preshuffle. Tests and `--verify` use these.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "f8gemm/f8gemm.hpp"
+
+namespace f8gemm::numerics {
+
+/// Exact value of an e4m3fn code (bias 7, no infinities; 0x7f and 0xff are NaN; max 448).
+float e4m3_to_float(uint8_t code);
+/// The 256-entry decode table (same values as e4m3_to_float).
+const float* e4m3_table();
+/// Round to nearest even into e4m3fn, saturating finite overflow (and +-inf) to +-448; NaN -> 0x7f.
+uint8_t float_to_e4m3(float value);
+
+/// Round-to-nearest-even from double straight into bf16 / fp16 bits (no double rounding through
+/// fp32). Overflow gives +-inf, NaN stays NaN (quiet).
+uint16_t double_to_bf16(double value);
+uint16_t double_to_f16(double value);
+double bf16_to_double(uint16_t bits);
+double f16_to_double(uint16_t bits);
+
+/// Unit roundoff of an output type: 2^-8 for bf16, 2^-11 for fp16.
+double unit_roundoff(DType out_dtype);
+
+/// The fp64 reference: ref[b,m,n] = xs[b,m]*ws[b,n]*sum_k X[b,m,k]*W[b,n,k] + bias[b,n], accumulated
+/// in double from exactly decoded e4m3. x: [B,M,K] codes, w: [B,N,K] codes (plain layout),
+/// xs: [B,M], ws: [B,N], bias: nullptr or [B,N] of bias_dtype (kF32 or kBF16). Also writes
+/// abs_ref[b,m,n] = |xs|*|ws|*sum_k |X*W| + |bias| (for element-wise error bounds) when not null.
+/// threads <= 0 means std::thread::hardware_concurrency().
+void reference_gemm(int64_t batch, int64_t m, int64_t n, int64_t k, const uint8_t* x,
+                    const uint8_t* w, const float* xs, const float* ws, const void* bias,
+                    DType bias_dtype, double* ref, double* abs_ref = nullptr, int threads = 0);
+
+/// Rounds count doubles into out_dtype (kBF16 or kF16) bits.
+void round_output(const double* in, size_t count, DType out_dtype, uint16_t* out);
+
+/// Host preshuffle of W [B,N,K] codes (N % 8 == 0, K % 16 == 0) into [B][ceil(K/128)][N/8][1024].
+/// Slab (b, kb, nb) holds rows nb*8..nb*8+7 and k bytes kb*128..kb*128+127, zero-padded past K;
+/// byte (r, c) of the slab (r < 8, c < 128) is stored at r*128 + (((c/16) ^ r) * 16) + c%16,
+/// exactly what TMA's SWIZZLE_128B writes for an 8x128-byte box at a 1024-byte-aligned address.
+void preshuffle_host(const uint8_t* w, int64_t batch, int64_t n, int64_t k, uint8_t* out);
+/// Exact inverse of preshuffle_host (the padding is dropped).
+void unshuffle_host(const uint8_t* shuffled, int64_t batch, int64_t n, int64_t k, uint8_t* w);
+
+/// Host per-row quantisation of rows x cols values of in_dtype (kBF16, kF16 bits or kF32):
+/// amax = max |x| over the row (clamped to scale_ub when scale_ub > 0), scale = max(amax, eps)/448,
+/// q = float_to_e4m3(x / scale) computed in fp32 as x * (448 / max(amax, eps))... see numerics.cpp
+/// for the exact formula, which the GPU kernel reproduces bit for bit.
+void quantize_rows_host(const void* in, DType in_dtype, int64_t rows, int64_t cols, float eps,
+                        float scale_ub, uint8_t* q, float* scale);
+
+}  // namespace f8gemm::numerics
