@@ -12,3 +12,9 @@ extern const EmbeddedFile kEmbeddedFiles[];
 extern const int kNumEmbeddedFiles;
 
 }  // namespace f8gemm::jit
+
+namespace f8gemm::jit {
+/// The tuned configuration tables (tables/*.tsv), embedded the same way.
+extern const EmbeddedFile kEmbeddedTables[];
+extern const int kNumEmbeddedTables;
+}  // namespace f8gemm::jit

@@ -1,0 +1,171 @@
+/// \brief PTX wrappers for sm_90a: mbarrier, TMA and bulk copies, wgmma, setmaxnreg, conversions.
+/// Self-contained: NVRTC compiles it with no include path, so no toolkit header is used.
+#pragma once
+
+namespace f8gemm {
+namespace dev {
+
+typedef unsigned char u8;
+typedef unsigned short u16;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+typedef long long i64;
+
+/// Same size and alignment as the driver's CUtensorMap (128 bytes, 128-byte aligned).
+struct alignas(128) TensorMap {
+  u64 opaque[16];
+};
+
+__device__ __forceinline__ u32 smem_addr(const void* ptr) {
+  return static_cast<u32>(__cvta_generic_to_shared(ptr));
+}
+
+// ---- mbarrier -----------------------------------------------------------------------------
+
+__device__ __forceinline__ void mbar_init(u64* bar, u32 count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count));
+}
+
+/// Makes the barrier initialisation visible to the async proxy (TMA) and the other threads.
+__device__ __forceinline__ void fence_barrier_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive_expect_tx(u64* bar, u32 bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)),
+               "r"(bytes)
+               : "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive(u64* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
+}
+
+/// Spins until the phase with the given parity has completed.
+__device__ __forceinline__ void mbar_wait(u64* bar, u32 parity) {
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "WAIT_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT_%=;\n"
+      "}\n" ::"r"(smem_addr(bar)),
+      "r"(parity)
+      : "memory");
+}
+
+// ---- TMA and bulk copies ------------------------------------------------------------------
+
+__device__ __forceinline__ void tma_prefetch_map(const TensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<u64>(map)) : "memory");
+}
+
+/// 3-D tiled TMA load of one box into shared memory, completing on bar.
+__device__ __forceinline__ void tma_load_3d(void* dst, const TensorMap* map, u64* bar, int c0,
+                                            int c1, int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4, %5}], [%2];" ::"r"(smem_addr(dst)),
+      "l"(reinterpret_cast<u64>(map)), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+}
+
+/// Contiguous bulk copy global -> shared (bytes % 16 == 0, both 16-byte aligned).
+__device__ __forceinline__ void bulk_load(void* dst, const void* src, u32 bytes, u64* bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
+          "r"(smem_addr(dst)),
+      "l"(reinterpret_cast<u64>(src)), "r"(bytes), "r"(smem_addr(bar))
+      : "memory");
+}
+
+// ---- wgmma ----------------------------------------------------------------------------------
+
+/// Shared-memory matrix descriptor for a K-major operand in the 128-byte swizzle layout:
+/// rows of 128 bytes, 8-row (1024-byte) swizzle atoms stacked densely (stride 1024 bytes).
+/// The tile must start 1024-byte aligned; advancing K by 32 bytes adds 2 to the address field.
+__device__ __forceinline__ u64 make_smem_desc_sw128(const void* tile) {
+  u64 addr = smem_addr(tile);
+  u64 desc = (addr & 0x3FFFFull) >> 4;  // start address, 16-byte units
+  desc |= 1ull << 16;                   // leading byte offset: unused for swizzled K-major
+  desc |= (1024ull >> 4) << 32;         // stride byte offset: one 8-row atom
+  desc |= 1ull << 62;                   // layout: 128-byte swizzle
+  return desc;
+}
+
+__device__ __forceinline__ void wgmma_fence() {
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void wgmma_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+}
+template <int kPending>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(kPending) : "memory");
+}
+
+/// Keeps the compiler from moving accumulator reads/writes across wgmma fences and waits.
+__device__ __forceinline__ void fence_operand(float& reg) { asm volatile("" : "+f"(reg)::"memory"); }
+
+// ---- register reallocation between warpgroups ---------------------------------------------
+
+template <int kRegs>
+__device__ __forceinline__ void regs_increase() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(kRegs));
+}
+template <int kRegs>
+__device__ __forceinline__ void regs_decrease() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(kRegs));
+}
+
+// ---- conversions (PTX cvt: exact IEEE round-to-nearest-even) -----------------------------------
+
+/// Packs (lo, hi) into bf16x2 with round-to-nearest-even.
+__device__ __forceinline__ u32 pack_bf16x2(float lo, float hi) {
+  u32 out;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(out) : "f"(hi), "f"(lo));
+  return out;
+}
+__device__ __forceinline__ u32 pack_f16x2(float lo, float hi) {
+  u32 out;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(out) : "f"(hi), "f"(lo));
+  return out;
+}
+__device__ __forceinline__ u16 to_bf16(float v) {
+  u16 out;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(out) : "f"(v));
+  return out;
+}
+__device__ __forceinline__ u16 to_f16(float v) {
+  u16 out;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(out) : "f"(v));
+  return out;
+}
+__device__ __forceinline__ float bf16_to_float(u16 v) { return __uint_as_float(u32(v) << 16); }
+__device__ __forceinline__ float f16_to_float(u16 v) {
+  float out;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(out) : "h"(v));
+  return out;
+}
+/// Two floats to two e4m3fn codes (lo in bits 0-7), round-to-nearest-even, saturating to +-448.
+__device__ __forceinline__ u16 pack_e4m3x2(float lo, float hi) {
+  u16 out;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(out) : "f"(hi), "f"(lo));
+  return out;
+}
+/// Exact value of an e4m3fn code (0x7f/0xff are NaN).
+__device__ __forceinline__ float e4m3_to_float(u8 code) {
+  const int sign = code >> 7, exp = (code >> 3) & 15, mant = code & 7;
+  float mag;
+  if (exp == 15 && mant == 7) {
+    mag = __int_as_float(0x7fc00000);
+  } else if (exp == 0) {
+    mag = mant * 0.001953125f;  // subnormal: mant/8 * 2^-6
+  } else {
+    mag = __int_as_float(((exp - 7 + 127) << 23) | (mant << 20));
+  }
+  return sign ? -mag : mag;
+}
+
+}  // namespace dev
+}  // namespace f8gemm

@@ -1,0 +1,217 @@
+/// \brief Config names, legality, the cost model, the tuned tables and the decision order.
+#include "config.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+
+#include "check.hpp"
+#include "jit/embedded.hpp"
+
+namespace f8gemm {
+
+std::string Config::name() const {
+  std::ostringstream os;
+  os << "sm90_" << (path == KernelPath::kSwapAB ? "swap" : "tiled") << "_" << bm << "x" << bn
+     << "x" << bk << "_s" << stages << "_c" << cluster_m << "x" << cluster_n << "_r" << raster;
+  return os.str();
+}
+
+Config Config::parse(const std::string& name) {
+  Config c;
+  char path[16] = {0};
+  char tail = 0;
+  const int got = std::sscanf(name.c_str(), "sm90_%15[a-z]_%dx%dx%d_s%d_c%dx%d_r%d%c", path, &c.bm,
+                              &c.bn, &c.bk, &c.stages, &c.cluster_m, &c.cluster_n, &c.raster,
+                              &tail);
+  const std::string p = path;
+  F8GEMM_REQUIRE(got == 8 && (p == "tiled" || p == "swap"), kInvalidArgument, "config name '",
+                 name, "' does not match sm90_<tiled|swap>_<bm>x<bn>x<bk>_s<stages>_c<m>x<n>_r<raster>");
+  c.path = p == "swap" ? KernelPath::kSwapAB : KernelPath::kTiled;
+  // Parse is exact: the name must be the canonical one (no leading zeros, no '+').
+  F8GEMM_REQUIRE(c.name() == name, kInvalidArgument, "config name '", name,
+                 "' is not canonical; did you mean '", c.name(), "'?");
+  return c;
+}
+
+bool Config::operator==(const Config& o) const {
+  return path == o.path && bm == o.bm && bn == o.bn && bk == o.bk && stages == o.stages &&
+         cluster_m == o.cluster_m && cluster_n == o.cluster_n && raster == o.raster;
+}
+
+namespace detail {
+
+namespace {
+// H200 ceilings measured on 2026-11-30 (shared/anchors.md): copy 4.25 TB/s, FP8 1.46 PFLOP/s.
+constexpr double kDramBytesPerUs = 4.25e6;
+constexpr double kPeakFlopsPerUs = 1.46e9;
+// L2 -> SM bandwidth (an estimate, about 2.5x DRAM on Hopper) and the launch/ramp cost.
+constexpr double kL2BytesPerUs = 10.0e6;
+constexpr double kLatencyUs = 1.0;
+constexpr double kFixedUs = 2.5;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+}  // namespace
+
+int config_smem_bytes(const Config& c) {
+  return c.stages * (c.bm + c.bn) * c.bk + 2 * c.stages * 8 + 1024;
+}
+
+std::string config_illegal_reason(const Config& c, const ProblemShape& p) {
+  std::ostringstream why;
+  if (c.bk != 128) why << "bk must be 128 (one 128-byte swizzle row)";
+  else if (c.bm != 64 && c.bm != 128) why << "bm must be 64 or 128 (64 rows per consumer warpgroup)";
+  else if (c.bn < 8 || c.bn > 256 || c.bn % 8 != 0) why << "bn must be a multiple of 8 in 8..256";
+  else if (c.stages < 2 || c.stages > 16) why << "stages must be 2..16";
+  else if (c.cluster_m != 1 || c.cluster_n != 1) why << "clusters other than 1x1 are not implemented";
+  else if (c.raster < 0 || c.raster > 64) why << "raster must be 0..64";
+  else if (config_smem_bytes(c) > kMaxSmemBytes)
+    why << "needs " << config_smem_bytes(c) << " bytes of shared memory, more than " << kMaxSmemBytes;
+  else if (!p.fast_accum && c.bn > 192)
+    why << "precise accumulation keeps two accumulator sets: bn must be <= 192";
+  return why.str();
+}
+
+double estimate_us(const Config& c, const ProblemShape& p, int sm_count) {
+  const bool swap = c.path == KernelPath::kSwapAB;
+  const int64_t x_rows = swap ? c.bn : c.bm, w_rows = swap ? c.bm : c.bn;
+  const int64_t k_pad = ceil_div(p.k, 128) * 128;
+  const int64_t tiles = p.batch * ceil_div(p.m, x_rows) * ceil_div(p.n, w_rows);
+  if (tiles == 0) return 0.0;
+  const int64_t ctas = std::min<int64_t>(tiles, sm_count);
+  const int64_t tiles_per_cta = ceil_div(tiles, ctas);
+  const double inflight = double(c.stages) * (x_rows + w_rows) * c.bk;
+  // DRAM: every byte once, at the lower of the copy rate and what the CTAs keep in flight.
+  const double unique = double(p.batch) * (p.m * p.k + p.n * p.k + 2 * p.m * p.n + 4 * (p.m + p.n));
+  const double dram_rate = std::min(kDramBytesPerUs, ctas * inflight / kLatencyUs);
+  const double dram_us = unique / dram_rate;
+  // One tile: wgmma time (small N issues less work per instruction) or its L2 traffic.
+  const double wgmma_eff = double(c.bn) / (c.bn + 24.0) * (p.fast_accum ? 1.0 : 0.9);
+  const double tile_flops = 2.0 * c.bm * c.bn * k_pad;
+  const double mma_us = tile_flops / (kPeakFlopsPerUs / sm_count * wgmma_eff);
+  const double l2_rate = std::min(kL2BytesPerUs / ctas, inflight / (0.5 * kLatencyUs));
+  const double tile_us = std::max(mma_us, double(x_rows + w_rows) * k_pad / l2_rate);
+  return kFixedUs + std::max(dram_us, tiles_per_cta * tile_us);
+}
+
+std::vector<Config> candidates(const ProblemShape& p, int sm_count) {
+  std::vector<std::pair<double, Config>> scored;
+  auto add = [&](KernelPath path, int bm, int bn, int max_stages, int raster) {
+    Config c;
+    c.path = path;
+    c.bm = bm;
+    c.bn = bn;
+    c.raster = raster;
+    // The deepest ring that fits: more stages keep more bytes in flight (decode is latency-bound).
+    for (c.stages = max_stages; c.stages >= 2; --c.stages) {
+      if (config_smem_bytes(c) <= kMaxSmemBytes) break;
+    }
+    if (!config_illegal_reason(c, p).empty()) return;
+    scored.emplace_back(estimate_us(c, p, sm_count), c);
+  };
+  for (int bm : {64, 128}) {
+    for (int bn : {64, 96, 128, 160, 192, 256}) add(KernelPath::kTiled, bm, bn, 8, 8);
+    if (p.m <= 256) {
+      for (int bn : {8, 16, 24, 32, 48, 64, 96, 128}) add(KernelPath::kSwapAB, bm, bn, 12, 0);
+    }
+  }
+  std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) {
+    if (a.first != b.first) return a.first < b.first;
+    return a.second.bm * a.second.bn > b.second.bm * b.second.bn;  // ties: the larger tile
+  });
+  std::vector<Config> out;
+  for (auto& s : scored) out.push_back(s.second);
+  return out;
+}
+
+std::string table_key(const std::string& gpu_name, int sm_count, const ProblemShape& p) {
+  std::ostringstream os;
+  os << gpu_name << "|" << sm_count << "|" << kVersion << "|" << p.batch << "," << p.m << ","
+     << p.n << "," << p.k << "|" << (p.w_layout == WeightLayout::kPlain ? "plain" : "preshuffled")
+     << "|" << to_string(p.out_dtype) << "|" << (p.fast_accum ? "fast" : "precise");
+  return os.str();
+}
+
+void parse_table(const std::string& text, const std::string& origin,
+                 std::vector<std::pair<std::string, Config>>& entries) {
+  std::istringstream in(text);
+  std::string line;
+  int line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (line.empty() || line[0] == '#') continue;
+    const size_t tab = line.find('\t');
+    F8GEMM_REQUIRE(tab != std::string::npos, kInvalidArgument, origin, ":", line_no,
+                   ": expected '<key><TAB><config>'");
+    entries.emplace_back(line.substr(0, tab), Config::parse(line.substr(tab + 1)));
+  }
+}
+
+namespace {
+const std::vector<std::pair<std::string, Config>>& all_tables() {
+  static const std::vector<std::pair<std::string, Config>> entries = [] {
+    std::vector<std::pair<std::string, Config>> e;
+    // The user's file first: the lookup takes the first match.
+    if (const char* path = std::getenv("F8GEMM_TUNE_FILE"); path && *path) {
+      std::ifstream f(path);
+      F8GEMM_REQUIRE(f.good(), kIo, "cannot read F8GEMM_TUNE_FILE '", path, "'");
+      std::stringstream ss;
+      ss << f.rdbuf();
+      parse_table(ss.str(), path, e);
+    }
+    for (int i = 0; i < jit::kNumEmbeddedTables; ++i) {
+      parse_table(jit::kEmbeddedTables[i].text, jit::kEmbeddedTables[i].name, e);
+    }
+    return e;
+  }();
+  return entries;
+}
+
+bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v && std::string(v) != "0";
+}
+}  // namespace
+
+std::optional<Config> tuned_config(const std::string& gpu_name, int sm_count,
+                                   const ProblemShape& p) {
+  if (env_flag("F8GEMM_NO_TUNED")) return std::nullopt;
+  const std::string key = table_key(gpu_name, sm_count, p);
+  for (const auto& [k, c] : all_tables()) {
+    if (k == key && config_illegal_reason(c, p).empty()) return c;
+  }
+  return std::nullopt;
+}
+
+Config decide(const std::string& gpu_name, int sm_count, const ProblemShape& p) {
+  const char* source = "model";
+  Config chosen;
+  if (const char* forced = std::getenv("F8GEMM_CONFIG"); forced && *forced) {
+    chosen = Config::parse(forced);
+    const std::string why = config_illegal_reason(chosen, p);
+    F8GEMM_REQUIRE(why.empty(), kUnsupported, "F8GEMM_CONFIG=", forced, " cannot run B,M,N,K=",
+                   p.batch, ",", p.m, ",", p.n, ",", p.k, ": ", why);
+    source = "F8GEMM_CONFIG";
+  } else if (auto tuned = tuned_config(gpu_name, sm_count, p)) {
+    chosen = *tuned;
+    source = "table";
+  } else {
+    const auto list = candidates(p, sm_count);
+    F8GEMM_REQUIRE(!list.empty(), kInternal, "no legal configuration for B,M,N,K=", p.batch, ",",
+                   p.m, ",", p.n, ",", p.k);
+    chosen = list.front();
+  }
+  if (env_flag("F8GEMM_LOG")) {
+    std::fprintf(stderr, "f8gemm: %s -> %s (%s, model %.1f us)\n",
+                 table_key(gpu_name, sm_count, p).c_str(), chosen.name().c_str(), source,
+                 estimate_us(chosen, p, sm_count));
+  }
+  return chosen;
+}
+
+}  // namespace detail
+}  // namespace f8gemm

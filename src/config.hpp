@@ -1,0 +1,43 @@
+/// \brief Choosing a configuration: enumerate candidates, check legality, score with a cost
+/// model, then let a tuned table (checked in, or the user's) override the model.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "f8gemm/f8gemm.hpp"
+
+namespace f8gemm::detail {
+
+/// Largest dynamic shared memory a Hopper block may opt into (227 KB).
+inline constexpr int kMaxSmemBytes = 232448;
+
+/// Shared memory a config's kernel needs (ring + barriers + alignment slack).
+int config_smem_bytes(const Config& config);
+
+/// Empty when the config can run this problem, else the reason it cannot.
+std::string config_illegal_reason(const Config& config, const ProblemShape& problem);
+
+/// The cost model's estimate in microseconds on a GPU with `sm_count` SMs (H200 ceilings).
+double estimate_us(const Config& config, const ProblemShape& problem, int sm_count);
+
+/// Legal candidates for a problem, best estimate first.
+std::vector<Config> candidates(const ProblemShape& problem, int sm_count);
+
+/// Key of a problem in the tuning tables: "<gpu>|<sms>|<version>|B,M,N,K|<layout>|<out>|<accum>".
+std::string table_key(const std::string& gpu_name, int sm_count, const ProblemShape& problem);
+
+/// A tuned config for this problem, from $F8GEMM_TUNE_FILE first, then the checked-in tables;
+/// ignored when F8GEMM_NO_TUNED=1.
+std::optional<Config> tuned_config(const std::string& gpu_name, int sm_count,
+                                   const ProblemShape& problem);
+
+/// Parses table text (lines "key<TAB>config", '#' comments) and appends to entries.
+void parse_table(const std::string& text, const std::string& origin,
+                 std::vector<std::pair<std::string, Config>>& entries);
+
+/// The full decision: F8GEMM_CONFIG, then the tables, then the model. Logs with F8GEMM_LOG=1.
+Config decide(const std::string& gpu_name, int sm_count, const ProblemShape& problem);
+
+}  // namespace f8gemm::detail

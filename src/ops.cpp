@@ -1,0 +1,224 @@
+/// \brief preshuffle / unshuffle / quantize_rows (host or device), choose_config, precompile
+/// and device_info.
+#include <cstdlib>
+
+#include "check.hpp"
+#include "codegen.hpp"
+#include "config.hpp"
+#include "device.hpp"
+#include "numerics.hpp"
+
+namespace f8gemm {
+
+namespace {
+
+/// The H200's SM count: the choice that precompile() assumes on a machine without a GPU.
+constexpr int kAssumedSmCount = 132;
+constexpr const char* kAssumedGpu = "NVIDIA H200";
+
+void require_contiguous(const TensorView& t, const char* name, int alignment) {
+  F8GEMM_REQUIRE(t.is_contiguous(), kInvalidArgument, name, " must be contiguous");
+  F8GEMM_REQUIRE(t.numel() == 0 || t.data != nullptr, kInvalidArgument, name,
+                 " has a null data pointer");
+  F8GEMM_REQUIRE(reinterpret_cast<uintptr_t>(t.data) % alignment == 0, kInvalidArgument, name,
+                 " must be ", alignment, "-byte aligned");
+}
+
+void require_same_place(const TensorView& a, const char* an, const TensorView& b, const char* bn) {
+  F8GEMM_REQUIRE(a.device == b.device, kInvalidArgument, an, " and ", bn,
+                 " must be in the same memory (host or one GPU)");
+}
+
+/// Grid-stride launch of a utility kernel on `stream`.
+void launch_util(int device, const char* name, int64_t work, void** args, cudaStream_t stream) {
+  const auto& props = detail::require_sm90(device);
+  auto instance = detail::util_instance();
+  cudaKernel_t kernel = instance->kernel(name);
+  const int threads = 256;
+  const int64_t blocks = std::min<int64_t>((work + threads - 1) / threads, props.sm_count * 8LL);
+  if (blocks == 0) return;
+  detail::DeviceGuard guard(device);
+  F8GEMM_CHECK_CUDA(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(unsigned(blocks)),
+                                     dim3(threads), args, 0, stream));
+  F8GEMM_CHECK_CUDA(cudaGetLastError());
+}
+
+struct ShuffleDims {
+  int64_t batch, n, k;
+};
+
+/// Checks a plain [B,N,K]/[N,K] and a preshuffled [B,KB,N/8,1024]/[KB,N/8,1024] pair.
+ShuffleDims check_shuffle_pair(const TensorView& plain, const TensorView& shuffled) {
+  F8GEMM_REQUIRE(plain.dtype == DType::kE4M3 || plain.dtype == DType::kU8, kInvalidArgument,
+                 "w must be float8_e4m3fn (or uint8), got ", to_string(plain.dtype));
+  F8GEMM_REQUIRE(shuffled.dtype == DType::kE4M3 || shuffled.dtype == DType::kU8, kInvalidArgument,
+                 "the preshuffled weight must be float8_e4m3fn (or uint8), got ",
+                 to_string(shuffled.dtype));
+  F8GEMM_REQUIRE(plain.rank == 2 || plain.rank == 3, kInvalidArgument,
+                 "w must be [N, K] or [B, N, K], got rank ", plain.rank);
+  ShuffleDims d;
+  const bool batched = plain.rank == 3;
+  d.batch = batched ? plain.shape[0] : 1;
+  d.n = plain.shape[plain.rank - 2];
+  d.k = plain.shape[plain.rank - 1];
+  F8GEMM_REQUIRE(d.n > 0 && d.n % 8 == 0, kInvalidArgument,
+                 "N (w's rows) must be a positive multiple of 8, got ", d.n);
+  F8GEMM_REQUIRE(d.k > 0 && d.k % 16 == 0, kInvalidArgument,
+                 "K (w's last dimension) must be a positive multiple of 16, got ", d.k);
+  const auto want = preshuffled_shape(d.batch, d.n, d.k);
+  bool ok = shuffled.rank == (batched ? 4 : 3);
+  for (int i = 0; ok && i < shuffled.rank; ++i) ok = shuffled.shape[i] == want[i + (batched ? 0 : 1)];
+  F8GEMM_REQUIRE(ok, kInvalidArgument, "the preshuffled weight must have shape ",
+                 batched ? "[B, " : "[", (d.k + 127) / 128, ", ", d.n / 8, ", 1024] for w of N=",
+                 d.n, " K=", d.k);
+  require_contiguous(plain, "w", 16);
+  require_contiguous(shuffled, "the preshuffled weight", 16);
+  require_same_place(plain, "w", shuffled, "the preshuffled weight");
+  return d;
+}
+
+}  // namespace
+
+std::vector<int64_t> preshuffled_shape(int64_t batch, int64_t n, int64_t k) {
+  return {batch, (k + kShuffleBlockK - 1) / kShuffleBlockK, n / kShuffleSlabRows,
+          kShuffleSlabBytes};
+}
+
+void preshuffle(const TensorView& w, const TensorView& out, cudaStream_t stream) {
+  ShuffleDims d = check_shuffle_pair(w, out);
+  if (w.device == kHost) {
+    numerics::preshuffle_host(static_cast<const uint8_t*>(w.data), d.batch, d.n, d.k,
+                              static_cast<uint8_t*>(out.data));
+    return;
+  }
+  const void* src = w.data;
+  void* dst = out.data;
+  void* args[] = {&src, &dst, &d.batch, &d.n, &d.k};
+  launch_util(w.device, "f8gemm_preshuffle", out.numel() / 16, args, stream);
+}
+
+void unshuffle(const TensorView& shuffled, const TensorView& out, cudaStream_t stream) {
+  ShuffleDims d = check_shuffle_pair(out, shuffled);
+  if (out.device == kHost) {
+    numerics::unshuffle_host(static_cast<const uint8_t*>(shuffled.data), d.batch, d.n, d.k,
+                             static_cast<uint8_t*>(out.data));
+    return;
+  }
+  const void* src = shuffled.data;
+  void* dst = out.data;
+  void* args[] = {&src, &dst, &d.batch, &d.n, &d.k};
+  launch_util(out.device, "f8gemm_unshuffle", shuffled.numel() / 16, args, stream);
+}
+
+void quantize_rows(const TensorView& input, const TensorView& out_q, const TensorView& out_scale,
+                   const QuantizeOptions& opt) {
+  F8GEMM_REQUIRE(input.dtype == DType::kBF16 || input.dtype == DType::kF16 ||
+                     input.dtype == DType::kF32,
+                 kInvalidArgument, "input must be bfloat16, float16 or float32, got ",
+                 to_string(input.dtype));
+  F8GEMM_REQUIRE(input.rank >= 1, kInvalidArgument, "input must be [..., K]");
+  F8GEMM_REQUIRE(out_q.dtype == DType::kE4M3, kInvalidArgument,
+                 "out_q must be float8_e4m3fn, got ", to_string(out_q.dtype));
+  F8GEMM_REQUIRE(out_scale.dtype == DType::kF32, kInvalidArgument,
+                 "out_scale must be float32, got ", to_string(out_scale.dtype));
+  bool q_ok = out_q.rank == input.rank;
+  for (int i = 0; q_ok && i < input.rank; ++i) q_ok = out_q.shape[i] == input.shape[i];
+  F8GEMM_REQUIRE(q_ok, kInvalidArgument, "out_q must have the input's shape");
+  const int64_t cols = input.shape[input.rank - 1];
+  const int64_t rows = cols ? input.numel() / cols : 0;
+  F8GEMM_REQUIRE(out_scale.numel() == rows || (cols == 0 && out_scale.numel() == 0) ||
+                     (cols == 0 && out_scale.rank == input.rank - 1),
+                 kInvalidArgument, "out_scale must hold one value per row (", rows, "), got ",
+                 out_scale.numel());
+  F8GEMM_REQUIRE(opt.eps > 0.0f, kInvalidArgument, "eps must be positive, got ", opt.eps);
+  F8GEMM_REQUIRE(rows <= INT32_MAX, kInvalidArgument, "too many rows: ", rows);
+  require_contiguous(input, "input", dtype_size(input.dtype));
+  require_contiguous(out_q, "out_q", 1);
+  require_contiguous(out_scale, "out_scale", 4);
+  require_same_place(input, "input", out_q, "out_q");
+  require_same_place(input, "input", out_scale, "out_scale");
+  if (rows == 0 || cols == 0) return;
+  if (input.device == kHost) {
+    numerics::quantize_rows_host(input.data, input.dtype, rows, cols, opt.eps, opt.scale_ub,
+                                 static_cast<uint8_t*>(out_q.data),
+                                 static_cast<float*>(out_scale.data));
+    return;
+  }
+  const char* name = input.dtype == DType::kF32    ? "f8gemm_quantize_f32"
+                     : input.dtype == DType::kBF16 ? "f8gemm_quantize_bf16"
+                                                   : "f8gemm_quantize_f16";
+  const auto& props = detail::require_sm90(input.device);
+  (void)props;
+  auto instance = detail::util_instance();
+  cudaKernel_t kernel = instance->kernel(name);
+  const void* in = input.data;
+  void* q = out_q.data;
+  void* scale = out_scale.data;
+  int64_t c = cols;
+  float eps = opt.eps, ub = opt.scale_ub;
+  void* args[] = {&in, &q, &scale, &c, &eps, &ub};
+  detail::DeviceGuard guard(input.device);
+  F8GEMM_CHECK_CUDA(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(unsigned(rows)),
+                                     dim3(256), args, 0, opt.stream));
+  F8GEMM_CHECK_CUDA(cudaGetLastError());
+}
+
+Config choose_config(const ProblemShape& problem) {
+  int device = 0;
+  F8GEMM_CHECK_CUDA(cudaGetDevice(&device));
+  const auto& props = detail::require_sm90(device);
+  return detail::decide(props.name, props.sm_count, problem);
+}
+
+void precompile(const std::vector<ProblemShape>& problems) {
+  std::string gpu = kAssumedGpu;
+  int sms = kAssumedSmCount;
+  try {
+    int device = 0;
+    if (cudaGetDevice(&device) == cudaSuccess) {
+      const auto& props = detail::require_sm90(device);
+      gpu = props.name;
+      sms = props.sm_count;
+    }
+  } catch (const Error&) {
+    // No usable sm_90 GPU here: compile for the H200 that serving will run on.
+  }
+  cudaGetLastError();
+  for (const ProblemShape& p : problems) {
+    F8GEMM_REQUIRE(p.n > 0 && p.n % 8 == 0 && p.k > 0 && p.k % 16 == 0, kInvalidArgument,
+                   "precompile: N must be a positive multiple of 8 and K of 16, got N=", p.n,
+                   " K=", p.k);
+    detail::gemm_instance(detail::make_spec(detail::decide(gpu, sms, p), p));
+  }
+  detail::util_instance();
+}
+
+DeviceInfo device_info() {
+  DeviceInfo info;
+  nvrtcVersion(&info.nvrtc_major, &info.nvrtc_minor);
+  info.cache_dir = jit::cache_dir();
+  cudaRuntimeGetVersion(&info.runtime_version);
+  cudaDriverGetVersion(&info.driver_version);
+  int count = 0;
+  cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess || count == 0) {
+    cudaGetLastError();
+    info.reason = status != cudaSuccess ? cudaGetErrorString(status) : "no CUDA device found";
+    return info;
+  }
+  int device = 0;
+  cudaGetDevice(&device);
+  const auto& props = detail::device_props(device);
+  info.has_device = true;
+  info.device = device;
+  info.name = props.name;
+  info.sm_count = props.sm_count;
+  info.cc_major = props.cc_major;
+  info.cc_minor = props.cc_minor;
+  if (props.cc_major != 9 || props.cc_minor != 0) {
+    info.reason = "not an sm_90 GPU: f8gemm's kernels will not run here";
+  }
+  return info;
+}
+
+}  // namespace f8gemm

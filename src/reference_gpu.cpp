@@ -1,0 +1,60 @@
+/// \brief Launches the fp64 reference check kernel (kernels/f8gemm_util.cuh).
+#include "reference_gpu.hpp"
+
+#include <cmath>
+
+#include "check.hpp"
+#include "codegen.hpp"
+#include "device.hpp"
+#include "numerics.hpp"
+
+namespace f8gemm::detail {
+
+CheckResult reference_check(const TensorView& x, const TensorView& w, const TensorView& xs,
+                            const TensorView& ws, const TensorView* bias, const TensorView& y,
+                            double gamma, cudaStream_t stream) {
+  F8GEMM_REQUIRE(x.rank == 3 && w.rank == 3 && y.rank == 3, kInvalidArgument,
+                 "reference_check takes x [B,M,K], w [B,N,K] and y [B,M,N]");
+  const int64_t b = x.shape[0], m = x.shape[1], k = x.shape[2], n = w.shape[1];
+  F8GEMM_REQUIRE(w.shape[0] == b && w.shape[2] == k && y.shape[0] == b && y.shape[1] == m &&
+                     y.shape[2] == n && xs.numel() == b * m && ws.numel() == b * n,
+                 kInvalidArgument, "reference_check: shapes do not match");
+  F8GEMM_REQUIRE(b <= 65535, kInvalidArgument, "reference_check: at most 65535 batches");
+  CheckResult result;
+  if (b * m * n == 0) return result;
+  require_sm90(x.device);
+  auto instance = util_instance();
+  cudaKernel_t kernel = instance->kernel("f8gemm_reference_check");
+  DeviceGuard guard(x.device);
+  double* stats = nullptr;
+  F8GEMM_CHECK_CUDA(cudaMallocAsync(reinterpret_cast<void**>(&stats), 4 * sizeof(double), stream));
+  F8GEMM_CHECK_CUDA(cudaMemsetAsync(stats, 0, 4 * sizeof(double), stream));
+  const void* xp = x.data;
+  const void* wp = w.data;
+  const void* xsp = xs.data;
+  const void* wsp = ws.data;
+  const void* biasp = bias ? bias->data : nullptr;
+  int bias_kind = bias ? (bias->dtype == DType::kBF16 ? 2 : 1) : 0;
+  const void* yp = y.data;
+  int out_f16 = y.dtype == DType::kF16 ? 1 : 0;
+  int64_t mm = m, nn = n, kk = k;
+  double unit = numerics::unit_roundoff(y.dtype);
+  double tiny = y.dtype == DType::kF16 ? 0x1p-25 : 0x1p-133;
+  void* args[] = {&xp, &wp,  &xsp, &wsp, &biasp, &bias_kind, &yp,   &out_f16,
+                  &mm, &nn, &kk,  &unit, &gamma, &tiny,      &stats};
+  dim3 grid(unsigned((n + 15) / 16), unsigned((m + 15) / 16), unsigned(b));
+  F8GEMM_REQUIRE((m + 15) / 16 <= 65535, kInvalidArgument, "reference_check: M too large");
+  F8GEMM_CHECK_CUDA(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), grid, dim3(16, 16),
+                                     args, 0, stream));
+  F8GEMM_CHECK_CUDA(cudaGetLastError());
+  double host[4] = {0, 0, 0, 0};
+  F8GEMM_CHECK_CUDA(cudaMemcpyAsync(host, stats, sizeof(host), cudaMemcpyDeviceToHost, stream));
+  F8GEMM_CHECK_CUDA(cudaFreeAsync(stats, stream));
+  F8GEMM_CHECK_CUDA(cudaStreamSynchronize(stream));
+  result.rel_rms = host[1] > 0 ? std::sqrt(host[0] / host[1]) : std::sqrt(host[0]);
+  result.max_ratio = host[2];
+  result.nonfinite = int64_t(host[3]);
+  return result;
+}
+
+}  // namespace f8gemm::detail

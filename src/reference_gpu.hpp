@@ -1,0 +1,29 @@
+/// \brief The GPU reference check for large shapes: an fp64 GEMM on plain X and W that compares
+/// an output with it in the same pass (used by the GPU tests, `f8gemm demo` and `run --verify`).
+#pragma once
+
+#include <cstdint>
+
+#include "f8gemm/f8gemm.hpp"
+
+namespace f8gemm::detail {
+
+struct CheckResult {
+  double rel_rms = 0.0;      ///< ||y - ref|| / ||ref||
+  double max_ratio = 0.0;    ///< max over elements of |y - ref| / element_bound
+  int64_t nonfinite = 0;     ///< elements of y that are NaN or inf (the reference is finite)
+};
+
+/// Element bound: |y - ref| <= u*|ref| + (1 + u)*gamma*abs_ref + tiny, where u is the output's unit
+/// roundoff, abs_ref = |xs*ws|*sum|x*w| + |bias| and tiny covers fp16 subnormals (2^-25).
+/// Precise mode uses gamma = kGammaPrecise, fast mode kGammaFast (see README "Accuracy").
+inline constexpr double kGammaPrecise = 1.0 / (1 << 16);
+inline constexpr double kGammaFast = 1.0 / (1 << 9);
+
+/// x [B,M,K] and w [B,N,K] (plain) e4m3, xs [B,M], ws [B,N], bias null or [B,N], y [B,M,N]: all
+/// device memory. Synchronises `stream`.
+CheckResult reference_check(const TensorView& x, const TensorView& w, const TensorView& xs,
+                            const TensorView& ws, const TensorView* bias, const TensorView& y,
+                            double gamma, cudaStream_t stream);
+
+}  // namespace f8gemm::detail
