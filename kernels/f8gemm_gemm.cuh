@@ -58,8 +58,18 @@ struct GemmKernel {
   static_assert(kXTileBytes % 1024 == 0 && kWTileBytes % 1024 == 0,
                 "tiles stay 1024-byte aligned for the 128-byte swizzle");
 
-  /// Dynamic shared memory: the ring, then the full/empty barriers; +1 KB for 1024-B alignment.
-  static constexpr int kSmemBytes = kStages * kStageBytes + 2 * kStages * 8 + 1024;
+  // Output staging, one buffer per consumer: rows of the output tile as they lie in global
+  // memory (tokens x W rows), padded by 16 bytes so that the accumulator writes of a warp hit
+  // 32 distinct banks (a row of 2*cols + 16 bytes shifts the next row by 4 banks).
+  static constexpr int kOutRows = kSwap ? kBN : 64;   // output rows per consumer
+  static constexpr int kOutCols = kSwap ? 64 : kBN;   // output columns per consumer
+  static constexpr int kOutStride = kOutCols * 2 + 16;
+  static constexpr int kOutBytes = kOutRows * kOutStride;
+
+  /// Dynamic shared memory: the ring, the staging buffers, the full/empty barriers, and 1 KB of
+  /// slack to align the ring to 1024 bytes.
+  static constexpr int kSmemBytes =
+      kStages * kStageBytes + kConsumers * kOutBytes + 2 * kStages * 8 + 1024;
 
   struct Tile {
     int b, m0, n0;  // batch, first X row, first W row
@@ -92,7 +102,8 @@ struct GemmKernel {
   static __device__ __forceinline__ void run(const GemmParams& p) {
     extern __shared__ u8 smem_raw[];
     u8* smem = reinterpret_cast<u8*>((reinterpret_cast<u64>(smem_raw) + 1023) & ~u64(1023));
-    u64* full = reinterpret_cast<u64*>(smem + kStages * kStageBytes);
+    u8* staging = smem + kStages * kStageBytes;
+    u64* full = reinterpret_cast<u64*>(staging + kConsumers * kOutBytes);
     u64* empty = full + kStages;
 
     const int warpgroup = threadIdx.x / 128;
@@ -115,7 +126,8 @@ struct GemmKernel {
       if (tid_in_wg == 0) produce(p, smem, full, empty, tiles_x, total_tiles);
     } else {
       if (kConsumers == 2) regs_increase<232>();
-      consume(p, smem, full, empty, tiles_x, total_tiles, warpgroup - 1, tid_in_wg);
+      consume(p, smem, staging + (warpgroup - 1) * kOutBytes, full, empty, tiles_x, total_tiles,
+              warpgroup - 1, tid_in_wg);
     }
   }
 
@@ -152,9 +164,9 @@ struct GemmKernel {
     }
   }
 
-  static __device__ __forceinline__ void consume(const GemmParams& p, u8* smem, u64* full,
-                                                 u64* empty, int tiles_x, int total_tiles,
-                                                 int consumer, int tid) {
+  static __device__ __forceinline__ void consume(const GemmParams& p, u8* smem, u8* staging,
+                                                 u64* full, u64* empty, int tiles_x,
+                                                 int total_tiles, int consumer, int tid) {
     float acc[kAcc];
     float total[kFastAccum ? 1 : kAcc];
     int stage = 0;
@@ -166,6 +178,7 @@ struct GemmKernel {
 #pragma unroll
         for (int i = 0; i < kAcc; ++i) total[i] = 0.0f;
       }
+      int prev_stage = 0;
       for (int kb = 0; kb < kKBlocks; ++kb) {
         mbar_wait(&full[stage], phase);
         const u8* x_tile = smem + stage * kStageBytes;
@@ -185,34 +198,52 @@ struct GemmKernel {
           Wgmma<kBN>::mma(acc, a_desc + 2 * kk, b_desc + 2 * kk, accumulate);
         }
         wgmma_commit();
-        wgmma_wait<0>();
+        if (kFastAccum) {
+          // Keep one k-block of wgmma in flight: wait for the previous one and free its stage.
+          wgmma_wait<1>();
 #pragma unroll
-        for (int i = 0; i < kAcc; ++i) fence_operand(acc[i]);
-        if (lane == 0) mbar_arrive(&empty[stage]);
-        if (!kFastAccum) {
+          for (int i = 0; i < kAcc; ++i) fence_operand(acc[i]);
+          if (kb > 0 && lane == 0) mbar_arrive(&empty[prev_stage]);
+        } else {
+          wgmma_wait<0>();
+#pragma unroll
+          for (int i = 0; i < kAcc; ++i) fence_operand(acc[i]);
+          if (lane == 0) mbar_arrive(&empty[stage]);
 #pragma unroll
           for (int i = 0; i < kAcc; ++i) total[i] += acc[i];
         }
+        prev_stage = stage;
         if (++stage == kStages) {
           stage = 0;
           phase ^= 1;
         }
       }
-      epilogue(p, tile, kFastAccum ? acc : total, consumer, tid);
+      if (kFastAccum) {
+        wgmma_wait<0>();
+#pragma unroll
+        for (int i = 0; i < kAcc; ++i) fence_operand(acc[i]);
+        if (lane == 0) mbar_arrive(&empty[prev_stage]);
+      }
+      epilogue(p, tile, kFastAccum ? acc : total, staging, consumer, tid);
     }
+    bulk_wait_all();
   }
 
-  /// Scales (and bias) in fp32, conversion with round-to-nearest-even, bounds-checked stores.
+  /// Scales (and bias) in fp32, round-to-nearest-even conversion into the staging buffer, then one
+  /// bulk copy per output row. The copies drain while the next tile's wgmmas run.
   /// Accumulator i of thread tid sits at A-row (tid/32)*16 + (tid%32)/4 + 8*((i/2)%2) and B-row
-  /// (i/4)*8 + (tid%4)*2 + i%2.
+  /// (i/4)*8 + (tid%4)*2 + i%2 of this consumer's 64 x kBN block.
   static __device__ __forceinline__ void epilogue(const GemmParams& p, const Tile& tile,
-                                                  const float* acc, int consumer, int tid) {
+                                                  const float* acc, u8* staging, int consumer,
+                                                  int tid) {
     const int warp = tid / 32, lane = tid % 32;
-    const int a_row0 = consumer * 64 + warp * 16 + lane / 4;
+    const int a_row0 = warp * 16 + lane / 4;
     const int b_col0 = (lane % 4) * 2;
     const float* xs = p.x_scale + i64(tile.b) * p.m;
     const float* ws = p.w_scale + i64(tile.b) * kN;
-    const i64 out_base = i64(tile.b) * p.m * kN;
+    // The previous tile's copies must have finished reading the staging buffer.
+    bulk_wait_read();
+    named_barrier(1 + consumer, 128);
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       const int a_row = a_row0 + half * 8;
@@ -221,26 +252,45 @@ struct GemmKernel {
         const int b_col = j * 8 + b_col0;
         const float v0 = acc[j * 4 + half * 2], v1 = acc[j * 4 + half * 2 + 1];
         if (!kSwap) {
-          const int m = tile.m0 + a_row, n = tile.n0 + b_col;
-          if (m < p.m && n < kN) {  // n even and N % 8 == 0, so n + 1 < N as well
-            const float sx = xs[m];
-            float y0 = v0 * sx * ws[n], y1 = v1 * sx * ws[n + 1];
+          const int m = tile.m0 + consumer * 64 + a_row, n = tile.n0 + b_col;
+          // Rows past M and columns past N are staged but never copied out.
+          const float sx = m < p.m ? xs[m] : 0.0f;
+          float y0 = 0.0f, y1 = 0.0f;
+          if (n < kN) {  // n even and N % 8 == 0, so n + 1 < N as well
+            y0 = v0 * sx * ws[n];
+            y1 = v1 * sx * ws[n + 1];
             add_bias(p, tile.b, n, y0, y1);
-            store2(p.out, out_base + i64(m) * kN + n, y0, y1);
           }
+          *reinterpret_cast<u32*>(staging + a_row * kOutStride + b_col * 2) = pack2(y0, y1);
         } else {
-          const int n = tile.n0 + a_row, m = tile.m0 + b_col;
+          const int n = tile.n0 + consumer * 64 + a_row, m = tile.m0 + b_col;
+          float y0 = 0.0f, y1 = 0.0f;
           if (n < kN) {
             const float sw = ws[n];
             float bias_n = 0.0f, unused = 0.0f;
             add_bias(p, tile.b, n, bias_n, unused);
-            if (m < p.m) store1(p.out, out_base + i64(m) * kN + n, v0 * xs[m] * sw + bias_n);
-            if (m + 1 < p.m) {
-              store1(p.out, out_base + i64(m + 1) * kN + n, v1 * xs[m + 1] * sw + bias_n);
-            }
+            if (m < p.m) y0 = v0 * xs[m] * sw + bias_n;
+            if (m + 1 < p.m) y1 = v1 * xs[m + 1] * sw + bias_n;
           }
+          *reinterpret_cast<u16*>(staging + b_col * kOutStride + a_row * 2) = to_out(y0);
+          *reinterpret_cast<u16*>(staging + (b_col + 1) * kOutStride + a_row * 2) = to_out(y1);
         }
       }
+    }
+    fence_proxy_async();
+    named_barrier(1 + consumer, 128);
+    // One bulk copy per output row (rows are contiguous in global memory).
+    const int first_col = kSwap ? tile.n0 + consumer * 64 : tile.n0;
+    const int cols = min(kOutCols, kN - first_col);
+    if (cols > 0) {
+      for (int r = tid; r < kOutRows; r += 128) {
+        const int m = kSwap ? tile.m0 + r : tile.m0 + consumer * 64 + r;
+        if (m < p.m) {
+          u16* dst = static_cast<u16*>(p.out) + (i64(tile.b) * p.m + m) * kN + first_col;
+          bulk_store(dst, staging + r * kOutStride, u32(cols) * 2u);
+        }
+      }
+      bulk_commit();
     }
   }
 
@@ -258,13 +308,10 @@ struct GemmKernel {
     }
   }
 
-  static __device__ __forceinline__ void store2(void* out, i64 index, float y0, float y1) {
-    const u32 packed = kOutF16 ? pack_f16x2(y0, y1) : pack_bf16x2(y0, y1);
-    *reinterpret_cast<u32*>(static_cast<u16*>(out) + index) = packed;
+  static __device__ __forceinline__ u32 pack2(float y0, float y1) {
+    return kOutF16 ? pack_f16x2(y0, y1) : pack_bf16x2(y0, y1);
   }
-  static __device__ __forceinline__ void store1(void* out, i64 index, float y) {
-    static_cast<u16*>(out)[index] = kOutF16 ? to_f16(y) : to_bf16(y);
-  }
+  static __device__ __forceinline__ u16 to_out(float y) { return kOutF16 ? to_f16(y) : to_bf16(y); }
 };
 
 }  // namespace dev

@@ -58,7 +58,12 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 }  // namespace
 
 int config_smem_bytes(const Config& c) {
-  return c.stages * (c.bm + c.bn) * c.bk + 2 * c.stages * 8 + 1024;
+  // Mirrors GemmKernel::kSmemBytes: the ring, one padded output staging buffer per consumer
+  // warpgroup, the barriers and the 1 KB alignment slack.
+  const bool swap = c.path == KernelPath::kSwapAB;
+  const int out_rows = swap ? c.bn : 64, out_cols = swap ? 64 : c.bn;
+  const int staging = (c.bm / 64) * out_rows * (out_cols * 2 + 16);
+  return c.stages * (c.bm + c.bn) * c.bk + staging + 2 * c.stages * 8 + 1024;
 }
 
 std::string config_illegal_reason(const Config& c, const ProblemShape& p) {

@@ -197,7 +197,7 @@ struct Plan {
 struct PlanKey {
   int64_t b, m, n, k;
   int layout, out, bias, fast, device;
-  const void* forced;  // a forced Config is compared by value below
+  int forced[8];  // a forced Config's fields (all zero when the choice is automatic)
   bool operator==(const PlanKey& o) const { return std::memcmp(this, &o, sizeof(*this)) == 0; }
 };
 struct PlanKeyHash {
@@ -242,19 +242,21 @@ void run(const TensorView& x, const TensorView& w, WeightLayout layout, const Te
     return;
   }
   PlanKey key{p.batch, p.m, p.n, p.k, int(p.w_layout), int(p.out_dtype),
-              p.has_bias ? int(p.bias_dtype) + 1 : 0, p.fast_accum ? 1 : 0, v.device, nullptr};
+              p.has_bias ? int(p.bias_dtype) + 1 : 0, p.fast_accum ? 1 : 0, v.device, {}};
+  if (const Config* c = opt.config) {
+    const int fields[8] = {int(c->path) + 1, c->bm, c->bn, c->bk, c->stages, c->cluster_m, c->cluster_n, c->raster};
+    std::memcpy(key.forced, fields, sizeof(fields));
+  }
   std::shared_ptr<Plan> plan;
-  if (!opt.config) {
+  {
     std::lock_guard<std::mutex> lock(g_plan_mutex);
     auto it = g_plans.find(key);
     if (it != g_plans.end()) plan = it->second;
   }
   if (!plan) {
     plan = make_plan(p, v.device, opt.config);
-    if (!opt.config) {
-      std::lock_guard<std::mutex> lock(g_plan_mutex);
-      g_plans.emplace(key, plan);
-    }
+    std::lock_guard<std::mutex> lock(g_plan_mutex);
+    g_plans.emplace(key, plan);
   }
 
   const Config& c = plan->spec.config;

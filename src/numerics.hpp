@@ -46,10 +46,12 @@ void preshuffle_host(const uint8_t* w, int64_t batch, int64_t n, int64_t k, uint
 /// Exact inverse of preshuffle_host (the padding is dropped).
 void unshuffle_host(const uint8_t* shuffled, int64_t batch, int64_t n, int64_t k, uint8_t* w);
 
-/// Host per-row quantisation of rows x cols values of in_dtype (kBF16, kF16 bits or kF32):
-/// amax = max |x| over the row (clamped to scale_ub when scale_ub > 0), scale = max(amax, eps)/448,
-/// q = float_to_e4m3(x / scale) computed in fp32 as x * (448 / max(amax, eps))... see numerics.cpp
-/// for the exact formula, which the GPU kernel reproduces bit for bit.
+/// Host per-row quantisation of rows x cols values of in_dtype (kBF16, kF16 bits or kF32).
+/// Per row, all in fp32 (the GPU kernel reproduces these operations bit for bit):
+///   amax = fmaxf over |x| (fmaxf skips NaN); if (scale_ub > 0) amax = fminf(amax, scale_ub);
+///   float inv = 448.0f / fmaxf(amax, eps); q = float_to_e4m3(x * inv);
+///   scale = fmaxf(amax, eps) / 448.0f;
+/// so a NaN element gives q = 0x7f, and an element with |x| = amax >= eps gives +-448 (0x7e/0xfe).
 void quantize_rows_host(const void* in, DType in_dtype, int64_t rows, int64_t cols, float eps,
                         float scale_ub, uint8_t* q, float* scale);
 

@@ -10,6 +10,12 @@
 
 namespace f8gemm::detail {
 
+double accumulation_gamma(int64_t k, bool fast_accum) {
+  const double blocks = double((k + 127) / 128);
+  const double steps = fast_accum ? double((k + 31) / 32) : 4.0;
+  return steps * 0x1p-13 + blocks * 0x1p-24;
+}
+
 CheckResult reference_check(const TensorView& x, const TensorView& w, const TensorView& xs,
                             const TensorView& ws, const TensorView* bias, const TensorView& y,
                             double gamma, cudaStream_t stream) {

@@ -18,7 +18,7 @@ int cmd_info(const Args& args);
 int cmd_demo(const Args& args);
 int cmd_run(const Args& args);
 int cmd_bench(const Args& args);
-int cmd_tune(const Args& args);
 int cmd_precompile(const Args& args);
+int cmd_tune(const Args& args);
 
 }  // namespace f8gemm::cli

@@ -8,13 +8,16 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace f8gemm::jit {
 
-/// ptxas's -v report for one kernel entry of an instance.
+/// ptxas's -v report for one kernel entry of an instance (or for a non-inlined device function
+/// that ptxas reported separately: is_entry false, only the frame and spill fields are set).
 struct KernelResources {
   std::string entry;       ///< mangled or extern "C" name as ptxas printed it
+  bool is_entry = true;    ///< false for a called (non-inlined) function
   int registers = 0;
   int spill_stores = 0;    ///< bytes
   int spill_loads = 0;     ///< bytes
@@ -35,7 +38,7 @@ class Instance {
   const std::string& log() const { return log_; }          ///< NVRTC's program log (ptxas -v)
   const std::vector<KernelResources>& resources() const { return resources_; }
   bool from_disk() const { return from_disk_; }
-  /// Total spill bytes (stores + loads) over every entry.
+  /// Total spill bytes (stores + loads) over every entry and every called function.
   int spill_bytes() const;
 
   /// The kernel handle for an extern "C" __global__ name. Loads the library on first use
@@ -51,6 +54,7 @@ class Instance {
   bool from_disk_;
   mutable std::mutex mutex_;
   mutable cudaLibrary_t library_ = nullptr;
+  mutable std::vector<std::pair<std::string, cudaKernel_t>> kernels_;  ///< handles looked up so far
 };
 
 /// Parses ptxas -v lines out of an NVRTC log.
@@ -58,6 +62,10 @@ std::vector<KernelResources> parse_ptxas_report(const std::string& log);
 
 /// Options every instance is compiled with (sm_90a, C++17, ptxas -v, ...).
 std::vector<std::string> default_options();
+
+/// The cache key of (source, options): 32 hex digits over the source, every embedded header,
+/// the options, the NVRTC version, kVersion and the cache file format.
+std::string make_key(const std::string& source, const std::vector<std::string>& options);
 
 /// Returns the instance for (source, options), compiling it at most once per process and key:
 /// memory cache -> disk cache (${F8GEMM_CACHE_DIR:-$HOME/.cache/f8gemm}/<key>.cubin, checked, a

@@ -1,0 +1,326 @@
+/// \brief Benchmark helpers: device buffers, random FP8 data, event and graph timing, copy bandwidth.
+#include "bench_util.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "check.hpp"
+#include "numerics.hpp"
+
+namespace f8gemm::cli {
+
+DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
+  if (bytes > 0) {
+    F8GEMM_CHECK_CUDA(cudaMalloc(&data_, bytes));
+  }
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (data_ != nullptr) {
+    // A destructor must not throw; a failing cudaFree here means the context is already broken and
+    // the next checked call reports it.
+    (void)cudaFree(data_);
+  }
+}
+
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
+  if (this != &other) {
+    if (data_ != nullptr) {
+      (void)cudaFree(data_);
+    }
+    data_ = std::exchange(other.data_, nullptr);
+    bytes_ = std::exchange(other.bytes_, 0);
+  }
+  return *this;
+}
+
+void DeviceBuffer::reset() {
+  if (data_ != nullptr) {
+    void* p = std::exchange(data_, nullptr);
+    bytes_ = 0;
+    F8GEMM_CHECK_CUDA(cudaFree(p));
+  }
+}
+
+namespace {
+
+constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;
+
+/// splitmix64's output function applied to a counter: a counter-based generator, so element i's
+/// value does not depend on how the range is split among threads.
+inline uint64_t splitmix64(uint64_t x) {
+  x += kGolden;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+/// Runs body(begin, end) over [0, count) on up to hardware_concurrency threads, in contiguous
+/// slices of at least 1 Mi items (a thread's start-up, ~50 us, should stay small next to its work).
+template <typename Body>
+void parallel_for(size_t count, const Body& body) {
+  constexpr size_t kMinPerThread = size_t{1} << 20;
+  size_t hw = std::max<size_t>(1, std::thread::hardware_concurrency());
+  size_t threads = std::max<size_t>(1, std::min(hw, count / kMinPerThread));
+  if (threads == 1) {
+    body(size_t{0}, count);
+    return;
+  }
+  size_t per = (count + threads - 1) / threads;
+  std::vector<std::thread> pool;
+  pool.reserve(threads);
+  try {
+    for (size_t t = 0; t < threads; ++t) {
+      size_t begin = std::min(count, t * per);
+      size_t end = std::min(count, begin + per);
+      pool.emplace_back([&body, begin, end] { body(begin, end); });
+    }
+  } catch (...) {
+    for (auto& th : pool) th.join();
+    throw;
+  }
+  for (auto& th : pool) th.join();
+}
+
+/// Two uniforms from one 64-bit draw: u1 in (0, 1] (safe for log), u2 in [0, 1).
+inline void two_uniforms(uint64_t r, float& u1, float& u2) {
+  constexpr float kInv2p32 = 1.0f / 4294967296.0f;
+  u1 = (static_cast<float>(static_cast<uint32_t>(r >> 32)) + 1.0f) * kInv2p32;
+  u2 = static_cast<float>(static_cast<uint32_t>(r)) * kInv2p32;
+  u1 = std::min(u1, 1.0f);
+}
+
+}  // namespace
+
+void fill_random_e4m3(void* dev, size_t count, uint64_t seed, float stddev) {
+  if (count == 0) return;
+  F8GEMM_REQUIRE(dev != nullptr, kInvalidArgument, "fill_random_e4m3: null device pointer");
+  std::unique_ptr<uint8_t[]> host(new uint8_t[count]);
+  const uint64_t base = splitmix64(seed);
+  const size_t pairs = (count + 1) / 2;
+  uint8_t* out = host.get();
+  // Box-Muller: one 64-bit draw gives two normals, written to elements 2p and 2p+1.
+  parallel_for(pairs, [&](size_t begin, size_t end) {
+    constexpr float kTwoPi = 6.283185307179586f;
+    for (size_t p = begin; p < end; ++p) {
+      float u1, u2;
+      two_uniforms(splitmix64(base + p * kGolden), u1, u2);
+      float r = std::sqrt(-2.0f * std::log(u1)) * stddev;
+      float angle = kTwoPi * u2;
+      size_t i = 2 * p;
+      out[i] = numerics::float_to_e4m3(r * std::cos(angle));
+      if (i + 1 < count) out[i + 1] = numerics::float_to_e4m3(r * std::sin(angle));
+    }
+  });
+  F8GEMM_CHECK_CUDA(cudaMemcpy(dev, out, count, cudaMemcpyHostToDevice));
+}
+
+void fill_random_f32(float* dev, size_t n, uint64_t seed, float lo, float hi) {
+  if (n == 0) return;
+  F8GEMM_REQUIRE(dev != nullptr, kInvalidArgument, "fill_random_f32: null device pointer");
+  F8GEMM_REQUIRE(lo <= hi, kInvalidArgument, "fill_random_f32: lo ", lo, " > hi ", hi);
+  std::vector<float> host(n);
+  const uint64_t base = splitmix64(seed ^ 0x5CA1Eull);
+  parallel_for(n, [&](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) {
+      // 24 random bits: exactly representable steps of 2^-24 in [0, 1).
+      float u = static_cast<float>(splitmix64(base + i * kGolden) >> 40) * (1.0f / 16777216.0f);
+      host[i] = lo + (hi - lo) * u;
+    }
+  });
+  F8GEMM_CHECK_CUDA(cudaMemcpy(dev, host.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+}
+
+void run_for_ms(const StreamFn& fn, double ms, cudaStream_t stream) {
+  using Clock = std::chrono::steady_clock;
+  auto start = Clock::now();
+  // Batches double until one takes >= 10 ms, so a 10 us call is not throttled by a host sync
+  // after each call and a 1 ms call does not overshoot the budget by much.
+  int batch = 1;
+  for (;;) {
+    auto batch_start = Clock::now();
+    for (int i = 0; i < batch; ++i) fn(stream);
+    F8GEMM_CHECK_CUDA(cudaGetLastError());
+    F8GEMM_CHECK_CUDA(cudaStreamSynchronize(stream));
+    auto now = Clock::now();
+    if (std::chrono::duration<double, std::milli>(now - start).count() >= ms) break;
+    if (std::chrono::duration<double, std::milli>(now - batch_start).count() < 10.0 &&
+        batch < (1 << 16)) {
+      batch *= 2;
+    }
+  }
+}
+
+namespace {
+
+/// Owns a pair of events; destroys them even when a timed call throws.
+struct EventPair {
+  cudaEvent_t start = nullptr, stop = nullptr;
+  EventPair() {
+    F8GEMM_CHECK_CUDA(cudaEventCreate(&start));
+    cudaError_t st = cudaEventCreate(&stop);
+    if (st != cudaSuccess) {
+      (void)cudaEventDestroy(start);
+      F8GEMM_CHECK_CUDA(st);
+    }
+  }
+  ~EventPair() {
+    (void)cudaEventDestroy(start);
+    (void)cudaEventDestroy(stop);
+  }
+  EventPair(const EventPair&) = delete;
+  EventPair& operator=(const EventPair&) = delete;
+  float elapsed_ms() const {
+    float ms = 0.0f;
+    F8GEMM_CHECK_CUDA(cudaEventSynchronize(stop));
+    F8GEMM_CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
+    return ms;
+  }
+};
+
+bool is_default_stream(cudaStream_t s) {
+  return s == nullptr || s == cudaStreamLegacy || s == cudaStreamPerThread;
+}
+
+/// A stream created here when the caller's is the default one (which cannot be captured).
+struct OwnedStream {
+  cudaStream_t stream = nullptr;
+  OwnedStream() { F8GEMM_CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)); }
+  ~OwnedStream() { (void)cudaStreamDestroy(stream); }
+  OwnedStream(const OwnedStream&) = delete;
+  OwnedStream& operator=(const OwnedStream&) = delete;
+};
+
+struct GraphOwner {
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  ~GraphOwner() {
+    if (exec != nullptr) (void)cudaGraphExecDestroy(exec);
+    if (graph != nullptr) (void)cudaGraphDestroy(graph);
+  }
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+double time_host_us(const StreamFn& fn, int iters, int warmup, cudaStream_t stream) {
+  F8GEMM_REQUIRE(iters > 0, kInvalidArgument, "time_host_us: iters must be > 0, got ", iters);
+  for (int i = 0; i < warmup; ++i) fn(stream);
+  F8GEMM_CHECK_CUDA(cudaGetLastError());
+  F8GEMM_CHECK_CUDA(cudaStreamSynchronize(stream));
+  EventPair ev;
+  F8GEMM_CHECK_CUDA(cudaEventRecord(ev.start, stream));
+  for (int i = 0; i < iters; ++i) fn(stream);
+  F8GEMM_CHECK_CUDA(cudaEventRecord(ev.stop, stream));
+  F8GEMM_CHECK_CUDA(cudaGetLastError());
+  double ms = ev.elapsed_ms();
+  F8GEMM_CHECK_CUDA(cudaStreamSynchronize(stream));
+  return ms * 1000.0 / iters;
+}
+
+double time_graph_us(const StreamFn& fn, int iters, cudaStream_t stream, int calls_per_graph) {
+  F8GEMM_REQUIRE(iters > 0, kInvalidArgument, "time_graph_us: iters must be > 0, got ", iters);
+  F8GEMM_REQUIRE(calls_per_graph > 0, kInvalidArgument,
+                 "time_graph_us: calls_per_graph must be > 0, got ", calls_per_graph);
+  std::unique_ptr<OwnedStream> owned;
+  if (is_default_stream(stream)) {
+    owned = std::make_unique<OwnedStream>();
+    stream = owned->stream;
+  }
+  F8GEMM_CHECK_CUDA(cudaStreamSynchronize(stream));
+
+  GraphOwner g;
+  F8GEMM_CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  try {
+    for (int i = 0; i < calls_per_graph; ++i) fn(stream);
+  } catch (...) {
+    // Leave the stream usable: end the broken capture and drop what it recorded.
+    cudaGraph_t broken = nullptr;
+    (void)cudaStreamEndCapture(stream, &broken);
+    if (broken != nullptr) (void)cudaGraphDestroy(broken);
+    (void)cudaGetLastError();
+    throw;
+  }
+  F8GEMM_CHECK_CUDA(cudaStreamEndCapture(stream, &g.graph));
+  size_t nodes = 0;
+  F8GEMM_CHECK_CUDA(cudaGraphGetNodes(g.graph, nullptr, &nodes));
+  // An empty graph replays in ~2 us and would report an impossible time: fn launched elsewhere.
+  F8GEMM_REQUIRE(nodes >= static_cast<size_t>(calls_per_graph), kInternal, "time_graph_us: ",
+                 calls_per_graph, " calls captured only ", nodes,
+                 " graph nodes; the work did not go to the capture stream");
+  F8GEMM_CHECK_CUDA(cudaGraphInstantiate(&g.exec, g.graph, 0));
+  F8GEMM_CHECK_CUDA(cudaGraphUpload(g.exec, stream));
+
+  for (int i = 0; i < 2; ++i) F8GEMM_CHECK_CUDA(cudaGraphLaunch(g.exec, stream));
+  F8GEMM_CHECK_CUDA(cudaStreamSynchronize(stream));
+
+  int replays = std::max(3, (iters + calls_per_graph - 1) / calls_per_graph);
+  std::vector<std::unique_ptr<EventPair>> events;
+  events.reserve(replays);
+  for (int r = 0; r < replays; ++r) {
+    events.push_back(std::make_unique<EventPair>());
+    F8GEMM_CHECK_CUDA(cudaEventRecord(events.back()->start, stream));
+    F8GEMM_CHECK_CUDA(cudaGraphLaunch(g.exec, stream));
+    F8GEMM_CHECK_CUDA(cudaEventRecord(events.back()->stop, stream));
+  }
+  F8GEMM_CHECK_CUDA(cudaStreamSynchronize(stream));
+  std::vector<double> per_call_us;
+  per_call_us.reserve(replays);
+  for (const auto& ev : events) per_call_us.push_back(ev->elapsed_ms() * 1000.0 / calls_per_graph);
+  F8GEMM_CHECK_CUDA(cudaGetLastError());
+  return median(per_call_us);
+}
+
+double measure_copy_bw_tbps(cudaStream_t stream) {
+  // 4 GiB each way is ~70x the L2, so the copy runs at HBM speed (~2 ms at 4.2 TB/s).
+  size_t bytes = size_t{4} << 30;
+  size_t free_bytes = 0, total_bytes = 0;
+  F8GEMM_CHECK_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
+  while (bytes > (size_t{256} << 20) && 2 * bytes + (size_t{1} << 30) > free_bytes) bytes /= 2;
+  DeviceBuffer src(bytes), dst(bytes);
+  // Non-zero contents: never time on zeros.
+  F8GEMM_CHECK_CUDA(cudaMemsetAsync(src.get(), 0x5A, bytes, stream));
+  F8GEMM_CHECK_CUDA(cudaMemcpyAsync(dst.get(), src.get(), bytes, cudaMemcpyDeviceToDevice, stream));
+  F8GEMM_CHECK_CUDA(cudaStreamSynchronize(stream));
+  std::vector<double> tbps;
+  for (int i = 0; i < 5; ++i) {
+    EventPair ev;
+    F8GEMM_CHECK_CUDA(cudaEventRecord(ev.start, stream));
+    F8GEMM_CHECK_CUDA(
+        cudaMemcpyAsync(dst.get(), src.get(), bytes, cudaMemcpyDeviceToDevice, stream));
+    F8GEMM_CHECK_CUDA(cudaEventRecord(ev.stop, stream));
+    double ms = ev.elapsed_ms();
+    F8GEMM_REQUIRE(ms > 0.0, kInternal, "measure_copy_bw_tbps: zero elapsed time");
+    tbps.push_back(2.0 * static_cast<double>(bytes) / (ms * 1e-3) / 1e12);
+  }
+  F8GEMM_CHECK_CUDA(cudaStreamSynchronize(stream));
+  return median(tbps);
+}
+
+size_t l2_cache_bytes() {
+  int device = 0, l2 = 0;
+  F8GEMM_CHECK_CUDA(cudaGetDevice(&device));
+  F8GEMM_CHECK_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
+  return static_cast<size_t>(std::max(l2, 0));
+}
+
+int rotation_sets(size_t input_bytes_per_set, size_t l2_bytes, int max_sets) {
+  if (input_bytes_per_set == 0) return 1;
+  size_t want = (2 * l2_bytes + input_bytes_per_set - 1) / input_bytes_per_set;
+  return static_cast<int>(std::clamp<size_t>(want, 1, static_cast<size_t>(std::max(1, max_sets))));
+}
+
+}  // namespace f8gemm::cli

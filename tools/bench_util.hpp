@@ -1,0 +1,80 @@
+/// \brief Benchmark helpers for the CLI: device buffers, random FP8 data, event and graph timing,
+/// the copy-bandwidth ceiling, clock warm-up and L2 rotation.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+
+namespace f8gemm::cli {
+
+/// Owns one cudaMalloc allocation of `bytes` bytes; move-only. A size of 0 holds no memory.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(size_t bytes);
+  ~DeviceBuffer();
+  DeviceBuffer(DeviceBuffer&& other) noexcept;
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  void* get() const { return data_; }
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(data_);
+  }
+  size_t bytes() const { return bytes_; }
+  /// Frees the memory now (cudaFree is checked here, unlike in the destructor).
+  void reset();
+
+ private:
+  void* data_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+/// Fills `count` e4m3fn codes at device address `dev` with normal(0, stddev) values rounded to e4m3
+/// (nearest even, saturating at +-448). The values depend only on (seed, index), not on the number
+/// of host threads, so a run is reproducible. Synchronous.
+void fill_random_e4m3(void* dev, size_t count, uint64_t seed, float stddev);
+
+/// Fills n floats at `dev` with uniform values in [lo, hi). Synchronous.
+void fill_random_f32(float* dev, size_t n, uint64_t seed, float lo, float hi);
+
+/// A unit of work enqueued on the given stream (it must launch only on that stream, so that a
+/// graph capture sees all of it).
+using StreamFn = std::function<void(cudaStream_t)>;
+
+/// Calls fn back to back for at least `ms` milliseconds of wall time, synchronising in batches.
+/// The H200's SM clock idles at 345 MHz and reaches 1980 MHz only after a few hundred ms of load.
+void run_for_ms(const StreamFn& fn, double ms, cudaStream_t stream);
+
+/// Microseconds per call as the host issues calls back to back: `warmup` calls, then CUDA events
+/// around `iters` calls. Launch overhead and gaps between launches are included.
+double time_host_us(const StreamFn& fn, int iters, int warmup, cudaStream_t stream);
+
+/// Microseconds per call of kernel time: `calls_per_graph` calls are captured into one CUDA graph
+/// (thread-local capture on a non-default stream; a private one is made if `stream` is the default
+/// stream), replayed twice to warm up, then ceil(iters / calls_per_graph) replays (at least 3) are
+/// each timed with events; the median replay over calls_per_graph is returned.
+double time_graph_us(const StreamFn& fn, int iters, cudaStream_t stream, int calls_per_graph = 20);
+
+/// Device-to-device copy bandwidth in TB/s, counting bytes read plus bytes written: one 4 GiB
+/// cudaMemcpyAsync (smaller if memory is short) warmed up once, then the median of 5 timed copies.
+double measure_copy_bw_tbps(cudaStream_t stream = nullptr);
+
+/// The current device's L2 size in bytes (cudaDevAttrL2CacheSize; 62914560 on the H200).
+size_t l2_cache_bytes();
+
+/// How many copies of a call's inputs to rotate among so that consecutive calls never find their
+/// inputs in L2: enough copies that they span 2 x the L2 (an LRU-like cache holding 60 MB then keeps
+/// none of the next call's inputs), between 1 and max_sets.
+///
+/// Rotation, not flushing: a flush (writing a 128 MB buffer between calls) would have to sit inside
+/// the timed region of back-to-back and graph timing and add ~30 us of memset per call, polluting
+/// exactly the small-M times that matter. Rotation costs only memory.
+int rotation_sets(size_t input_bytes_per_set, size_t l2_bytes, int max_sets = 64);
+
+}  // namespace f8gemm::cli

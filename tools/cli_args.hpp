@@ -1,0 +1,96 @@
+/// \brief A small option parser for the CLI: `--name value` and `--flag`, every unknown or
+/// malformed option a UsageError (exit 2, one line).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+
+namespace f8gemm::cli {
+
+class Options {
+ public:
+  /// `valued` options take a value; `flags` do not. Repeated valued options keep every value.
+  Options(const Args& args, const std::set<std::string>& valued, const std::set<std::string>& flags,
+          const char* command) {
+    for (size_t i = 0; i < args.size(); ++i) {
+      const std::string& a = args[i];
+      if (valued.count(a)) {
+        if (i + 1 >= args.size()) throw UsageError(std::string(command) + ": " + a + " needs a value");
+        values_[a].push_back(args[++i]);
+      } else if (flags.count(a)) {
+        flags_.insert(a);
+      } else {
+        throw UsageError(std::string(command) + ": unknown option '" + a + "'");
+      }
+    }
+    command_ = command;
+  }
+
+  bool flag(const std::string& name) const { return flags_.count(name) > 0; }
+  bool has(const std::string& name) const { return values_.count(name) > 0; }
+  std::string str(const std::string& name, const std::string& fallback) const {
+    auto it = values_.find(name);
+    return it == values_.end() ? fallback : it->second.back();
+  }
+  std::vector<std::string> all(const std::string& name) const {
+    auto it = values_.find(name);
+    return it == values_.end() ? std::vector<std::string>{} : it->second;
+  }
+  /// An integer in [lo, hi].
+  int64_t integer(const std::string& name, int64_t fallback, int64_t lo, int64_t hi) const {
+    if (!has(name)) return fallback;
+    const std::string v = str(name, "");
+    size_t used = 0;
+    int64_t x = 0;
+    try {
+      x = std::stoll(v, &used);
+    } catch (...) {
+      used = 0;
+    }
+    if (used != v.size() || v.empty()) {
+      throw UsageError(command_ + ": " + name + " expects an integer, got '" + v + "'");
+    }
+    if (x < lo || x > hi) {
+      throw UsageError(command_ + ": " + name + " must be in " + std::to_string(lo) + ".." +
+                       std::to_string(hi) + ", got " + v);
+    }
+    return x;
+  }
+
+ private:
+  std::map<std::string, std::vector<std::string>> values_;
+  std::set<std::string> flags_;
+  std::string command_;
+};
+
+/// Parses "B,M,N,K" into four non-negative integers.
+inline std::vector<int64_t> parse_shape(const std::string& text, const std::string& where) {
+  std::vector<int64_t> dims;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    std::string part = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    size_t used = 0;
+    long long v = -1;
+    try {
+      v = std::stoll(part, &used);
+    } catch (...) {
+      used = 0;
+    }
+    if (part.empty() || used != part.size() || v < 0) {
+      throw UsageError(where + ": expected B,M,N,K of non-negative integers, got '" + text + "'");
+    }
+    dims.push_back(v);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (dims.size() != 4) throw UsageError(where + ": expected B,M,N,K, got '" + text + "'");
+  return dims;
+}
+
+}  // namespace f8gemm::cli

@@ -1,0 +1,605 @@
+/// \brief `f8gemm bench`: ours (preshuffled and plain W) against cuBLASLt, with ceilings measured in the same run.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bench_util.hpp"
+#include "check.hpp"
+#include "commands.hpp"
+#include "cublaslt_peer.hpp"
+#include "f8gemm/f8gemm.hpp"
+
+namespace f8gemm::cli {
+namespace {
+
+struct Shape {
+  int64_t b = 1, m = 1, n = 1, k = 1;
+  std::string label() const { return detail::concat(b, ",", m, ",", n, ",", k); }
+};
+
+/// Decode (M = 1..128) and prefill (M up to 4096) at two weight shapes, batch 16:
+/// 1280 x 8192 (K-heavy) and 8192 x 1024 (N-heavy). Same list as bench/shapes.txt.
+const Shape kDefaultShapes[] = {
+    {16, 1, 1280, 8192},   {16, 32, 1280, 8192},  {16, 128, 1280, 8192}, {16, 512, 1280, 8192},
+    {16, 1024, 1280, 8192}, {16, 4096, 1280, 8192}, {16, 1, 8192, 1024},   {16, 128, 8192, 1024},
+    {16, 512, 8192, 1024},  {16, 1024, 8192, 1024}, {16, 4096, 8192, 1024},
+};
+
+constexpr const char* kUsage =
+    "usage: f8gemm bench [--shapes FILE] [--csv FILE] [--iters N] [--no-peak] [--precise]";
+
+/// cuBLASLt tensorwise FP8 8192^3 with fast accumulation on this H200 (anchors.md, 2026-11-30).
+constexpr double kAssumedPeakTflops = 1464.0;
+constexpr int64_t kPeakSize = 8192;
+constexpr int kWarmupCalls = 10;
+constexpr int kCallsPerGraph = 20;
+/// The SM clock idles at 345 MHz; a few hundred ms of load bring it to 1980 MHz.
+constexpr double kClockWarmMs = 300.0;
+/// Before each implementation: the JIT compile of a first call (~1 s of NVRTC) lets clocks drop.
+constexpr double kImplWarmMs = 100.0;
+/// Per-row quantised randn puts each row's amax (~3.5 to 4 sigma over K = 1024..8192) at 448, so
+/// real e4m3 codes have sigma ~ 100; about 2e-5 of the codes then round to +-448.
+constexpr float kCodeStddev = 100.0f;
+/// Scales ~1e-3 each give outputs ~ 1e-6 * 100^2 * sqrt(K) = O(1): well inside bf16's range.
+constexpr float kScaleLo = 0.5e-3f, kScaleHi = 1.5e-3f;
+
+struct BenchOptions {
+  std::string shapes_file;
+  std::string csv = "bench.csv";
+  int iters = 100;
+  bool peak = true;
+  bool precise = false;
+  bool help = false;
+};
+
+int64_t parse_int(const std::string& text, const std::string& what, int64_t lo, int64_t hi) {
+  size_t used = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(text, &used, 10);
+  } catch (const std::exception&) {
+    throw UsageError("bench: " + what + " needs an integer, got '" + text + "'");
+  }
+  if (used != text.size() || v < lo || v > hi) {
+    throw UsageError(detail::concat("bench: ", what, " must be an integer in [", lo, ", ", hi,
+                                    "], got '", text, "'"));
+  }
+  return v;
+}
+
+BenchOptions parse_options(const Args& args) {
+  BenchOptions o;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string name = args[i];
+    std::optional<std::string> inline_value;
+    size_t eq = name.find('=');
+    if (name.rfind("--", 0) == 0 && eq != std::string::npos) {
+      inline_value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    }
+    auto value = [&]() -> std::string {
+      if (inline_value) return *inline_value;
+      if (i + 1 >= args.size()) throw UsageError("bench: " + name + " needs a value; " + kUsage);
+      return args[++i];
+    };
+    auto flag = [&]() {
+      if (inline_value) throw UsageError("bench: " + name + " takes no value; " + kUsage);
+      return true;
+    };
+    if (name == "--shapes") {
+      o.shapes_file = value();
+    } else if (name == "--csv") {
+      o.csv = value();
+      if (o.csv.empty()) throw UsageError("bench: --csv needs a file name");
+    } else if (name == "--iters") {
+      o.iters = static_cast<int>(parse_int(value(), "--iters", 1, 100000));
+    } else if (name == "--no-peak") {
+      o.peak = !flag();
+    } else if (name == "--precise") {
+      o.precise = flag();
+    } else if (name == "--help" || name == "-h") {
+      o.help = flag();
+    } else {
+      throw UsageError("bench: unknown option '" + args[i] + "'; " + kUsage);
+    }
+  }
+  return o;
+}
+
+std::string trim(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  size_t e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
+/// Lines "B,M,N,K"; '#' starts a comment; blank lines are skipped.
+std::vector<Shape> read_shapes(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw UsageError("bench: cannot open shapes file '" + path + "'");
+  std::vector<Shape> shapes;
+  std::string line;
+  int line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    size_t hash = line.find('#');
+    if (hash != std::string::npos) line.resize(hash);
+    line = trim(line);
+    if (line.empty()) continue;
+    std::vector<std::string> fields;
+    std::stringstream ss(line);
+    std::string field;
+    while (std::getline(ss, field, ',')) fields.push_back(trim(field));
+    std::string where = detail::concat(path, ":", line_no);
+    if (fields.size() != 4) {
+      throw UsageError("bench: " + where + ": want B,M,N,K, got '" + line + "'");
+    }
+    // 2^20 per dimension keeps every byte count far inside int64 and every size cuBLASLt's int32
+    // leading dimensions can describe.
+    constexpr int64_t kMaxDim = int64_t{1} << 20;
+    Shape s;
+    s.b = parse_int(fields[0], where + " B", 1, kMaxDim);
+    s.m = parse_int(fields[1], where + " M", 1, kMaxDim);
+    s.n = parse_int(fields[2], where + " N", 1, kMaxDim);
+    s.k = parse_int(fields[3], where + " K", 1, kMaxDim);
+    shapes.push_back(s);
+  }
+  if (shapes.empty()) throw UsageError("bench: no shapes in '" + path + "'");
+  return shapes;
+}
+
+/// The CSV file, one flushed row at a time, so a run cut short keeps what it measured.
+class CsvWriter {
+ public:
+  explicit CsvWriter(const std::string& path) : path_(path), out_(path) {
+    if (!out_) throw Error(ErrorCode::kIo, "bench: cannot write '" + path + "'");
+    write({"impl", "b", "m", "n", "k", "status", "host_us", "graph_us", "floor_us", "host_ratio",
+           "graph_ratio", "tflops", "tbps", "rel_err_vs_ours"});
+  }
+  void write(const std::vector<std::string>& fields) {
+    F8GEMM_REQUIRE(fields.size() == kColumns, kInternal, "bench: a CSV row has ", fields.size(),
+                   " fields, not ", kColumns);
+    for (size_t i = 0; i < fields.size(); ++i) {
+      std::string f = fields[i];
+      // Fields never carry the separator: statuses quote cuBLASLt and f8gemm messages.
+      std::replace(f.begin(), f.end(), ',', ';');
+      std::replace(f.begin(), f.end(), '\n', ' ');
+      out_ << (i ? "," : "") << f;
+    }
+    out_ << '\n';
+    out_.flush();
+    if (!out_) throw Error(ErrorCode::kIo, "bench: write to '" + path_ + "' failed");
+  }
+
+ private:
+  static constexpr size_t kColumns = 14;
+  std::string path_;
+  std::ofstream out_;
+};
+
+std::string fmt(std::optional<double> v, const char* format) {
+  if (!v) return "";
+  if (std::isnan(*v)) return "nan";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), format, *v);
+  return buf;
+}
+
+struct Result {
+  std::string impl;
+  std::string status = "ok";
+  std::optional<double> host_us, graph_us, rel_err;
+  std::vector<uint16_t> first, last;  // Y[0] and Y[B-1] as bf16 bits, when the call ran
+};
+
+struct ShapeCost {
+  double bytes = 0, flops = 0, floor_us = 0;
+};
+
+ShapeCost shape_cost(const Shape& s, double bw_tbps, double peak_tflops) {
+  ShapeCost c;
+  double b = s.b, m = s.m, n = s.n, k = s.k;
+  c.bytes = b * m * k + b * n * k + 2.0 * b * m * n + 4.0 * b * m + 4.0 * b * n;
+  c.flops = 2.0 * b * m * n * k;
+  c.floor_us = std::max(c.bytes / (bw_tbps * 1e12), c.flops / (peak_tflops * 1e12)) * 1e6;
+  return c;
+}
+
+void write_result(CsvWriter& csv, const Shape& s, const ShapeCost& c, const Result& r) {
+  std::optional<double> host_ratio, graph_ratio, tflops, tbps;
+  if (r.host_us) host_ratio = *r.host_us / c.floor_us;
+  if (r.graph_us) {
+    graph_ratio = *r.graph_us / c.floor_us;
+    tflops = c.flops / (*r.graph_us * 1e-6) / 1e12;
+    tbps = c.bytes / (*r.graph_us * 1e-6) / 1e12;
+  }
+  csv.write({r.impl, std::to_string(s.b), std::to_string(s.m), std::to_string(s.n),
+             std::to_string(s.k), r.status, fmt(r.host_us, "%.2f"), fmt(r.graph_us, "%.2f"),
+             fmt(c.floor_us, "%.2f"), fmt(host_ratio, "%.3f"), fmt(graph_ratio, "%.3f"),
+             fmt(tflops, "%.1f"), fmt(tbps, "%.3f"), fmt(r.rel_err, "%.3e")});
+}
+
+double bf16_to_double(uint16_t bits) {
+  uint32_t u = static_cast<uint32_t>(bits) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof(f));
+  return f;
+}
+
+/// ||a - ref|| / ||ref|| over both sampled batches; NaN (an unwritten 0xFFFF) propagates.
+double rel_err(const Result& a, const Result& ref) {
+  double num = 0, den = 0;
+  auto acc = [&](const std::vector<uint16_t>& x, const std::vector<uint16_t>& y) {
+    for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
+      double d = bf16_to_double(x[i]) - bf16_to_double(y[i]);
+      double r = bf16_to_double(y[i]);
+      num += d * d;
+      den += r * r;
+    }
+  };
+  acc(a.first, ref.first);
+  acc(a.last, ref.last);
+  return den > 0 ? std::sqrt(num / den) : (num > 0 ? INFINITY : 0.0);
+}
+
+size_t count_nonfinite(const Result& r) {
+  size_t n = 0;
+  for (const auto* v : {&r.first, &r.last}) {
+    for (uint16_t x : *v) n += std::isfinite(bf16_to_double(x)) ? 0 : 1;
+  }
+  return n;
+}
+
+size_t count_different(const Result& a, const Result& b) {
+  if (a.first.size() != b.first.size() || a.last.size() != b.last.size()) {
+    return std::max(a.first.size() + a.last.size(), b.first.size() + b.last.size());
+  }
+  size_t n = 0;
+  for (size_t i = 0; i < a.first.size(); ++i) n += a.first[i] != b.first[i];
+  for (size_t i = 0; i < a.last.size(); ++i) n += a.last[i] != b.last[i];
+  return n;
+}
+
+/// Copies Y[0] and Y[B-1] back: the first batch shows a wrong result, the last one a wrong batch
+/// stride or an unwritten tail, at M*N*2 bytes each instead of the whole output.
+void copy_back(const DeviceBuffer& y, const Shape& s, cudaStream_t stream,
+               std::vector<uint16_t>& first, std::vector<uint16_t>& last) {
+  size_t per_batch = static_cast<size_t>(s.m * s.n);
+  first.assign(per_batch, 0);
+  last.assign(per_batch, 0);
+  const auto* base = y.as<const uint16_t>();
+  F8GEMM_CHECK_CUDA(cudaMemcpyAsync(first.data(), base, per_batch * 2, cudaMemcpyDeviceToHost,
+                                    stream));
+  F8GEMM_CHECK_CUDA(cudaMemcpyAsync(last.data(), base + (s.b - 1) * per_batch, per_batch * 2,
+                                    cudaMemcpyDeviceToHost, stream));
+  F8GEMM_CHECK_CUDA(cudaStreamSynchronize(stream));
+}
+
+/// One call of an implementation on input set `set`: "" or "unsupported: ...".
+using ImplCall = std::function<std::string(cudaStream_t, int set)>;
+
+/// Poisons Y, runs one checked call, keeps its output, warms the clock, then times host and graph.
+Result measure(const std::string& impl, const ImplCall& call, const Shape& s, int sets,
+               const DeviceBuffer& y, const BenchOptions& o, cudaStream_t stream) {
+  Result r;
+  r.impl = impl;
+  // 0xFFFF is a bf16 NaN: any element the call leaves unwritten shows up in the comparison.
+  F8GEMM_CHECK_CUDA(cudaMemsetAsync(y.get(), 0xFF, y.bytes(), stream));
+  std::string status = call(stream, 0);
+  F8GEMM_CHECK_CUDA(cudaGetLastError());
+  F8GEMM_CHECK_CUDA(cudaStreamSynchronize(stream));
+  if (!status.empty()) {
+    r.status = status;
+    return r;
+  }
+  copy_back(y, s, stream, r.first, r.last);
+
+  int counter = 0;
+  StreamFn fn = [&](cudaStream_t st) {
+    std::string again = call(st, counter++ % sets);
+    if (!again.empty()) {
+      throw Error(ErrorCode::kInternal, impl + ": a later call failed after the first worked: " + again);
+    }
+  };
+  run_for_ms(fn, kImplWarmMs, stream);
+  r.host_us = time_host_us(fn, o.iters, kWarmupCalls, stream);
+  // A graph covers whole rotation cycles so that every input set is read in each replay.
+  int per_graph = sets <= kCallsPerGraph ? (kCallsPerGraph + sets - 1) / sets * sets : sets;
+  r.graph_us = time_graph_us(fn, o.iters, stream, per_graph);
+
+  // Hundreds of calls later the output must be the same bits: a moving result is a race.
+  Result after;
+  copy_back(y, s, stream, after.first, after.last);
+  if (size_t diff = count_different(r, after)) {
+    std::printf("warning: %s at %s: %zu of %zu sampled outputs changed between the first call and "
+                "the timed calls\n",
+                impl.c_str(), s.label().c_str(), diff, r.first.size() + r.last.size());
+  }
+  return r;
+}
+
+/// The inputs of one rotation set: identical copies, so every set gives the same output.
+struct InputSet {
+  DeviceBuffer x, w, w_shuffled, xs, ws;
+  TensorView xv, wv, w_shuffled_v, xsv, wsv;
+};
+
+struct ShapeSummary {
+  Shape shape;
+  double floor_us = 0;
+  std::vector<Result> results;
+};
+
+/// Runs one shape: ours preshuffled, ours plain, cuBLASLt; writes three CSV rows.
+ShapeSummary bench_shape(const Shape& s, int index, double bw_tbps, double peak_tflops,
+                         const BenchOptions& o, CublasLtPeer& peer, CsvWriter& csv,
+                         cudaStream_t stream) {
+  int device = 0;
+  F8GEMM_CHECK_CUDA(cudaGetDevice(&device));
+  const ShapeCost cost = shape_cost(s, bw_tbps, peak_tflops);
+  const std::vector<int64_t> shuffled_shape = preshuffled_shape(s.b, s.n, s.k);
+  size_t shuffled_bytes = 1;
+  for (int64_t d : shuffled_shape) shuffled_bytes *= static_cast<size_t>(d);
+
+  const size_t x_bytes = static_cast<size_t>(s.b * s.m * s.k);
+  const size_t w_bytes = static_cast<size_t>(s.b * s.n * s.k);
+  const size_t xs_bytes = static_cast<size_t>(s.b * s.m) * sizeof(float);
+  const size_t ws_bytes = static_cast<size_t>(s.b * s.n) * sizeof(float);
+  const size_t y_bytes = static_cast<size_t>(s.b * s.m * s.n) * 2;
+  const int sets = rotation_sets(x_bytes + w_bytes + xs_bytes + ws_bytes, l2_cache_bytes());
+
+  std::printf("[%d] %s: floor %.2f us (%s-bound), %d input set%s\n", index, s.label().c_str(),
+              cost.floor_us,
+              cost.bytes / (bw_tbps * 1e12) >= cost.flops / (peak_tflops * 1e12) ? "memory"
+                                                                                    : "compute",
+              sets, sets == 1 ? "" : "s");
+  std::fflush(stdout);
+
+  std::vector<InputSet> in(static_cast<size_t>(sets));
+  for (int i = 0; i < sets; ++i) {
+    InputSet& set = in[static_cast<size_t>(i)];
+    set.x = DeviceBuffer(x_bytes);
+    set.w = DeviceBuffer(w_bytes);
+    set.w_shuffled = DeviceBuffer(shuffled_bytes);
+    set.xs = DeviceBuffer(xs_bytes);
+    set.ws = DeviceBuffer(ws_bytes);
+    set.xv = make_view(set.x.get(), DType::kE4M3, {s.b, s.m, s.k}, device);
+    set.wv = make_view(set.w.get(), DType::kE4M3, {s.b, s.n, s.k}, device);
+    set.w_shuffled_v = make_view(set.w_shuffled.get(), DType::kE4M3, shuffled_shape, device);
+    set.xsv = make_view(set.xs.get(), DType::kF32, {s.b, s.m}, device);
+    set.wsv = make_view(set.ws.get(), DType::kF32, {s.b, s.n}, device);
+  }
+  const uint64_t seed = 0xF8A0000ull + 16ull * static_cast<uint64_t>(index);
+  InputSet& first = in[0];
+  fill_random_e4m3(first.x.get(), x_bytes, seed + 1, kCodeStddev);
+  fill_random_e4m3(first.w.get(), w_bytes, seed + 2, kCodeStddev);
+  fill_random_f32(first.xs.as<float>(), xs_bytes / sizeof(float), seed + 3, kScaleLo, kScaleHi);
+  fill_random_f32(first.ws.as<float>(), ws_bytes / sizeof(float), seed + 4, kScaleLo, kScaleHi);
+  // Preshuffled once, on the GPU, as a server would at load time; not part of any timing.
+  preshuffle(first.wv, first.w_shuffled_v, stream);
+  F8GEMM_CHECK_CUDA(cudaStreamSynchronize(stream));
+  for (int i = 1; i < sets; ++i) {
+    InputSet& set = in[static_cast<size_t>(i)];
+    const std::pair<const DeviceBuffer*, const DeviceBuffer*> copies[] = {
+        {&first.x, &set.x}, {&first.w, &set.w}, {&first.w_shuffled, &set.w_shuffled},
+        {&first.xs, &set.xs}, {&first.ws, &set.ws}};
+    for (const auto& [src, dst] : copies) {
+      F8GEMM_CHECK_CUDA(cudaMemcpyAsync(dst->get(), src->get(), src->bytes(),
+                                        cudaMemcpyDeviceToDevice, stream));
+    }
+  }
+  F8GEMM_CHECK_CUDA(cudaStreamSynchronize(stream));
+
+  DeviceBuffer y(y_bytes);
+  const TensorView yv = make_view(y.get(), DType::kBF16, {s.b, s.m, s.n}, device);
+  GemmOptions gemm_options;
+  gemm_options.fast_accum = !o.precise;
+
+  auto ours = [&](WeightLayout layout) -> ImplCall {
+    return [&, layout](cudaStream_t st, int i) {
+      const InputSet& set = in[static_cast<size_t>(i)];
+      GemmOptions opt = gemm_options;
+      opt.stream = st;
+      batched_gemm(set.xv, layout == WeightLayout::kPreshuffled ? set.w_shuffled_v : set.wv,
+                   layout, set.xsv, set.wsv, yv, opt);
+      return std::string();
+    };
+  };
+  ImplCall cublas = [&](cudaStream_t st, int i) {
+    const InputSet& set = in[static_cast<size_t>(i)];
+    return peer.rowwise(s.b, s.m, s.n, s.k, set.x.get(), set.w.get(), set.xs.as<const float>(),
+                        set.ws.as<const float>(), y.get(), !o.precise, st);
+  };
+
+  ShapeSummary summary;
+  summary.shape = s;
+  summary.floor_us = cost.floor_us;
+  // f8gemm errors propagate: a failure of ours is what this bench exists to show.
+  summary.results.push_back(
+      measure("f8gemm_preshuffled", ours(WeightLayout::kPreshuffled), s, sets, y, o, stream));
+  summary.results.push_back(measure("f8gemm_plain", ours(WeightLayout::kPlain), s, sets, y, o, stream));
+  Result peer_result;
+  try {
+    peer_result = measure("cublaslt_rowwise", cublas, s, sets, y, o, stream);
+  } catch (const Error& e) {
+    // A cuBLASLt status error (not a broken context) costs only this row, not the whole run.
+    cudaError_t health = cudaDeviceSynchronize();
+    (void)cudaGetLastError();
+    if (e.code() != ErrorCode::kCuda || health != cudaSuccess) throw;
+    peer_result = Result();
+    peer_result.impl = "cublaslt_rowwise";
+    peer_result.status = std::string("error: ") + e.what();
+    std::printf("warning: cublaslt_rowwise at %s: %s\n", s.label().c_str(), e.what());
+  }
+  summary.results.push_back(std::move(peer_result));
+
+  const Result& ref = summary.results[0];
+  for (Result& r : summary.results) {
+    if (r.status != "ok") continue;
+    if (!ref.first.empty()) r.rel_err = rel_err(r, ref);
+    if (size_t bad = count_nonfinite(r)) {
+      std::printf("warning: %s at %s: %zu non-finite outputs in batches 0 and B-1 (poison 0xFFFF "
+                  "left unwritten?)\n",
+                  r.impl.c_str(), s.label().c_str(), bad);
+    }
+  }
+  const Result& plain = summary.results[1];
+  if (ref.status == "ok" && plain.status == "ok") {
+    if (size_t diff = count_different(ref, plain)) {
+      std::printf("warning: %s: f8gemm_preshuffled and f8gemm_plain differ in %zu of %zu sampled "
+                  "outputs (they should be bit-identical)\n",
+                  s.label().c_str(), diff, ref.first.size() + ref.last.size());
+    }
+  }
+  for (const Result& r : summary.results) {
+    write_result(csv, s, cost, r);
+    std::printf("    %-20s %s", r.impl.c_str(), r.status.c_str());
+    if (r.graph_us) {
+      std::printf("  host %.2f us  graph %.2f us (%.2fx floor)  rel_err %s", *r.host_us,
+                  *r.graph_us, *r.graph_us / cost.floor_us, fmt(r.rel_err, "%.2e").c_str());
+    }
+    std::printf("\n");
+  }
+  std::fflush(stdout);
+  // Drop the host copies: 11 shapes x 3 impls x up to 128 MB would otherwise pile up.
+  for (Result& r : summary.results) {
+    r.first = {};
+    r.last = {};
+  }
+  return summary;
+}
+
+std::string cell(const Result& r, double floor_us) {
+  if (r.status.rfind("unsupported", 0) == 0) return "unsup";
+  if (r.status != "ok" || !r.graph_us) return "error";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.1f (%.2f)", *r.graph_us, *r.graph_us / floor_us);
+  return buf;
+}
+
+void print_table(const std::vector<ShapeSummary>& rows, double bw, double peak, bool peak_measured) {
+  std::printf("\nceilings: copy %.2f TB/s, FP8 peak %.0f TFLOP/s%s\n", bw, peak,
+              peak_measured ? "" : " (assumed, --no-peak)");
+  std::printf("graph-replay us per call (x floor)\n");
+  std::printf("%-18s %10s  %-16s %-16s %-16s %10s\n", "B,M,N,K", "floor_us", "ours_preshuffled",
+              "ours_plain", "cublaslt", "peer/floor");
+  for (const ShapeSummary& row : rows) {
+    const Result& peer = row.results[2];
+    std::string best = peer.graph_us ? fmt(*peer.graph_us / row.floor_us, "%.2f") : "unsup";
+    std::printf("%-18s %10.2f  %-16s %-16s %-16s %10s\n", row.shape.label().c_str(), row.floor_us,
+                cell(row.results[0], row.floor_us).c_str(),
+                cell(row.results[1], row.floor_us).c_str(), cell(peer, row.floor_us).c_str(),
+                best.c_str());
+  }
+}
+
+}  // namespace
+
+int cmd_bench(const Args& args) {
+  const BenchOptions o = parse_options(args);
+  if (o.help) {
+    std::printf("%s\n", kUsage);
+    return 0;
+  }
+  std::vector<Shape> shapes = o.shapes_file.empty()
+                                  ? std::vector<Shape>(std::begin(kDefaultShapes),
+                                                       std::end(kDefaultShapes))
+                                  : read_shapes(o.shapes_file);
+  int device_count = 0;
+  F8GEMM_CHECK_CUDA(cudaGetDeviceCount(&device_count));
+  F8GEMM_REQUIRE(device_count > 0, kNoDevice, "bench: no CUDA device");
+  int device = 0;
+  F8GEMM_CHECK_CUDA(cudaGetDevice(&device));
+  cudaDeviceProp prop{};
+  F8GEMM_CHECK_CUDA(cudaGetDeviceProperties(&prop, device));
+  std::printf("device %d: %s, sm_%d%d, %d SMs, L2 %zu bytes; fast_accum %s; %d iters\n", device,
+              prop.name, prop.major, prop.minor, prop.multiProcessorCount, l2_cache_bytes(),
+              o.precise ? "off" : "on", o.iters);
+
+  CsvWriter csv(o.csv);  // before any timing: a bad path must not cost a run
+
+  cudaStream_t stream = nullptr;
+  F8GEMM_CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  struct StreamGuard {
+    cudaStream_t s;
+    ~StreamGuard() { (void)cudaStreamDestroy(s); }
+  } stream_guard{stream};
+
+  CublasLtPeer peer;
+  double bw = 0, peak = kAssumedPeakTflops;
+  bool peak_measured = false;
+  {
+    // The 8192^3 tensorwise GEMM both warms the clock (~0.75 ms of full-chip work per call) and,
+    // unless --no-peak, measures PEAK.
+    const size_t sq = static_cast<size_t>(kPeakSize * kPeakSize);
+    DeviceBuffer px(sq), pw(sq), py(sq * 2), pscale(2 * sizeof(float));
+    fill_random_e4m3(px.get(), sq, 0xBEEF1, kCodeStddev);
+    fill_random_e4m3(pw.get(), sq, 0xBEEF2, kCodeStddev);
+    fill_random_f32(pscale.as<float>(), 2, 0xBEEF3, kScaleLo, kScaleHi);
+    const float* x_scale = pscale.as<const float>();
+    const float* w_scale = x_scale + 1;
+    StreamFn peak_fn = [&](cudaStream_t st) {
+      std::string status = peer.tensorwise(kPeakSize, kPeakSize, kPeakSize, px.get(), pw.get(),
+                                           x_scale, w_scale, py.get(), true, st);
+      if (!status.empty()) throw Error(ErrorCode::kUnsupported, "cuBLASLt tensorwise: " + status);
+    };
+    std::string status;
+    try {
+      status = peer.tensorwise(kPeakSize, kPeakSize, kPeakSize, px.get(), pw.get(), x_scale,
+                               w_scale, py.get(), true, stream);
+      F8GEMM_CHECK_CUDA(cudaGetLastError());
+      F8GEMM_CHECK_CUDA(cudaStreamSynchronize(stream));
+    } catch (const Error& e) {
+      // A cuBLASLt status error leaves the GPU usable: fall back to the assumed PEAK.
+      cudaError_t health = cudaDeviceSynchronize();
+      (void)cudaGetLastError();
+      if (e.code() != ErrorCode::kCuda || health != cudaSuccess) throw;
+      status = std::string("error: ") + e.what();
+    }
+    if (status.empty()) {
+      run_for_ms(peak_fn, kClockWarmMs, stream);
+    } else {
+      std::printf("warning: cuBLASLt tensorwise FP8 8192^3: %s; warming with copies instead\n",
+                  status.c_str());
+      DeviceBuffer scratch(sq * 2);
+      run_for_ms([&](cudaStream_t st) {
+        F8GEMM_CHECK_CUDA(cudaMemcpyAsync(scratch.get(), py.get(), sq * 2,
+                                          cudaMemcpyDeviceToDevice, st));
+      }, kClockWarmMs, stream);
+    }
+    bw = measure_copy_bw_tbps(stream);
+    if (o.peak && status.empty()) {
+      double us = time_graph_us(peak_fn, o.iters, stream, kCallsPerGraph);
+      peak = 2.0 * std::pow(static_cast<double>(kPeakSize), 3) / (us * 1e-6) / 1e12;
+      peak_measured = true;
+    } else {
+      std::printf("PEAK not measured (%s): using %.0f TFLOP/s from anchors.md\n",
+                  o.peak ? "cuBLASLt tensorwise failed" : "--no-peak", kAssumedPeakTflops);
+    }
+  }
+  std::printf("BW %.3f TB/s (device-to-device copy, read + write); PEAK %.1f TFLOP/s%s\n", bw,
+              peak, peak_measured ? " (cuBLASLt FP8 tensorwise 8192^3, fast accum, graph)" : "");
+  csv.write({"ceiling_bw", "", "", "", "", "", "", "", "", "", "", "", fmt(bw, "%.3f"), ""});
+  csv.write({"ceiling_peak", "", "", "", "", peak_measured ? "" : "assumed", "", "", "", "", "",
+             fmt(peak, "%.1f"), "", ""});
+
+  std::vector<ShapeSummary> summaries;
+  summaries.reserve(shapes.size());
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    summaries.push_back(
+        bench_shape(shapes[i], static_cast<int>(i), bw, peak, o, peer, csv, stream));
+  }
+  print_table(summaries, bw, peak, peak_measured);
+  std::printf("csv: %s\n", o.csv.c_str());
+  return 0;
+}
+
+}  // namespace f8gemm::cli

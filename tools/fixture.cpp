@@ -1,0 +1,127 @@
+/// \brief The GPU problem fixture of `run` and `demo` (see fixture.hpp).
+#include "fixture.hpp"
+
+#include <cmath>
+#include <vector>
+
+#include "check.hpp"
+#include "numerics.hpp"
+
+namespace f8gemm::cli {
+
+namespace {
+/// Uniform fp32 values in [-range, range) quantised per row on the GPU into `q` and `scale`.
+void random_quantised(int64_t rows, int64_t cols, float range, uint64_t seed, const TensorView& q,
+                      const TensorView& scale) {
+  DeviceBuffer source(size_t(rows * cols) * sizeof(float));
+  fill_random_f32(source.as<float>(), size_t(rows * cols), seed, -range, range);
+  TensorView in = make_view(source.get(), DType::kF32, {rows, cols}, q.device);
+  TensorView qv = make_view(q.data, DType::kE4M3, {rows, cols}, q.device);
+  TensorView sv = make_view(scale.data, DType::kF32, {rows}, q.device);
+  quantize_rows(in, qv, sv);
+  F8GEMM_CHECK_CUDA(cudaDeviceSynchronize());
+}
+}  // namespace
+
+Fixture::Fixture(const FixtureSpec& s)
+    : spec_(s),
+      x_(size_t(s.batch * s.m * s.k)),
+      w_(size_t(s.batch * s.n * s.k)),
+      w_shuffled_(size_t(s.batch * ((s.k + 127) / 128) * (s.n / 8) * 1024)),
+      xs_(size_t(s.batch * s.m) * 4),
+      ws_(size_t(s.batch * s.n) * 4),
+      bias_(s.bias ? size_t(s.batch * s.n) * dtype_size(s.bias_dtype) : 0),
+      y_(size_t(s.batch * s.m * s.n) * 2) {
+  int device = 0;
+  F8GEMM_CHECK_CUDA(cudaGetDevice(&device));
+  xv_ = make_view(x_.get(), DType::kE4M3, {s.batch, s.m, s.k}, device);
+  wv_ = make_view(w_.get(), DType::kE4M3, {s.batch, s.n, s.k}, device);
+  wsv_ = make_view(w_shuffled_.get(), DType::kE4M3, preshuffled_shape(s.batch, s.n, s.k), device);
+  xsv_ = make_view(xs_.get(), DType::kF32, {s.batch, s.m}, device);
+  wscale_v_ = make_view(ws_.get(), DType::kF32, {s.batch, s.n}, device);
+  yv_ = make_view(y_.get(), s.out_dtype, {s.batch, s.m, s.n}, device);
+  // Activations of order 1 and weights of order 0.01, as in a trained linear layer.
+  if (s.m > 0) random_quantised(s.batch * s.m, s.k, 1.0f, s.seed, xv_, xsv_);
+  random_quantised(s.batch * s.n, s.k, 0.02f, s.seed + 1, wv_, wscale_v_);
+  preshuffle(wv_, wsv_);
+  if (s.bias) {
+    biasv_ = make_view(bias_.get(), s.bias_dtype, {s.batch, s.n}, device);
+    DeviceBuffer values(size_t(s.batch * s.n) * 4);
+    fill_random_f32(values.as<float>(), size_t(s.batch * s.n), s.seed + 2, -0.5f, 0.5f);
+    if (s.bias_dtype == DType::kF32) {
+      F8GEMM_CHECK_CUDA(cudaMemcpy(bias_.get(), values.get(), values.bytes(), cudaMemcpyDeviceToDevice));
+    } else {
+      std::vector<float> host(size_t(s.batch * s.n));
+      F8GEMM_CHECK_CUDA(cudaMemcpy(host.data(), values.get(), values.bytes(), cudaMemcpyDeviceToHost));
+      std::vector<uint16_t> bits(host.size());
+      for (size_t i = 0; i < host.size(); ++i) bits[i] = numerics::double_to_bf16(host[i]);
+      F8GEMM_CHECK_CUDA(cudaMemcpy(bias_.get(), bits.data(), bits.size() * 2, cudaMemcpyHostToDevice));
+    }
+  }
+  F8GEMM_CHECK_CUDA(cudaDeviceSynchronize());
+}
+
+double Fixture::bytes() const {
+  const FixtureSpec& s = spec_;
+  return double(s.batch) * (s.m * s.k + s.n * s.k + 2.0 * s.m * s.n + 4.0 * (s.m + s.n) +
+                            (s.bias ? dtype_size(s.bias_dtype) * double(s.n) : 0.0));
+}
+
+void Fixture::run(bool plain_w, bool fast_accum, const Config* config, cudaStream_t stream) const {
+  GemmOptions opt;
+  opt.bias = spec_.bias ? &biasv_ : nullptr;
+  opt.fast_accum = fast_accum;
+  opt.stream = stream;
+  opt.config = config;
+  batched_gemm(xv_, plain_w ? wv_ : wsv_, plain_w ? WeightLayout::kPlain : WeightLayout::kPreshuffled,
+               xsv_, wscale_v_, yv_, opt);
+}
+
+void Fixture::poison(cudaStream_t stream) const {
+  F8GEMM_CHECK_CUDA(cudaMemsetAsync(y_.get(), 0xFF, y_.bytes(), stream));
+}
+
+detail::CheckResult Fixture::verify(bool fast_accum, cudaStream_t stream) const {
+  return detail::reference_check(xv_, wv_, xsv_, wscale_v_, spec_.bias ? &biasv_ : nullptr, yv_,
+                                 detail::accumulation_gamma(spec_.k, fast_accum), stream);
+}
+
+detail::CheckResult Fixture::verify_cpu_sample(bool fast_accum, int64_t rows) const {
+  const FixtureSpec& s = spec_;
+  rows = std::min(rows, s.m);
+  detail::CheckResult r;
+  if (rows == 0) return r;
+  std::vector<uint8_t> x(size_t(rows * s.k)), w(size_t(s.n * s.k));
+  std::vector<float> xs(static_cast<size_t>(rows)), ws(static_cast<size_t>(s.n));
+  std::vector<uint8_t> bias(s.bias ? size_t(s.n) * dtype_size(s.bias_dtype) : 0);
+  std::vector<uint16_t> y(size_t(rows * s.n));
+  F8GEMM_CHECK_CUDA(cudaMemcpy(x.data(), x_.get(), x.size(), cudaMemcpyDeviceToHost));
+  F8GEMM_CHECK_CUDA(cudaMemcpy(w.data(), w_.get(), w.size(), cudaMemcpyDeviceToHost));
+  F8GEMM_CHECK_CUDA(cudaMemcpy(xs.data(), xs_.get(), xs.size() * 4, cudaMemcpyDeviceToHost));
+  F8GEMM_CHECK_CUDA(cudaMemcpy(ws.data(), ws_.get(), ws.size() * 4, cudaMemcpyDeviceToHost));
+  if (s.bias) F8GEMM_CHECK_CUDA(cudaMemcpy(bias.data(), bias_.get(), bias.size(), cudaMemcpyDeviceToHost));
+  F8GEMM_CHECK_CUDA(cudaMemcpy(y.data(), y_.get(), y.size() * 2, cudaMemcpyDeviceToHost));
+  std::vector<double> ref(y.size()), abs_ref(y.size());
+  numerics::reference_gemm(1, rows, s.n, s.k, x.data(), w.data(), xs.data(), ws.data(),
+                           s.bias ? bias.data() : nullptr, s.bias_dtype, ref.data(), abs_ref.data());
+  const double u = numerics::unit_roundoff(s.out_dtype);
+  const double gamma = detail::accumulation_gamma(s.k, fast_accum);
+  const double tiny = s.out_dtype == DType::kF16 ? 0x1p-25 : 0x1p-133;
+  double err2 = 0, ref2 = 0;
+  for (size_t i = 0; i < y.size(); ++i) {
+    const double got = s.out_dtype == DType::kF16 ? numerics::f16_to_double(y[i])
+                                                  : numerics::bf16_to_double(y[i]);
+    if (!std::isfinite(got)) {
+      ++r.nonfinite;
+      continue;
+    }
+    const double e = got - ref[i];
+    err2 += e * e;
+    ref2 += ref[i] * ref[i];
+    r.max_ratio = std::max(r.max_ratio, std::fabs(e) / (u * std::fabs(ref[i]) + (1 + u) * gamma * abs_ref[i] + tiny));
+  }
+  r.rel_rms = ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
+  return r;
+}
+
+}  // namespace f8gemm::cli

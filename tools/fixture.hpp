@@ -1,0 +1,45 @@
+/// \brief One GEMM problem on the GPU for `run` and `demo`: random activations and weights
+/// quantised per row by f8gemm::quantize_rows, W preshuffled once, outputs poisoned.
+#pragma once
+
+#include <cstdint>
+
+#include "bench_util.hpp"
+#include "f8gemm/f8gemm.hpp"
+#include "reference_gpu.hpp"
+
+namespace f8gemm::cli {
+
+struct FixtureSpec {
+  int64_t batch = 1, m = 1, n = 8, k = 16;
+  DType out_dtype = DType::kBF16;
+  bool bias = false;
+  DType bias_dtype = DType::kF32;
+  uint64_t seed = 1;
+};
+
+class Fixture {
+ public:
+  explicit Fixture(const FixtureSpec& spec);
+
+  /// One batched_gemm call on `stream` (no synchronisation).
+  void run(bool plain_w, bool fast_accum, const Config* config, cudaStream_t stream) const;
+  /// Sets every output element to NaN (0xFFFF), so that an unwritten one fails the check.
+  void poison(cudaStream_t stream) const;
+  /// Checks the output against the GPU fp64 reference with the mode's element bound.
+  detail::CheckResult verify(bool fast_accum, cudaStream_t stream) const;
+  /// Checks up to `rows` rows of batch 0 against the CPU fp64 reference (numerics.hpp).
+  detail::CheckResult verify_cpu_sample(bool fast_accum, int64_t rows) const;
+
+  const FixtureSpec& spec() const { return spec_; }
+  double flops() const { return 2.0 * spec_.batch * spec_.m * spec_.n * spec_.k; }
+  /// Bytes a call must move at least: X + W + Y + scales (+ bias).
+  double bytes() const;
+
+ private:
+  FixtureSpec spec_;
+  DeviceBuffer x_, w_, w_shuffled_, xs_, ws_, bias_, y_;
+  TensorView xv_, wv_, wsv_, xsv_, wscale_v_, biasv_, yv_;
+};
+
+}  // namespace f8gemm::cli

@@ -1,0 +1,59 @@
+/// \brief The `f8gemm` command-line tool: dispatch to the subcommands; errors become one line
+/// on stderr (exit 2 for usage, 1 for everything else).
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "commands.hpp"
+#include "f8gemm/f8gemm.hpp"
+
+namespace {
+constexpr const char* kUsage =
+    "usage: f8gemm <command> [options]\n"
+    "  info                       GPU, SMs, driver, NVRTC, cache directory\n"
+    "  demo                       the 11 batched shapes, verified, with a table (CPU path without a GPU)\n"
+    "  run --b B --m M --n N --k K [--out bf16|fp16] [--bias] [--bias-dtype f32|bf16] [--precise]\n"
+    "      [--plain] [--config NAME] [--verify] [--iters N] [--seed S]\n"
+    "  bench [--shapes FILE] [--csv FILE] [--iters N] [--precise] [--no-peak]\n"
+    "  precompile [--shape B,M,N,K]... [--shapes FILE] [--plain] [--precise] [--out bf16|fp16]\n"
+    "  tune --shapes FILE [--out FILE] [--log CSV] [--precise|--both] [--plain] [--iters N]\n"
+    "  help                       this text\n";
+}
+
+int main(int argc, char** argv) {
+  using namespace f8gemm::cli;
+  if (argc < 2) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  const std::string command = argv[1];
+  Args args(argv + 2, argv + argc);
+  try {
+    if (command == "info") return cmd_info(args);
+    if (command == "demo") return cmd_demo(args);
+    if (command == "run") return cmd_run(args);
+    if (command == "bench") return cmd_bench(args);
+    if (command == "precompile") return cmd_precompile(args);
+    if (command == "tune") return cmd_tune(args);
+    if (command == "help" || command == "--help" || command == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    throw UsageError("unknown command '" + command + "' (try: f8gemm help)");
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "f8gemm: %s\n", e.what());
+    return 2;
+  } catch (const f8gemm::Error& e) {
+    // The JIT's compile errors carry NVRTC's log after the first line; print the first line only
+    // unless F8GEMM_LOG is set.
+    std::string message = e.what();
+    const char* log = std::getenv("F8GEMM_LOG");
+    if (!(log && *log && std::strcmp(log, "0") != 0)) message = message.substr(0, message.find('\n'));
+    std::fprintf(stderr, "%s\n", message.c_str());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "f8gemm: %s\n", e.what());
+    return 1;
+  }
+}
