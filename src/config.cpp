@@ -62,7 +62,7 @@ int config_smem_bytes(const Config& c) {
   // warpgroup, the barriers and the 1 KB alignment slack.
   const bool swap = c.path == KernelPath::kSwapAB;
   const int out_rows = swap ? c.bn : 64, out_cols = swap ? 64 : c.bn;
-  const int staging = (c.bm / 64) * out_rows * (out_cols * 2 + 16);
+  const int staging = (c.bm / 64) * (out_rows * (out_cols * 2 + 16) + 2 * (64 + c.bn) * 4);
   return c.stages * (c.bm + c.bn) * c.bk + staging + 2 * c.stages * 8 + 1024;
 }
 

@@ -1,4 +1,4 @@
-/// \brief Benchmark helpers: device buffers, random FP8 data, event and graph timing, copy bandwidth.
+/// \brief Benchmark helpers: device buffers, random FP8 data, event/graph timing, copy bandwidth.
 #include "bench_util.hpp"
 
 #include <algorithm>

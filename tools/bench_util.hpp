@@ -69,8 +69,8 @@ double measure_copy_bw_tbps(cudaStream_t stream = nullptr);
 size_t l2_cache_bytes();
 
 /// How many copies of a call's inputs to rotate among so that consecutive calls never find their
-/// inputs in L2: enough copies that they span 2 x the L2 (an LRU-like cache holding 60 MB then keeps
-/// none of the next call's inputs), between 1 and max_sets.
+/// inputs in L2: enough copies that they span 2 x the L2 (an LRU-like cache holding 60 MB then
+/// keeps none of the next call's inputs), between 1 and max_sets.
 ///
 /// Rotation, not flushing: a flush (writing a 128 MB buffer between calls) would have to sit inside
 /// the timed region of back-to-back and graph timing and add ~30 us of memset per call, polluting

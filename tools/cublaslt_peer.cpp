@@ -205,11 +205,18 @@ std::string CublasLtPeer::rowwise(int64_t batch, int64_t m, int64_t n, int64_t k
   // torch 2.11's rowwise _scaled_mm, which is this same cuBLASLt call, answers
   // CUBLAS_STATUS_NOT_SUPPORTED at M = 1 (anchors.md).
   if (m == 1) return "unsupported: cuBLASLt rowwise FP8 refuses M = 1";
+  // cuBLASLt answers NOT_SUPPORTED for scale vectors not 16-byte aligned (seen on the H200 with
+  // cuBLASLt 13.1: M = 2, 3, 5, 17 at B = 2 fail, M = 4, 8, 16 pass). Refuse up front rather than
+  // after launching some batches.
+  if (min_alignment(xs, m * 4, batch) < 16 || min_alignment(ws, n * 4, batch) < 16) {
+    return "unsupported: cuBLASLt needs 16-byte-aligned scale vectors (M and N multiples of 4 "
+           "when B > 1)";
+  }
   const uint32_t align_a = min_alignment(w, n * k, batch);
   const uint32_t align_b = min_alignment(x, m * k, batch);
   const uint32_t align_d = min_alignment(y, m * n * 2, batch);
-  Impl::Plan& pl = impl_->plan(ScaleKind::kRowwise, m, n, k, fast_accum, align_a, align_b, align_d, ws,
-                         xs);
+  Impl::Plan& pl = impl_->plan(ScaleKind::kRowwise, m, n, k, fast_accum, align_a, align_b,
+                               align_d, ws, xs);
   if (!pl.reason.empty()) return pl.reason;
   const auto* xb = static_cast<const uint8_t*>(x);
   const auto* wb = static_cast<const uint8_t*>(w);
@@ -232,11 +239,15 @@ std::string CublasLtPeer::tensorwise(int64_t m, int64_t n, int64_t k, const void
   F8GEMM_REQUIRE(x != nullptr && w != nullptr && x_scale_scalar_dev != nullptr &&
                      w_scale_scalar_dev != nullptr && y != nullptr,
                  kInvalidArgument, "cuBLASLt tensorwise: null pointer");
+  if (min_alignment(x_scale_scalar_dev, 0, 1) < 16 ||
+      min_alignment(w_scale_scalar_dev, 0, 1) < 16) {
+    return "unsupported: cuBLASLt needs 16-byte-aligned scale pointers";
+  }
   const uint32_t align_a = min_alignment(w, 0, 1);
   const uint32_t align_b = min_alignment(x, 0, 1);
   const uint32_t align_d = min_alignment(y, 0, 1);
-  Impl::Plan& pl = impl_->plan(ScaleKind::kTensorwise, m, n, k, fast_accum, align_a, align_b, align_d,
-                         w_scale_scalar_dev, x_scale_scalar_dev);
+  Impl::Plan& pl = impl_->plan(ScaleKind::kTensorwise, m, n, k, fast_accum, align_a, align_b,
+                               align_d, w_scale_scalar_dev, x_scale_scalar_dev);
   if (!pl.reason.empty()) return pl.reason;
   return impl_->matmul(pl, w, x, y, w_scale_scalar_dev, x_scale_scalar_dev, stream);
 }

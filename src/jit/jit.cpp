@@ -390,10 +390,11 @@ std::vector<std::string> ptx_only_options(const std::vector<std::string>& option
   return out;
 }
 
-/// F8GEMM_DUMP_DIR: <label>.<key>.cu / .ptx / .log. The user asked for these files, so a failure
-/// to write them is reported on stderr even without F8GEMM_LOG, but never thrown.
+/// F8GEMM_DUMP_DIR: <label>.<key>.cu / .ptx / .log / .cubin (for cuobjdump --dump-sass). The user
+/// asked for these files, so a failure to write them is reported on stderr even without
+/// F8GEMM_LOG, but never thrown.
 void dump(const std::string& label, const std::string& key, const std::string& source,
-          const std::string* ptx, const std::string& log) {
+          const std::string* ptx, const std::string& log, const std::vector<char>* cubin = nullptr) {
   std::string dir = env("F8GEMM_DUMP_DIR");
   if (dir.empty()) return;
   std::error_code ec;
@@ -402,6 +403,8 @@ void dump(const std::string& label, const std::string& key, const std::string& s
   std::vector<std::pair<std::string, const std::string*>> files = {{".cu", &source},
                                                                    {".log", &log}};
   if (ptx) files.emplace_back(".ptx", ptx);
+  std::string cubin_bytes = cubin ? std::string(cubin->begin(), cubin->end()) : std::string();
+  if (cubin) files.emplace_back(".cubin", &cubin_bytes);
   for (const auto& [ext, text] : files) {
     std::string why;
     if (!write_file(base + ext, {{text->data(), text->size()}}, &why)) {
@@ -445,7 +448,7 @@ std::shared_ptr<const Instance> build(const std::string& label, const std::strin
           std::string ptx_log;
           compile_program(prog, label, source, ptx_only_options(options), &ptx_log, nullptr);
           std::string ptx = program_ptx(prog.handle);
-          dump(label, key, source, &ptx, inst->log());
+          dump(label, key, source, &ptx, inst->log(), &inst->cubin());
         } catch (const Error& e) {
           print_line(detail::concat("f8gemm: jit cannot dump the PTX of ", label, ": ",
                                     first_error_line(e.what())));
@@ -472,7 +475,7 @@ std::shared_ptr<const Instance> build(const std::string& label, const std::strin
   F8GEMM_CHECK_NVRTC(nvrtcGetCUBIN(prog.handle, cubin.data()));
   if (dump_requested()) {
     std::string ptx = program_ptx(prog.handle);
-    dump(label, key, source, &ptx, log);
+    dump(label, key, source, &ptx, log, &cubin);
   }
   double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
