@@ -1,0 +1,402 @@
+/// \brief Tests of the NVRTC JIT that need no GPU: ptxas report, key, memory and disk caches.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "f8gemm/f8gemm.hpp"
+#include "jit/embedded.hpp"
+#include "jit/jit.hpp"
+
+namespace fs = std::filesystem;
+using f8gemm::jit::clear_memory_cache;
+using f8gemm::jit::default_options;
+using f8gemm::jit::get_instance;
+using f8gemm::jit::Instance;
+using f8gemm::jit::KernelResources;
+using f8gemm::jit::stats;
+
+namespace {
+
+constexpr const char* kEntry = "f8gemm_jit_test";
+
+/// A tiny kernel with static shared memory and a barrier; `tag` makes the key unique per test.
+std::string tiny_source(const std::string& tag) {
+  return "// " + tag +
+         "\n"
+         "extern \"C\" __global__ void f8gemm_jit_test(float* y, const float* x, int n) {\n"
+         "  __shared__ float s[256];\n"
+         "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+         "  s[threadIdx.x] = i < n ? x[i] : 0.0f;\n"
+         "  __syncthreads();\n"
+         "  if (i < n) y[i] = s[255 - threadIdx.x] * 2.0f;\n"
+         "}\n";
+}
+
+std::string test_name() {
+  return ::testing::UnitTest::GetInstance()->current_test_info()->name();
+}
+
+std::vector<char> read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<char>(std::istreambuf_iterator<char>(in), {});
+}
+
+void write_bytes(const std::string& path, const std::vector<char>& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+std::string read_text(const std::string& path) {
+  std::vector<char> b = read_bytes(path);
+  return std::string(b.begin(), b.end());
+}
+
+const KernelResources* find_entry(const std::vector<KernelResources>& rs, const std::string& name) {
+  for (const KernelResources& r : rs) {
+    if (r.entry == name) return &r;
+  }
+  return nullptr;
+}
+
+/// Sets an environment variable for one test and restores the previous value afterwards.
+class ScopedEnv {
+ public:
+  explicit ScopedEnv(const char* name) : name_(name) {
+    const char* v = getenv(name);
+    had_ = v != nullptr;
+    if (had_) old_ = v;
+  }
+  ~ScopedEnv() {
+    if (had_) {
+      setenv(name_, old_.c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+  void set(const std::string& value) { setenv(name_, value.c_str(), 1); }
+  void unset() { unsetenv(name_); }
+
+ private:
+  const char* name_;
+  bool had_ = false;
+  std::string old_;
+};
+
+/// Every test gets a fresh cache directory and an empty memory cache.
+class JitTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/f8gemm_jit_test.XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    cache_env_.set(cache());
+    dump_env_.unset();
+    clear_memory_cache();
+  }
+  void TearDown() override {
+    clear_memory_cache();
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  std::string cache() const { return dir_ + "/cache"; }
+  std::string cubin_path(const Instance& inst) const {
+    return cache() + "/" + inst.key() + ".cubin";
+  }
+  std::shared_ptr<const Instance> get(const std::string& source) {
+    return get_instance(test_name(), source, default_options());
+  }
+
+  std::string dir_;
+  ScopedEnv cache_env_{"F8GEMM_CACHE_DIR"};
+  ScopedEnv dump_env_{"F8GEMM_DUMP_DIR"};
+};
+
+TEST_F(JitTest, ParsesTheReportOfARealCompile) {
+  auto inst = get(tiny_source(test_name()));
+  ASSERT_TRUE(inst);
+  EXPECT_FALSE(inst->cubin().empty());
+  EXPECT_NE(inst->log().find("ptxas"), std::string::npos) << inst->log();
+  std::vector<KernelResources> rs = f8gemm::jit::parse_ptxas_report(inst->log());
+  const KernelResources* r = find_entry(rs, kEntry);
+  ASSERT_NE(r, nullptr) << inst->log();
+  EXPECT_TRUE(r->is_entry);
+  EXPECT_GT(r->registers, 0);
+  EXPECT_EQ(r->spill_stores, 0);
+  EXPECT_EQ(r->spill_loads, 0);
+  EXPECT_EQ(r->shared_static, 1024) << inst->log();
+  EXPECT_EQ(inst->spill_bytes(), 0);
+  ASSERT_NE(find_entry(inst->resources(), kEntry), nullptr);
+  EXPECT_EQ(find_entry(inst->resources(), kEntry)->registers, r->registers);
+}
+
+TEST(JitReport, ParsesEveryLineVariant) {
+  const std::string log =
+      "ptxas warning : For profile sm_90a adjusting per thread register count of 16 to lower "
+      "bound of 24\n"
+      "ptxas info    : 0 bytes gmem\n"
+      "ptxas info    : Function properties for _Z6helperPf\n"
+      "ptxas         .     16 bytes stack frame, 8 bytes spill stores, 4 bytes spill loads\n"
+      "ptxas info    : Compiling entry function 'f8gemm_a' for 'sm_90a'\n"
+      "ptxas info    : Function properties for f8gemm_a\n"
+      "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+      "ptxas info    : Used 168 registers, used 1 barriers, 2048 bytes smem, 400 bytes cmem[0]\n"
+      "ptxas info    : Compile time = 3.018 ms\n"
+      "ptxas info    : Compiling entry function 'f8gemm_b' for 'sm_90a'\n"
+      "ptxas info    : Function properties for f8gemm_b\n"
+      "ptxas         .     1360 bytes stack frame, 492 bytes spill stores, 512 bytes spill loads\n"
+      "ptxas info    : Used 24 registers, used 0 barriers, 1360 bytes cumulative stack size\n"
+      "ptxas info    : Compiling entry function 'f8gemm_c' for 'sm_90a'\n"
+      "ptxas info    : Used 32 registers\n";
+  std::vector<KernelResources> rs = f8gemm::jit::parse_ptxas_report(log);
+  ASSERT_EQ(rs.size(), 4u);
+
+  const KernelResources* helper = find_entry(rs, "_Z6helperPf");
+  ASSERT_NE(helper, nullptr);
+  EXPECT_FALSE(helper->is_entry);
+  EXPECT_EQ(helper->stack_frame, 16);
+  EXPECT_EQ(helper->spill_stores, 8);
+  EXPECT_EQ(helper->spill_loads, 4);
+  EXPECT_EQ(helper->registers, 0);
+
+  const KernelResources* a = find_entry(rs, "f8gemm_a");
+  ASSERT_NE(a, nullptr);
+  EXPECT_TRUE(a->is_entry);
+  EXPECT_EQ(a->registers, 168);
+  EXPECT_EQ(a->shared_static, 2048);
+  EXPECT_EQ(a->spill_stores + a->spill_loads + a->stack_frame, 0);
+
+  const KernelResources* b = find_entry(rs, "f8gemm_b");
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->registers, 24);
+  EXPECT_EQ(b->stack_frame, 1360);
+  EXPECT_EQ(b->spill_stores, 492);
+  EXPECT_EQ(b->spill_loads, 512);
+  EXPECT_EQ(b->shared_static, 0);
+
+  const KernelResources* c = find_entry(rs, "f8gemm_c");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->registers, 32);
+
+  Instance inst("k", std::vector<char>{1}, log, false);
+  EXPECT_EQ(inst.spill_bytes(), 8 + 4 + 492 + 512);
+  EXPECT_TRUE(f8gemm::jit::parse_ptxas_report("").empty());
+}
+
+TEST(JitKey, IsStableHexAndCoversSourceAndOptions) {
+  const std::string src = tiny_source("key");
+  const std::vector<std::string> opts = default_options();
+  const std::string key = f8gemm::jit::make_key(src, opts);
+  ASSERT_EQ(key.size(), 32u);
+  EXPECT_EQ(key.find_first_not_of("0123456789abcdef"), std::string::npos) << key;
+  EXPECT_EQ(f8gemm::jit::make_key(src, opts), key);
+  EXPECT_NE(f8gemm::jit::make_key(src + " ", opts), key);
+  std::vector<std::string> more = opts;
+  more.push_back("-DX=1");
+  EXPECT_NE(f8gemm::jit::make_key(src, more), key);
+  EXPECT_NE(f8gemm::jit::make_key(src, {"-a", "b"}), f8gemm::jit::make_key(src, {"-ab"}));
+}
+
+TEST_F(JitTest, SameSourceTwiceIsAMemoryHit) {
+  const std::string src = tiny_source(test_name());
+  auto a = get(src);
+  auto before = stats();
+  auto b = get(src);
+  auto after = stats();
+  EXPECT_EQ(a.get(), b.get());
+  EXPECT_EQ(after.compiles, before.compiles);
+  EXPECT_EQ(after.memory_hits, before.memory_hits + 1);
+}
+
+TEST_F(JitTest, DiskCacheServesAfterTheMemoryCacheIsCleared) {
+  const std::string src = tiny_source(test_name());
+  auto before = stats();
+  auto a = get(src);
+  EXPECT_EQ(stats().compiles, before.compiles + 1);
+  EXPECT_FALSE(a->from_disk());
+  EXPECT_EQ(a->key(), f8gemm::jit::make_key(src, default_options()));
+  EXPECT_EQ(f8gemm::jit::cache_dir(), cache());
+  ASSERT_TRUE(fs::is_regular_file(cubin_path(*a)));
+  for (const auto& e : fs::directory_iterator(cache())) {
+    EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
+  }
+
+  clear_memory_cache();
+  auto mid = stats();
+  auto b = get(src);
+  auto after = stats();
+  EXPECT_NE(a.get(), b.get());
+  EXPECT_TRUE(b->from_disk());
+  EXPECT_EQ(after.disk_hits, mid.disk_hits + 1);
+  EXPECT_EQ(after.compiles, mid.compiles);
+  EXPECT_EQ(b->cubin(), a->cubin());
+  EXPECT_EQ(b->log(), a->log());
+  EXPECT_EQ(b->resources().size(), a->resources().size());
+}
+
+TEST_F(JitTest, CorruptFilesAreRebuilt) {
+  const std::string src = tiny_source(test_name());
+  auto original = get(src);
+  const std::string path = cubin_path(*original);
+  const std::vector<char> good = read_bytes(path);
+  ASSERT_GT(good.size(), original->cubin().size());
+
+  std::vector<char> flipped = good;
+  flipped[flipped.size() / 2] ^= 0x40;  // inside the cubin: only the checksum can notice
+  std::vector<char> truncated(good.begin(), good.end() - 7);
+  for (const std::vector<char>* bad : {&flipped, &truncated}) {
+    write_bytes(path, *bad);
+    clear_memory_cache();
+    auto before = stats();
+    auto rebuilt = get(src);
+    EXPECT_EQ(stats().compiles, before.compiles + 1);
+    EXPECT_EQ(stats().disk_hits, before.disk_hits);
+    EXPECT_FALSE(rebuilt->from_disk());
+    EXPECT_EQ(rebuilt->cubin(), original->cubin());
+    // Not byte-equal to `good`: the log carries ptxas's "Compile time = ... ms". The reload
+    // below proves the rewritten file valid.
+    EXPECT_NE(read_bytes(path), *bad);
+
+    clear_memory_cache();
+    before = stats();
+    auto reloaded = get(src);
+    EXPECT_TRUE(reloaded->from_disk());
+    EXPECT_EQ(stats().disk_hits, before.disk_hits + 1);
+    EXPECT_EQ(stats().compiles, before.compiles);
+  }
+}
+
+TEST_F(JitTest, ConcurrentCallersShareOneCompile) {
+  const std::string src = tiny_source(test_name());
+  constexpr int kThreads = 8;
+  auto before = stats();
+  std::atomic<int> ready{0};
+  std::vector<std::shared_ptr<const Instance>> got(kThreads);
+  std::vector<std::string> errors(kThreads);
+  std::vector<std::thread> threads;
+  const std::string label = test_name();
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      ready.fetch_add(1);
+      while (ready.load() < kThreads) std::this_thread::yield();
+      try {
+        got[i] = get_instance(label, src, default_options());
+      } catch (const std::exception& e) {
+        errors[i] = e.what();
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  auto after = stats();
+  for (int i = 0; i < kThreads; ++i) {
+    EXPECT_EQ(errors[i], "");
+    ASSERT_TRUE(got[i]);
+    EXPECT_EQ(got[i].get(), got[0].get());
+  }
+  EXPECT_EQ(after.compiles, before.compiles + 1);
+  EXPECT_EQ(after.disk_hits, before.disk_hits);
+  EXPECT_EQ(after.memory_hits, before.memory_hits + kThreads - 1);
+}
+
+TEST_F(JitTest, SyntaxErrorThrowsCompileErrorNamingTheLabel) {
+  const std::string label = "broken_instance_label";
+  const std::string src = "extern \"C\" __global__ void f(int* y) { int x = ; }\n";
+  try {
+    get_instance(label, src, default_options());
+    FAIL() << "no exception";
+  } catch (const f8gemm::Error& e) {
+    EXPECT_EQ(e.code(), f8gemm::ErrorCode::kCompile);
+    const std::string what = e.what();
+    const std::string first_line = what.substr(0, what.find('\n'));
+    EXPECT_NE(first_line.find(label), std::string::npos) << what;
+    EXPECT_NE(first_line.find("error"), std::string::npos) << what;
+    EXPECT_NE(what.find("expected an expression"), std::string::npos) << what;
+  }
+  // A failure is not cached: the next call compiles (and fails) again.
+  auto before = stats();
+  EXPECT_THROW(get_instance(label, src, default_options()), f8gemm::Error);
+  EXPECT_EQ(stats().compiles, before.compiles + 1);
+}
+
+TEST_F(JitTest, UnwritableCacheDirectoryKeepsTheMemoryCache) {
+  const std::string blocker = dir_ + "/blocker";
+  write_bytes(blocker, {'x'});
+  cache_env_.set(blocker + "/sub");  // a regular file where a directory should be, even for root
+  const std::string src = tiny_source(test_name());
+  auto before = stats();
+  auto a = get(src);
+  ASSERT_TRUE(a);
+  EXPECT_FALSE(a->cubin().empty());
+  EXPECT_EQ(stats().compiles, before.compiles + 1);
+  EXPECT_EQ(get(src).get(), a.get());
+
+  clear_memory_cache();
+  auto b = get(src);
+  EXPECT_FALSE(b->from_disk());
+  EXPECT_EQ(stats().compiles, before.compiles + 2);
+  EXPECT_EQ(stats().disk_hits, before.disk_hits);
+}
+
+TEST_F(JitTest, DumpDirectoryGetsSourcePtxAndLog) {
+  const std::string dump = dir_ + "/dump";
+  dump_env_.set(dump);
+  const std::string src = tiny_source(test_name());
+  auto a = get(src);
+  const std::string base = dump + "/" + test_name() + "." + a->key();
+  auto check = [&] {
+    EXPECT_EQ(read_text(base + ".cu"), src);
+    const std::string ptx = read_text(base + ".ptx");
+    EXPECT_NE(ptx.find(".entry f8gemm_jit_test"), std::string::npos) << ptx;
+    EXPECT_NE(ptx.find(".target sm_90a"), std::string::npos) << ptx;
+    EXPECT_EQ(read_text(base + ".log"), a->log());
+  };
+  check();
+
+  // A disk hit dumps too (its PTX comes from a PTX-only compile).
+  std::error_code ec;
+  fs::remove_all(dump, ec);
+  clear_memory_cache();
+  auto b = get(src);
+  EXPECT_TRUE(b->from_disk());
+  check();
+}
+
+TEST_F(JitTest, KernelWithoutADeviceThrowsNoDevice) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) == cudaSuccess && count > 0) {
+    GTEST_SKIP() << "a GPU is present: this test is for machines without one";
+  }
+  auto inst = get(tiny_source(test_name()));
+  try {
+    inst->kernel(kEntry);
+    FAIL() << "no exception";
+  } catch (const f8gemm::Error& e) {
+    EXPECT_EQ(e.code(), f8gemm::ErrorCode::kNoDevice) << e.what();
+  }
+}
+
+TEST_F(JitTest, EmbeddedHeadersResolveWithoutAnIncludePath) {
+  if (f8gemm::jit::kNumEmbeddedFiles == 0) GTEST_SKIP() << "no embedded headers in this build";
+  // Prefer the main kernel header when it is embedded; any embedded name proves the mechanism.
+  std::string header = f8gemm::jit::kEmbeddedFiles[0].name;
+  for (int i = 0; i < f8gemm::jit::kNumEmbeddedFiles; ++i) {
+    if (std::strcmp(f8gemm::jit::kEmbeddedFiles[i].name, "f8gemm_gemm.cuh") == 0) {
+      header = f8gemm::jit::kEmbeddedFiles[i].name;
+    }
+  }
+  const std::string src = "#include \"" + header + "\"\n" + tiny_source(test_name());
+  auto inst = get(src);
+  ASSERT_TRUE(inst);
+  EXPECT_NE(find_entry(inst->resources(), kEntry), nullptr) << inst->log();
+}
+
+}  // namespace
