@@ -88,9 +88,10 @@ struct GemmKernel {
     const int r = t - tile.b * tiles_per_batch;
     int tx, tw;
     if (kRaster > 0) {
-      const int group_span = kRaster * kWTiles;
-      const int first_x = (r / group_span) * kRaster;
-      const int group_x = min(tiles_x - first_x, kRaster);
+      constexpr int kGroup = kRaster > 0 ? kRaster : 1;  // no division by zero when unused
+      const int group_span = kGroup * kWTiles;
+      const int first_x = (r / group_span) * kGroup;
+      const int group_x = min(tiles_x - first_x, kGroup);
       const int in_group = r % group_span;
       tx = first_x + in_group % group_x;
       tw = in_group / group_x;

@@ -100,7 +100,9 @@ double estimate_us(const Config& c, const ProblemShape& p, int sm_count) {
   const double mma_us = tile_flops / (kPeakFlopsPerUs / sm_count * wgmma_eff);
   const double l2_rate = std::min(kL2BytesPerUs / ctas, inflight / (0.5 * kLatencyUs));
   const double tile_us = std::max(mma_us, double(x_rows + w_rows) * k_pad / l2_rate);
-  return kFixedUs + std::max(dram_us, tiles_per_cta * tile_us);
+  // The wgmma work on padded rows costs power and issue slots even when memory is the limit:
+  // a tenth of it breaks the ties that bandwidth-bound shapes (decode) would otherwise leave.
+  return kFixedUs + std::max(dram_us, tiles_per_cta * tile_us) + 0.1 * tiles_per_cta * mma_us;
 }
 
 std::vector<Config> candidates(const ProblemShape& p, int sm_count) {
@@ -152,7 +154,11 @@ void parse_table(const std::string& text, const std::string& origin,
     const size_t tab = line.find('\t');
     F8GEMM_REQUIRE(tab != std::string::npos, kInvalidArgument, origin, ":", line_no,
                    ": expected '<key><TAB><config>'");
-    entries.emplace_back(line.substr(0, tab), Config::parse(line.substr(tab + 1)));
+    try {
+      entries.emplace_back(line.substr(0, tab), Config::parse(line.substr(tab + 1)));
+    } catch (const Error& e) {
+      throw Error(ErrorCode::kInvalidArgument, concat(origin, ":", line_no, ": ", e.what()));
+    }
   }
 }
 

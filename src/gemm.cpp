@@ -149,8 +149,11 @@ Validated validate(const TensorView& x, const TensorView& w, WeightLayout layout
     if (bias) require_shape(*bias, "bias", {p.n}, "[N]");
   }
 
-  // Kernel indices: batch, rows, columns and K are int32 (TMA coordinates), tiles too.
-  F8GEMM_REQUIRE(p.batch <= kIndexLimit && p.m <= kIndexLimit && p.n <= kIndexLimit &&
+  F8GEMM_REQUIRE(p.batch >= 0 && p.m >= 0, kInvalidArgument, "sizes must be non-negative, got B=",
+                 p.batch, " M=", p.m);
+  // Kernel indices: batch, rows, columns and K are int32 (TMA coordinates), tiles too; M + 256
+  // (a tile's reach past M) must stay in range as well.
+  F8GEMM_REQUIRE(p.batch <= kIndexLimit && p.m <= kIndexLimit - 256 && p.n <= kIndexLimit &&
                      p.k <= kIndexLimit,
                  kInvalidArgument, "sizes exceed the int32 index range: B,M,N,K = ", p.batch, ",",
                  p.m, ",", p.n, ",", p.k);

@@ -48,32 +48,34 @@ struct ShuffleDims {
 };
 
 /// Checks a plain [B,N,K]/[N,K] and a preshuffled [B,KB,N/8,1024]/[KB,N/8,1024] pair.
-ShuffleDims check_shuffle_pair(const TensorView& plain, const TensorView& shuffled) {
+ShuffleDims check_shuffle_pair(const TensorView& plain, const char* plain_name,
+                               const TensorView& shuffled) {
+  const std::string pn = plain_name;
   F8GEMM_REQUIRE(plain.dtype == DType::kE4M3 || plain.dtype == DType::kU8, kInvalidArgument,
-                 "w must be float8_e4m3fn (or uint8), got ", to_string(plain.dtype));
+                 pn, " must be float8_e4m3fn (or uint8), got ", to_string(plain.dtype));
   F8GEMM_REQUIRE(shuffled.dtype == DType::kE4M3 || shuffled.dtype == DType::kU8, kInvalidArgument,
                  "the preshuffled weight must be float8_e4m3fn (or uint8), got ",
                  to_string(shuffled.dtype));
   F8GEMM_REQUIRE(plain.rank == 2 || plain.rank == 3, kInvalidArgument,
-                 "w must be [N, K] or [B, N, K], got rank ", plain.rank);
+                 pn, " must be [N, K] or [B, N, K], got rank ", plain.rank);
   ShuffleDims d;
   const bool batched = plain.rank == 3;
   d.batch = batched ? plain.shape[0] : 1;
   d.n = plain.shape[plain.rank - 2];
   d.k = plain.shape[plain.rank - 1];
   F8GEMM_REQUIRE(d.n > 0 && d.n % 8 == 0, kInvalidArgument,
-                 "N (w's rows) must be a positive multiple of 8, got ", d.n);
-  F8GEMM_REQUIRE(d.k > 0 && d.k % 16 == 0, kInvalidArgument,
-                 "K (w's last dimension) must be a positive multiple of 16, got ", d.k);
+                 "N (", pn, "'s rows) must be a positive multiple of 8, got ", d.n);
+  F8GEMM_REQUIRE(d.k > 0 && d.k % 16 == 0, kInvalidArgument, "K (", pn,
+                 "'s last dimension) must be a positive multiple of 16, got ", d.k);
   const auto want = preshuffled_shape(d.batch, d.n, d.k);
   bool ok = shuffled.rank == (batched ? 4 : 3);
   for (int i = 0; ok && i < shuffled.rank; ++i) ok = shuffled.shape[i] == want[i + (batched ? 0 : 1)];
   F8GEMM_REQUIRE(ok, kInvalidArgument, "the preshuffled weight must have shape ",
-                 batched ? "[B, " : "[", (d.k + 127) / 128, ", ", d.n / 8, ", 1024] for w of N=",
+                 batched ? "[B, " : "[", (d.k + 127) / 128, ", ", d.n / 8, ", 1024] for ", pn, " of N=",
                  d.n, " K=", d.k);
-  require_contiguous(plain, "w", 16);
+  require_contiguous(plain, plain_name, 16);
   require_contiguous(shuffled, "the preshuffled weight", 16);
-  require_same_place(plain, "w", shuffled, "the preshuffled weight");
+  require_same_place(plain, plain_name, shuffled, "the preshuffled weight");
   return d;
 }
 
@@ -85,7 +87,7 @@ std::vector<int64_t> preshuffled_shape(int64_t batch, int64_t n, int64_t k) {
 }
 
 void preshuffle(const TensorView& w, const TensorView& out, cudaStream_t stream) {
-  ShuffleDims d = check_shuffle_pair(w, out);
+  ShuffleDims d = check_shuffle_pair(w, "w", out);
   if (w.device == kHost) {
     numerics::preshuffle_host(static_cast<const uint8_t*>(w.data), d.batch, d.n, d.k,
                               static_cast<uint8_t*>(out.data));
@@ -98,7 +100,7 @@ void preshuffle(const TensorView& w, const TensorView& out, cudaStream_t stream)
 }
 
 void unshuffle(const TensorView& shuffled, const TensorView& out, cudaStream_t stream) {
-  ShuffleDims d = check_shuffle_pair(out, shuffled);
+  ShuffleDims d = check_shuffle_pair(out, "out", shuffled);
   if (out.device == kHost) {
     numerics::unshuffle_host(static_cast<const uint8_t*>(shuffled.data), d.batch, d.n, d.k,
                              static_cast<uint8_t*>(out.data));

@@ -87,7 +87,8 @@ enum class KernelPath : int {
 };
 
 /// One kernel configuration. Printable and parseable: name() / Config::parse().
-///   sm90_<bm>x<bn>x<bk>_s<stages>_c<cluster_m>x<cluster_n>[_swap][_r<raster>]
+///   sm90_<tiled|swap>_<bm>x<bn>x<bk>_s<stages>_c<cluster_m>x<cluster_n>_r<raster>
+/// e.g. sm90_tiled_128x256x128_s3_c1x1_r8 or sm90_swap_64x8x128_s12_c1x1_r0.
 struct Config {
   KernelPath path = KernelPath::kTiled;
   int bm = 128;          ///< rows per tile on the wgmma M side (X rows, or W rows if swap)

@@ -1,0 +1,246 @@
+/// \brief Shared test helpers (see test_util.hpp).
+#include "common/test_util.hpp"
+
+#include <stdlib.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+
+#include "check.hpp"
+#include "numerics.hpp"
+
+namespace f8gemm::test {
+
+namespace {
+
+struct Probe {
+  bool any = false;
+  bool sm90 = false;
+  std::string reason;
+};
+
+const Probe& probe() {
+  static const Probe p = [] {
+    Probe r;
+    int count = 0;
+    const cudaError_t status = cudaGetDeviceCount(&count);
+    if (status != cudaSuccess) {
+      cudaGetLastError();  // clear it, so the next runtime call does not report it again
+      r.reason = std::string("cudaGetDeviceCount failed: ") + cudaGetErrorString(status);
+      return r;
+    }
+    if (count == 0) {
+      r.reason = "no CUDA device";
+      return r;
+    }
+    r.any = true;
+    cudaDeviceProp prop{};
+    const cudaError_t ps = cudaGetDeviceProperties(&prop, 0);
+    if (ps != cudaSuccess) {
+      cudaGetLastError();
+      r.reason = std::string("cudaGetDeviceProperties(0) failed: ") + cudaGetErrorString(ps);
+      return r;
+    }
+    if (prop.major != 9 || prop.minor != 0) {
+      r.reason = std::string("device 0 (") + prop.name + ") has compute capability " +
+                 std::to_string(prop.major) + "." + std::to_string(prop.minor) + ", not 9.0";
+      return r;
+    }
+    r.sm90 = true;
+    return r;
+  }();
+  return p;
+}
+
+}  // namespace
+
+bool have_sm90() { return probe().sm90; }
+std::string sm90_skip_reason() { return probe().reason; }
+bool have_any_device() { return probe().any; }
+
+DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
+  // cudaMalloc(0) may return null; one byte keeps get() a real, unique device address.
+  F8GEMM_CHECK_CUDA(cudaMalloc(&ptr_, bytes == 0 ? 1 : bytes));
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (ptr_) cudaFree(ptr_);
+}
+
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept : ptr_(other.ptr_), bytes_(other.bytes_) {
+  other.ptr_ = nullptr;
+  other.bytes_ = 0;
+}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
+  if (this != &other) {
+    if (ptr_) cudaFree(ptr_);
+    ptr_ = other.ptr_;
+    bytes_ = other.bytes_;
+    other.ptr_ = nullptr;
+    other.bytes_ = 0;
+  }
+  return *this;
+}
+
+void DeviceBuffer::upload(const void* host, size_t bytes) {
+  F8GEMM_REQUIRE(bytes <= bytes_, kInvalidArgument, "upload of ", bytes, " bytes into ", bytes_);
+  if (bytes) F8GEMM_CHECK_CUDA(cudaMemcpy(ptr_, host, bytes, cudaMemcpyHostToDevice));
+}
+
+void DeviceBuffer::download(void* host, size_t bytes) const {
+  F8GEMM_REQUIRE(bytes <= bytes_, kInvalidArgument, "download of ", bytes, " bytes from ", bytes_);
+  if (bytes) F8GEMM_CHECK_CUDA(cudaMemcpy(host, ptr_, bytes, cudaMemcpyDeviceToHost));
+}
+
+TensorView DeviceBuffer::view(DType dtype, std::vector<int64_t> shape) const {
+  TensorView v = make_view(ptr_, dtype, std::move(shape), 0);
+  F8GEMM_REQUIRE(size_t(v.numel()) * size_t(dtype_size(dtype)) <= bytes_, kInvalidArgument,
+                 "view of ", v.numel(), " elements does not fit in ", bytes_, " bytes");
+  return v;
+}
+
+void poison(DeviceBuffer& buffer, cudaStream_t stream) {
+  if (buffer.bytes() == 0) return;
+  F8GEMM_CHECK_CUDA(cudaMemsetAsync(buffer.get(), 0xFF, buffer.bytes(), stream));
+  F8GEMM_CHECK_CUDA(cudaStreamSynchronize(stream));
+}
+
+bool still_poisoned(const DeviceBuffer& buffer) {
+  const std::vector<uint8_t> bytes = buffer.to_host<uint8_t>();
+  for (uint8_t b : bytes) {
+    if (b != 0xFF) return false;
+  }
+  return true;
+}
+
+std::vector<uint8_t> random_e4m3(std::mt19937_64& rng, size_t count, double stddev) {
+  std::normal_distribution<double> normal(0.0, stddev);
+  constexpr int kTableBits = 12;
+  std::vector<uint8_t> table(size_t(1) << kTableBits);
+  for (uint8_t& c : table) c = numerics::float_to_e4m3(float(normal(rng)));
+  std::vector<uint8_t> out(count);
+  size_t i = 0;
+  while (i < count) {
+    uint64_t bits = rng();
+    // 5 indices of 12 bits from each 64-bit draw.
+    for (int j = 0; j < 5 && i < count; ++j, bits >>= kTableBits) {
+      out[i++] = table[bits & ((1u << kTableBits) - 1)];
+    }
+  }
+  return out;
+}
+
+std::vector<uint8_t> small_int_e4m3(std::mt19937_64& rng, size_t count, int lo, int hi) {
+  std::uniform_int_distribution<int> dist(lo, hi);
+  std::vector<uint8_t> out(count);
+  for (uint8_t& c : out) c = numerics::float_to_e4m3(float(dist(rng)));
+  return out;
+}
+
+std::vector<float> random_scales(std::mt19937_64& rng, size_t count, float lo, float hi) {
+  std::uniform_real_distribution<double> dist(std::log(double(lo)), std::log(double(hi)));
+  std::vector<float> out(count);
+  for (float& s : out) s = float(std::exp(dist(rng)));
+  return out;
+}
+
+std::vector<float> pow2_scales(std::mt19937_64& rng, size_t count, int emin, int emax) {
+  std::uniform_int_distribution<int> dist(emin, emax);
+  std::vector<float> out(count);
+  for (float& s : out) s = std::ldexp(1.0f, dist(rng));
+  return out;
+}
+
+std::vector<float> random_f32(std::mt19937_64& rng, size_t count, double stddev) {
+  std::normal_distribution<double> normal(0.0, stddev);
+  std::vector<float> out(count);
+  for (float& v : out) v = float(normal(rng));
+  return out;
+}
+
+std::vector<uint16_t> random_half_bits(std::mt19937_64& rng, size_t count, double stddev,
+                                       DType dtype) {
+  std::normal_distribution<double> normal(0.0, stddev);
+  std::vector<uint16_t> out(count);
+  for (uint16_t& v : out) {
+    const double x = normal(rng);
+    v = dtype == DType::kBF16 ? numerics::double_to_bf16(x) : numerics::double_to_f16(x);
+  }
+  return out;
+}
+
+std::ostream& operator<<(std::ostream& os, const CheckStats& s) {
+  return os << "{rel_rms=" << s.rel_rms << ", max_ratio=" << s.max_ratio
+            << ", nonfinite=" << s.nonfinite << "}";
+}
+
+CheckStats compare_to_reference(const std::vector<double>& ref, const std::vector<double>& abs_ref,
+                                const uint16_t* y, DType out_dtype, double gamma) {
+  const double u = numerics::unit_roundoff(out_dtype);
+  // tiny: 2^-25 is half of fp16's smallest subnormal (2^-24) and 2^-133 is bf16's smallest
+  // subnormal; the same constants as src/reference_gpu.cpp.
+  const double tiny = out_dtype == DType::kF16 ? std::ldexp(1.0, -25) : std::ldexp(1.0, -133);
+  double err2 = 0.0, ref2 = 0.0;
+  CheckStats s;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    const double got = out_dtype == DType::kF16 ? numerics::f16_to_double(y[i])
+                                                : numerics::bf16_to_double(y[i]);
+    const double err = got - ref[i];
+    if (!std::isfinite(got) || std::isnan(err)) {
+      ++s.nonfinite;
+      continue;
+    }
+    err2 += err * err;
+    ref2 += ref[i] * ref[i];
+    const double bound = u * std::fabs(ref[i]) + (1.0 + u) * gamma * abs_ref[i] + tiny;
+    s.max_ratio = std::max(s.max_ratio, std::fabs(err) / bound);
+  }
+  s.rel_rms = ref2 > 0.0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
+  return s;
+}
+
+CheckStats check_against_reference(int64_t batch, int64_t m, int64_t n, int64_t k,
+                                   const uint8_t* x, const uint8_t* w, const float* xs,
+                                   const float* ws, const void* bias, DType bias_dtype,
+                                   const uint16_t* y, DType out_dtype, double gamma) {
+  const size_t count = size_t(batch * m * n);
+  std::vector<double> ref(count), abs_ref(count);
+  numerics::reference_gemm(batch, m, n, k, x, w, xs, ws, bias, bias_dtype, ref.data(),
+                           abs_ref.data());
+  return compare_to_reference(ref, abs_ref, y, out_dtype, gamma);
+}
+
+ScopedEnv::ScopedEnv(const char* name) : name_(name) {
+  const char* v = getenv(name);
+  had_ = v != nullptr;
+  if (had_) old_ = v;
+}
+
+ScopedEnv::~ScopedEnv() {
+  if (had_) {
+    setenv(name_.c_str(), old_.c_str(), 1);
+  } else {
+    unsetenv(name_.c_str());
+  }
+}
+
+void ScopedEnv::set(const std::string& value) { setenv(name_.c_str(), value.c_str(), 1); }
+void ScopedEnv::unset() { unsetenv(name_.c_str()); }
+
+TempDir::TempDir(const std::string& prefix) {
+  std::string tmpl = "/tmp/" + prefix + ".XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  F8GEMM_REQUIRE(mkdtemp(buf.data()) != nullptr, kIo, "mkdtemp failed for ", tmpl);
+  path_ = buf.data();
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+}  // namespace f8gemm::test

@@ -1,0 +1,510 @@
+/// \brief Config names (print/parse), legality, candidates for the bench shapes, tuned tables and the decision order (F8GEMM_CONFIG, F8GEMM_TUNE_FILE, F8GEMM_NO_TUNED).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <memory>
+#include <set>
+#include <utility>
+#include <string>
+#include <vector>
+
+#include "common/test_util.hpp"
+#include "config.hpp"
+#include "f8gemm/f8gemm.hpp"
+
+namespace f8gemm {
+namespace {
+
+using detail::candidates;
+using detail::config_illegal_reason;
+using detail::config_smem_bytes;
+using detail::decide;
+using detail::estimate_us;
+using detail::kMaxSmemBytes;
+using detail::parse_table;
+using detail::table_key;
+using detail::tuned_config;
+using test::ScopedEnv;
+
+constexpr int kH200Sms = 132;
+
+Config make(KernelPath path, int bm, int bn, int stages, int raster = 8, int cm = 1, int cn = 1) {
+  Config c;
+  c.path = path;
+  c.bm = bm;
+  c.bn = bn;
+  c.stages = stages;
+  c.raster = raster;
+  c.cluster_m = cm;
+  c.cluster_n = cn;
+  return c;
+}
+
+ProblemShape problem(int64_t b, int64_t m, int64_t n, int64_t k, bool fast = true,
+                     WeightLayout layout = WeightLayout::kPreshuffled) {
+  ProblemShape p;
+  p.batch = b;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.fast_accum = fast;
+  p.w_layout = layout;
+  return p;
+}
+
+/// The 11 bench shapes (B, M, N, K).
+const std::vector<ProblemShape>& bench_shapes() {
+  static const std::vector<ProblemShape> shapes = [] {
+    std::vector<ProblemShape> s;
+    for (int64_t m : {1, 32, 128, 512, 1024, 4096}) s.push_back(problem(16, m, 1280, 8192));
+    for (int64_t m : {1, 128, 512, 1024, 4096}) s.push_back(problem(16, m, 8192, 1024));
+    return s;
+  }();
+  return shapes;
+}
+
+// ---- the tuned-table fixture ---------------------------------------------------------------
+
+// A user table for a GPU that does not exist, installed before the first test: the tables are
+// read once per process, so F8GEMM_TUNE_FILE must be set before anything calls decide().
+constexpr const char* kTestGpu = "f8gemm test gpu";
+constexpr int kTestSms = 7;
+
+ProblemShape tuned_problem() { return problem(16, 1, 1280, 8192); }
+ProblemShape illegal_tuned_problem() { return problem(16, 1, 1280, 8192, /*fast=*/false); }
+const Config& tuned_pick() {
+  // Two stages with no rasterisation: never a candidate (the candidates take the deepest ring
+  // that fits, 8 stages for 128x64, and raster 8 for tiled), so a decision that returns it can
+  // only have come from the table.
+  static const Config c = make(KernelPath::kTiled, 128, 64, 2, 0);
+  return c;
+}
+
+class TuneFileEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    dir_ = std::make_unique<test::TempDir>("f8gemm_config_test");
+    const std::string path = dir_->path() + "/tune.tsv";
+    std::ofstream f(path);
+    f << "# a user table for tests\n\n"
+      << table_key(kTestGpu, kTestSms, tuned_problem()) << "\t" << tuned_pick().name() << "\n"
+      // A second entry for the same key: the first match wins.
+      << table_key(kTestGpu, kTestSms, tuned_problem()) << "\t"
+      << make(KernelPath::kTiled, 128, 128, 4).name() << "\n"
+      // Illegal for precise accumulation (bn 256 > 192): skipped, the model decides.
+      << table_key(kTestGpu, kTestSms, illegal_tuned_problem()) << "\t"
+      << make(KernelPath::kTiled, 64, 256, 4).name() << "\n";
+    f.close();
+    env_ = std::make_unique<ScopedEnv>("F8GEMM_TUNE_FILE");
+    env_->set(path);
+  }
+  void TearDown() override {
+    env_.reset();
+    dir_.reset();
+  }
+
+ private:
+  std::unique_ptr<test::TempDir> dir_;
+  std::unique_ptr<ScopedEnv> env_;
+};
+
+::testing::Environment* const g_tune_env =
+    ::testing::AddGlobalTestEnvironment(new TuneFileEnvironment);
+
+/// Clears F8GEMM_CONFIG / F8GEMM_NO_TUNED / F8GEMM_LOG for one test and restores them after.
+class DecideTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    config_.unset();
+    no_tuned_.unset();
+    log_.unset();
+  }
+  ScopedEnv config_{"F8GEMM_CONFIG"};
+  ScopedEnv no_tuned_{"F8GEMM_NO_TUNED"};
+  ScopedEnv log_{"F8GEMM_LOG"};
+};
+
+
+// ---- names ---------------------------------------------------------------------------------
+
+TEST(ConfigName, KnownSpellings) {
+  EXPECT_EQ(Config{}.name(), "sm90_tiled_128x128x128_s4_c1x1_r8");
+  EXPECT_EQ(make(KernelPath::kSwapAB, 64, 16, 12, 0).name(), "sm90_swap_64x16x128_s12_c1x1_r0");
+  EXPECT_EQ(make(KernelPath::kTiled, 64, 96, 6, 16, 2, 1).name(), "sm90_tiled_64x96x128_s6_c2x1_r16");
+}
+
+TEST(ConfigName, PrintAndParseRoundTrip) {
+  int count = 0;
+  for (KernelPath path : {KernelPath::kTiled, KernelPath::kSwapAB}) {
+    for (int bm : {64, 128}) {
+      for (int bn = 8; bn <= 256; bn += 8) {
+        for (int stages : {2, 3, 7, 12, 16}) {
+          for (int raster : {0, 1, 8, 64}) {
+            for (int cm : {1, 2}) {
+              const Config c = make(path, bm, bn, stages, raster, cm, 3 - cm);
+              const std::string name = c.name();
+              const Config back = Config::parse(name);
+              EXPECT_EQ(back, c) << name;
+              EXPECT_EQ(back.name(), name);
+              ++count;
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(count, 2 * 2 * 32 * 5 * 4 * 2);
+}
+
+TEST(ConfigName, EqualityLooksAtEveryField) {
+  const Config base = make(KernelPath::kTiled, 128, 128, 4, 8);
+  EXPECT_EQ(base, base);
+  std::vector<Config> changed(8, base);
+  changed[0].path = KernelPath::kSwapAB;
+  changed[1].bm = 64;
+  changed[2].bn = 136;
+  changed[3].bk = 64;
+  changed[4].stages = 5;
+  changed[5].cluster_m = 2;
+  changed[6].cluster_n = 2;
+  changed[7].raster = 0;
+  for (const Config& c : changed) {
+    EXPECT_NE(c, base) << c.name();
+    EXPECT_FALSE(c == base) << c.name();
+  }
+}
+
+TEST(ConfigName, ParseRejectsBadNames) {
+  const std::vector<std::string> bad = {
+      "",
+      "garbage",
+      "sm90",
+      "sm90_tiled_128x128x128_s4_c1x1",          // no raster
+      "sm90_tiled_128x128x128_s4_c1x1_r8x",      // trailing character
+      "sm90_tiled_128x128x128_s4_c1x1_r8 ",      // trailing space
+      "sm90_tiled_128x128x128_s4_c1x1_r8\n",     // trailing newline
+      "sm90_tiled_128x128x128_s4_c1x1_r8_swap",  // trailing suffix
+      "sm90_tiled_0128x128x128_s4_c1x1_r8",      // leading zero: not canonical
+      "sm90_tiled_+128x128x128_s4_c1x1_r8",      // sign: not canonical
+      "sm90_tiled_128x128x128_s04_c1x1_r8",
+      "sm90_tiled_ 128x128x128_s4_c1x1_r8",      // %d would skip the space: not canonical
+      " sm90_tiled_128x128x128_s4_c1x1_r8",
+      "sm90_diag_128x128x128_s4_c1x1_r8",        // wrong path
+      "sm90_TILED_128x128x128_s4_c1x1_r8",
+      "sm90_tiledswap_128x128x128_s4_c1x1_r8",
+      "sm90_abcdefghijklmnopqrstuvwxyz_128x128x128_s4_c1x1_r8",
+      "sm80_tiled_128x128x128_s4_c1x1_r8",
+      "sm90_128x128x128_s4_c1x1_r8",             // the header's old form without a path
+      "sm90_128x128x128_s4_c1x1_swap_r8",
+      "sm90_tiled_128x128_s4_c1x1_r8",
+      "sm90_tiled_128x128x128_c1x1_s4_r8",
+  };
+  for (const std::string& name : bad) {
+    try {
+      Config::parse(name);
+      ADD_FAILURE() << "accepted '" << name << "'";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
+      EXPECT_NE(std::string(e.what()).find("config name '" + name + "'"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+TEST(ConfigName, NonCanonicalSuggestsTheCanonicalName) {
+  try {
+    Config::parse("sm90_tiled_0128x128x128_s4_c1x1_r8");
+    ADD_FAILURE() << "accepted a leading zero";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("did you mean 'sm90_tiled_128x128x128_s4_c1x1_r8'"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// ---- legality ------------------------------------------------------------------------------
+
+TEST(ConfigLegality, SharedMemoryLimit) {
+  const ProblemShape p = problem(1, 1024, 1024, 1024);
+  EXPECT_EQ(kMaxSmemBytes, 227 * 1024);
+  for (KernelPath path : {KernelPath::kTiled, KernelPath::kSwapAB}) {
+    for (int bm : {64, 128}) {
+      for (int bn : {8, 64, 128, 192, 256}) {
+        int fitting = 0;
+        for (int stages = 2; stages <= 16; ++stages) {
+          const Config c = make(path, bm, bn, stages);
+          const int bytes = config_smem_bytes(c);
+          // At least the ring: stages x (bm + bn) rows of 128 bytes.
+          EXPECT_GE(bytes, stages * (bm + bn) * 128) << c.name();
+          EXPECT_GT(bytes, config_smem_bytes(make(path, bm, bn, stages - 1))) << c.name();
+          const std::string why = config_illegal_reason(c, p);
+          if (bytes <= kMaxSmemBytes) {
+            EXPECT_EQ(why, "") << c.name();
+            ++fitting;
+          } else {
+            EXPECT_NE(why.find("needs " + std::to_string(bytes) +
+                               " bytes of shared memory, more than 232448"),
+                      std::string::npos)
+                << c.name() << ": " << why;
+          }
+        }
+        // Every tile fits with 2 stages; 16 stages of 136 or more rows never fit
+        // (16 x 136 x 128 = 278528 > 232448).
+        EXPECT_GE(fitting, 1) << bm << "x" << bn;
+        if (bm + bn >= 136) {
+          EXPECT_LT(fitting, 15) << bm << "x" << bn;
+        }
+      }
+    }
+  }
+}
+
+TEST(ConfigLegality, EachRule) {
+  const ProblemShape fast = problem(1, 256, 1024, 1024, true);
+  const ProblemShape precise = problem(1, 256, 1024, 1024, false);
+  auto reason = [](Config c, const ProblemShape& p) { return config_illegal_reason(c, p); };
+  auto has = [](const std::string& why, const char* needle) {
+    return why.find(needle) != std::string::npos;
+  };
+  Config c = make(KernelPath::kTiled, 128, 128, 4);
+  EXPECT_EQ(reason(c, fast), "");
+  EXPECT_EQ(reason(c, precise), "");
+  for (int bn : {0, 4, 12, 100, 257, 264}) {
+    Config t = c;
+    t.bn = bn;
+    EXPECT_TRUE(has(reason(t, fast), "bn must be a multiple of 8 in 8..256")) << bn;
+  }
+  for (int bm : {32, 96, 192, 256}) {
+    Config t = c;
+    t.bm = bm;
+    EXPECT_TRUE(has(reason(t, fast), "bm must be 64 or 128")) << bm;
+  }
+  for (int bk : {64, 256}) {
+    Config t = c;
+    t.bk = bk;
+    EXPECT_TRUE(has(reason(t, fast), "bk must be 128")) << bk;
+  }
+  for (int stages : {0, 1, 17}) {
+    Config t = c;
+    t.stages = stages;
+    EXPECT_TRUE(has(reason(t, fast), "stages must be 2..16")) << stages;
+  }
+  for (auto [cm, cn] : std::vector<std::pair<int, int>>{{2, 1}, {1, 2}, {2, 2}, {0, 1}}) {
+    Config t = c;
+    t.cluster_m = cm;
+    t.cluster_n = cn;
+    EXPECT_TRUE(has(reason(t, fast), "clusters other than 1x1 are not implemented")) << cm << cn;
+  }
+  for (int raster : {-1, 65}) {
+    Config t = c;
+    t.raster = raster;
+    EXPECT_TRUE(has(reason(t, fast), "raster must be 0..64")) << raster;
+  }
+  // Precise mode keeps two accumulator sets of bn/2 floats: bn <= 192 (96 + 96 registers).
+  for (int bn : {192, 200, 256}) {
+    const Config t = make(KernelPath::kTiled, 64, bn, 4);
+    EXPECT_EQ(reason(t, fast), "") << bn;
+    EXPECT_EQ(has(reason(t, precise), "bn must be <= 192"), bn > 192) << bn;
+  }
+  // The smallest tiles are legal on both paths.
+  EXPECT_EQ(reason(make(KernelPath::kSwapAB, 64, 8, 12, 0), precise), "");
+  EXPECT_EQ(reason(make(KernelPath::kTiled, 64, 8, 2, 0), precise), "");
+}
+
+// ---- candidates ----------------------------------------------------------------------------
+
+TEST(ConfigCandidates, BenchShapesHaveLegalSortedCandidates) {
+  for (const ProblemShape& shape : bench_shapes()) {
+    for (bool fast : {true, false}) {
+      ProblemShape p = shape;
+      p.fast_accum = fast;
+      SCOPED_TRACE(table_key("H200", kH200Sms, p));
+      const std::vector<Config> list = candidates(p, kH200Sms);
+      ASSERT_FALSE(list.empty());
+      std::set<std::string> names;
+      bool any_swap = false;
+      double previous = 0.0;
+      for (const Config& c : list) {
+        EXPECT_EQ(config_illegal_reason(c, p), "") << c.name();
+        EXPECT_TRUE(names.insert(c.name()).second) << "duplicate " << c.name();
+        const double us = estimate_us(c, p, kH200Sms);
+        EXPECT_GT(us, 0.0) << c.name();
+        EXPECT_GE(us, previous) << c.name() << " is out of order";
+        previous = us;
+        any_swap = any_swap || c.path == KernelPath::kSwapAB;
+        if (!fast) {
+          EXPECT_LE(c.bn, 192) << c.name();
+        }
+      }
+      // The swap path is offered exactly for M <= 256.
+      EXPECT_EQ(any_swap, p.m <= 256);
+    }
+  }
+}
+
+TEST_F(DecideTest, DecodePicksTheSwapPath) {
+  no_tuned_.set("1");
+  for (const ProblemShape& shape : bench_shapes()) {
+    for (bool fast : {true, false}) {
+      ProblemShape p = shape;
+      p.fast_accum = fast;
+      const Config c = decide("NVIDIA H200", kH200Sms, p);
+      SCOPED_TRACE(table_key("NVIDIA H200", kH200Sms, p) + " -> " + c.name());
+      EXPECT_EQ(config_illegal_reason(c, p), "");
+      EXPECT_EQ(c, candidates(p, kH200Sms).front());
+      // One token per expert: a 64-row tiled tile would be 98% padding; swap puts W's rows on
+      // the 64-row wgmma M side instead (measured on the H200, 16x1x1280x8192: swap 64x8
+      // 43.7 us, tiled 128x160 51.9 us; docs/logs/2026-11-30-first-device-run.log).
+      if (p.m == 1) {
+        EXPECT_EQ(c.path, KernelPath::kSwapAB);
+      }
+      if (p.m > 256) {
+        EXPECT_EQ(c.path, KernelPath::kTiled);
+      }
+    }
+  }
+}
+
+// ---- tables --------------------------------------------------------------------------------
+
+TEST(ConfigTable, KeyNamesGpuSmsVersionAndProblem) {
+  ProblemShape p = problem(16, 1, 1280, 8192);
+  const std::string key = table_key("NVIDIA H200", 132, p);
+  EXPECT_EQ(key, std::string("NVIDIA H200|132|") + kVersion + "|16,1,1280,8192|preshuffled|bfloat16|fast");
+  EXPECT_NE(key.find("NVIDIA H200"), std::string::npos);
+  EXPECT_NE(key.find("|132|"), std::string::npos);
+  EXPECT_NE(key.find(kVersion), std::string::npos);
+  // Every field that changes the kernel changes the key.
+  std::set<std::string> keys = {key, table_key("NVIDIA H100", 132, p), table_key("NVIDIA H200", 114, p)};
+  ProblemShape q = p;
+  q.w_layout = WeightLayout::kPlain;
+  keys.insert(table_key("NVIDIA H200", 132, q));
+  q = p;
+  q.out_dtype = DType::kF16;
+  keys.insert(table_key("NVIDIA H200", 132, q));
+  q = p;
+  q.fast_accum = false;
+  keys.insert(table_key("NVIDIA H200", 132, q));
+  for (int i = 0; i < 4; ++i) {
+    q = p;
+    (i == 0 ? q.batch : i == 1 ? q.m : i == 2 ? q.n : q.k) += 8;
+    keys.insert(table_key("NVIDIA H200", 132, q));
+  }
+  EXPECT_EQ(keys.size(), 10u);
+}
+
+TEST(ConfigTable, ParseGoodLinesAndComments) {
+  std::vector<std::pair<std::string, Config>> entries;
+  entries.emplace_back("already there", Config{});
+  const std::string text =
+      "# tuned on an H200\n"
+      "\n"
+      "a|b|c\tsm90_tiled_128x128x128_s4_c1x1_r8\n"
+      "#a|b|c\tnot even parsed\n"
+      "key with spaces\tsm90_swap_64x16x128_s12_c1x1_r0";  // no final newline
+  parse_table(text, "test.tsv", entries);
+  ASSERT_EQ(entries.size(), 3u);
+  EXPECT_EQ(entries[0].first, "already there");  // appended, not replaced
+  EXPECT_EQ(entries[1].first, "a|b|c");
+  EXPECT_EQ(entries[1].second, make(KernelPath::kTiled, 128, 128, 4, 8));
+  EXPECT_EQ(entries[2].first, "key with spaces");
+  EXPECT_EQ(entries[2].second, make(KernelPath::kSwapAB, 64, 16, 12, 0));
+}
+
+TEST(ConfigTable, LineWithoutTabNamesOriginAndLine) {
+  std::vector<std::pair<std::string, Config>> entries;
+  const std::string text = "# comment\n\nkey\tsm90_tiled_128x128x128_s4_c1x1_r8\nno tab here\n";
+  try {
+    parse_table(text, "tables/h200.tsv", entries);
+    ADD_FAILURE() << "accepted a line without a tab";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("tables/h200.tsv:4"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ConfigTable, BadConfigNameNamesOriginAndLine) {
+  // A typo in a checked-in or user table must point at the file and line to fix.
+  std::vector<std::pair<std::string, Config>> entries;
+  const std::string text = "key1\tsm90_tiled_128x128x128_s4_c1x1_r8\nkey2\tsm90_tiled_128x128\n";
+  try {
+    parse_table(text, "user.tsv", entries);
+    ADD_FAILURE() << "accepted a bad config name";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("user.tsv:2"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(DecideTest, UserTuneFileEntryIsUsed) {
+  const ProblemShape p = tuned_problem();
+  const auto tuned = tuned_config(kTestGpu, kTestSms, p);
+  ASSERT_TRUE(tuned.has_value()) << "F8GEMM_TUNE_FILE was not read";
+  EXPECT_EQ(*tuned, tuned_pick());  // the first of two entries for this key
+  EXPECT_EQ(decide(kTestGpu, kTestSms, p), tuned_pick());
+  EXPECT_NE(candidates(p, kTestSms).front(), tuned_pick()) << "the table must override the model";
+  // Another SM count or GPU name is another key.
+  EXPECT_FALSE(tuned_config(kTestGpu, kTestSms + 1, p).has_value());
+  EXPECT_FALSE(tuned_config("NVIDIA H200", kTestSms, p).has_value());
+  // "0" does not disable the tables.
+  no_tuned_.set("0");
+  EXPECT_EQ(decide(kTestGpu, kTestSms, p), tuned_pick());
+}
+
+TEST_F(DecideTest, NoTunedIgnoresTheTables) {
+  const ProblemShape p = tuned_problem();
+  no_tuned_.set("1");
+  EXPECT_FALSE(tuned_config(kTestGpu, kTestSms, p).has_value());
+  EXPECT_EQ(decide(kTestGpu, kTestSms, p), candidates(p, kTestSms).front());
+}
+
+TEST_F(DecideTest, IllegalTableEntryFallsBackToTheModel) {
+  const ProblemShape p = illegal_tuned_problem();
+  EXPECT_FALSE(tuned_config(kTestGpu, kTestSms, p).has_value());
+  const Config c = decide(kTestGpu, kTestSms, p);
+  EXPECT_EQ(c, candidates(p, kTestSms).front());
+  EXPECT_EQ(config_illegal_reason(c, p), "");
+}
+
+TEST_F(DecideTest, ForcedConfigWinsOverTableAndModel) {
+  const Config forced = make(KernelPath::kTiled, 64, 96, 6, 3);
+  config_.set(forced.name());
+  EXPECT_EQ(decide(kTestGpu, kTestSms, tuned_problem()), forced);
+  for (const ProblemShape& p : bench_shapes()) EXPECT_EQ(decide("NVIDIA H200", kH200Sms, p), forced);
+  // An empty value means "not set".
+  config_.set("");
+  EXPECT_EQ(decide(kTestGpu, kTestSms, tuned_problem()), tuned_pick());
+}
+
+TEST_F(DecideTest, ForcedIllegalConfigThrowsUnsupported) {
+  const ProblemShape precise = problem(16, 128, 1280, 8192, false);
+  config_.set(make(KernelPath::kTiled, 64, 256, 4).name());
+  EXPECT_NO_THROW(decide("NVIDIA H200", kH200Sms, problem(16, 128, 1280, 8192, true)));
+  try {
+    decide("NVIDIA H200", kH200Sms, precise);
+    ADD_FAILURE() << "a bn=256 config was accepted for precise accumulation";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported) << e.what();
+    EXPECT_NE(std::string(e.what()).find("F8GEMM_CONFIG=sm90_tiled_64x256x128_s4_c1x1_r8"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("bn must be <= 192"), std::string::npos) << e.what();
+  }
+  config_.set(make(KernelPath::kTiled, 128, 128, 8).name());  // 263,296 bytes of shared memory
+  try {
+    decide("NVIDIA H200", kH200Sms, precise);
+    ADD_FAILURE() << "an 8-stage 128x128 config was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported) << e.what();
+  }
+  config_.set("sm90_tiled_not_a_config");
+  try {
+    decide("NVIDIA H200", kH200Sms, precise);
+    ADD_FAILURE() << "a garbage F8GEMM_CONFIG was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace f8gemm

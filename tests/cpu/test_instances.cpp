@@ -1,0 +1,201 @@
+/// \brief Every instance that the bench and MSLK shapes use compiles with NVRTC for sm_90a with zero spills and no stack frame (no GPU needed).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "codegen.hpp"
+#include "common/test_util.hpp"
+#include "config.hpp"
+#include "f8gemm/f8gemm.hpp"
+#include "jit/jit.hpp"
+
+namespace f8gemm {
+namespace {
+
+using detail::InstanceSpec;
+using test::ScopedEnv;
+
+// What precompile() assumes without a GPU: the H200 that serving runs on.
+constexpr const char* kGpu = "NVIDIA H200";
+constexpr int kSms = 132;
+
+struct Shape {
+  int64_t b, m, n, k;
+};
+
+// The 11 bench shapes (B, M, N, K).
+const std::vector<Shape> kBenchShapes = {
+    {16, 1, 1280, 8192},   {16, 32, 1280, 8192},  {16, 128, 1280, 8192}, {16, 512, 1280, 8192},
+    {16, 1024, 1280, 8192}, {16, 4096, 1280, 8192}, {16, 1, 8192, 1024},   {16, 128, 8192, 1024},
+    {16, 512, 8192, 1024},  {16, 1024, 8192, 1024}, {16, 4096, 8192, 1024},
+};
+
+// The MSLK test shapes (B, M, N, K).
+const std::vector<Shape> kMslkShapes = {
+    {16, 1, 1280, 8192}, {4, 1, 8192, 1024},    {4, 32, 1280, 8192},   {8, 64, 8192, 1024},
+    {2, 128, 7424, 8192}, {2, 1024, 1280, 8192}, {2, 4096, 8192, 1024}, {1, 64, 1280, 8192},
+};
+
+ProblemShape problem(const Shape& s, WeightLayout layout, bool fast, DType out = DType::kBF16,
+                     bool bias = false, DType bias_dtype = DType::kF32) {
+  ProblemShape p;
+  p.batch = s.b;
+  p.m = s.m;
+  p.n = s.n;
+  p.k = s.k;
+  p.w_layout = layout;
+  p.fast_accum = fast;
+  p.out_dtype = out;
+  p.has_bias = bias;
+  p.bias_dtype = bias_dtype;
+  return p;
+}
+
+/// Every instance the shipped shapes need, keyed (and so deduplicated) by label: the spec holds
+/// N, K and the config but not B or M, so several shapes share one instance.
+std::map<std::string, InstanceSpec> shipped_specs() {
+  std::map<std::string, InstanceSpec> specs;
+  auto add = [&](const ProblemShape& p) {
+    const InstanceSpec s = detail::make_spec(detail::decide(kGpu, kSms, p), p);
+    specs.emplace(s.label(), s);
+  };
+  for (const auto* list : {&kBenchShapes, &kMslkShapes}) {
+    for (const Shape& s : *list) {
+      for (WeightLayout layout : {WeightLayout::kPreshuffled, WeightLayout::kPlain}) {
+        for (bool fast : {true, false}) add(problem(s, layout, fast));
+      }
+    }
+  }
+  // Epilogue variants on a prefill shape (tiled) and a decode shape (swap).
+  for (const Shape& s : {kBenchShapes[2], kBenchShapes[6]}) {
+    for (bool fast : {true, false}) {
+      add(problem(s, WeightLayout::kPreshuffled, fast, DType::kBF16, true, DType::kBF16));
+      add(problem(s, WeightLayout::kPreshuffled, fast, DType::kBF16, true, DType::kF32));
+      add(problem(s, WeightLayout::kPreshuffled, fast, DType::kF16));
+    }
+  }
+  return specs;
+}
+
+/// A fresh disk cache and an empty memory cache, so every compile below is a real NVRTC run;
+/// F8GEMM_CONFIG and F8GEMM_NO_TUNED unset, so decide() sees the shipped tables.
+class InstanceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::make_unique<test::TempDir>("f8gemm_instances_test");
+    cache_.set(dir_->path());
+    config_.unset();
+    no_tuned_.unset();
+    jit::clear_memory_cache();
+  }
+  void TearDown() override { jit::clear_memory_cache(); }
+
+  /// Checks ptxas's report of one instance (no spills anywhere, no stack frame in any entry);
+  /// returns the entry's register count.
+  static int check_resources(const std::string& label, const jit::Instance& inst,
+                             const char* entry_name) {
+    bool clean = inst.spill_bytes() == 0;
+    int registers = -1;
+    for (const jit::KernelResources& r : inst.resources()) {
+      clean = clean && r.spill_stores + r.spill_loads == 0 && (!r.is_entry || r.stack_frame == 0);
+      if (r.is_entry && r.entry == entry_name) registers = r.registers;
+    }
+    EXPECT_TRUE(clean) << label << " spills or has a stack frame:\n" << inst.log();
+    EXPECT_GT(registers, 0) << label << ": no ptxas report for " << entry_name << "\n"
+                            << inst.log();
+    return registers;
+  }
+
+  std::unique_ptr<test::TempDir> dir_;
+  ScopedEnv cache_{"F8GEMM_CACHE_DIR"};
+  ScopedEnv config_{"F8GEMM_CONFIG"};
+  ScopedEnv no_tuned_{"F8GEMM_NO_TUNED"};
+};
+
+TEST_F(InstanceTest, ShippedGemmInstancesCompileWithoutSpills) {
+  const std::map<std::string, InstanceSpec> specs = shipped_specs();
+  std::vector<std::pair<std::string, InstanceSpec>> items(specs.begin(), specs.end());
+  // Compile on every core (the JIT is thread-safe); each compile takes ~0.2-1 s.
+  std::vector<std::shared_ptr<const jit::Instance>> instances(items.size());
+  std::vector<std::exception_ptr> errors(items.size());
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i = next++; i < items.size(); i = next++) {
+      try {
+        instances[i] = detail::gemm_instance(items[i].second);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    }
+  };
+  const unsigned threads = std::max(1u, std::min(8u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < threads; ++t) pool.emplace_back(worker);
+  for (std::thread& t : pool) t.join();
+
+  const jit::Stats stats = jit::stats();
+  EXPECT_GE(stats.compiles, int64_t(items.size())) << "the cache served instances: not a real compile";
+  for (size_t i = 0; i < items.size(); ++i) {
+    const std::string& label = items[i].first;
+    if (errors[i]) {
+      try {
+        std::rethrow_exception(errors[i]);
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << label << ": " << e.what();
+      }
+      continue;
+    }
+    ASSERT_NE(instances[i], nullptr) << label;
+    const int regs = check_resources(label, *instances[i], "f8gemm_gemm");
+    std::cout << "[ instance ] " << label << " regs=" << regs
+              << " spill_bytes=" << instances[i]->spill_bytes()
+              << " threads=" << detail::instance_threads(items[i].second)
+              << " smem=" << detail::instance_smem_bytes(items[i].second) << "\n";
+    RecordProperty(label, regs);
+  }
+  std::cout << "[ instance ] " << items.size() << " distinct instances\n";
+}
+
+TEST_F(InstanceTest, UtilityModuleCompilesWithoutSpills) {
+  auto inst = detail::util_instance();
+  ASSERT_NE(inst, nullptr);
+  EXPECT_EQ(inst->spill_bytes(), 0) << inst->log();
+  for (const char* entry : {"f8gemm_preshuffle", "f8gemm_unshuffle", "f8gemm_quantize_f32",
+                            "f8gemm_quantize_bf16", "f8gemm_quantize_f16",
+                            "f8gemm_reference_check"}) {
+    const int regs = check_resources("util", *inst, entry);
+    std::cout << "[ instance ] util." << entry << " regs=" << regs << "\n";
+    RecordProperty(std::string("util.") + entry, regs);
+  }
+}
+
+TEST_F(InstanceTest, PrecompileWithoutAGpuFillsTheDiskCache) {
+  // precompile() assumes the H200 without a GPU; afterwards the same spec is a memory hit.
+  if (test::have_any_device()) GTEST_SKIP() << "a GPU is present: precompile uses its facts";
+  ProblemShape p = problem(kBenchShapes[0], WeightLayout::kPreshuffled, true);
+  const int64_t before = jit::stats().compiles;
+  precompile({p});
+  EXPECT_GE(jit::stats().compiles, before + 1);
+  const int64_t hits = jit::stats().memory_hits;
+  detail::gemm_instance(detail::make_spec(detail::decide(kGpu, kSms, p), p));
+  EXPECT_EQ(jit::stats().memory_hits, hits + 1);
+  ProblemShape bad = p;
+  bad.n = 100;
+  try {
+    precompile({bad});
+    ADD_FAILURE() << "precompile accepted N = 100";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace f8gemm

@@ -1,0 +1,791 @@
+/// \brief Every argument check of gemm() / batched_gemm() / preshuffle() / unshuffle() / quantize_rows(): kInvalidArgument naming the argument, before any device access (fake pointers, no GPU).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/test_util.hpp"
+#include "f8gemm/f8gemm.hpp"
+#include "numerics.hpp"
+
+namespace f8gemm {
+namespace {
+
+using test::have_any_device;
+using test::have_sm90;
+
+// Fake device addresses: 16-byte (indeed 1 MiB) aligned and never dereferenced, because every
+// check runs before the first CUDA call. Distinct per tensor so that a mix-up cannot go unseen.
+constexpr uintptr_t kX = 0x100000, kW = 0x200000, kXs = 0x300000, kWs = 0x400000,
+                    kOut = 0x500000, kBias = 0x600000;
+
+void* fake(uintptr_t base, uintptr_t offset = 0) { return reinterpret_cast<void*>(base + offset); }
+
+TensorView dev_view(uintptr_t base, DType dtype, std::vector<int64_t> shape) {
+  return make_view(fake(base), dtype, std::move(shape), 0);
+}
+
+/// Runs f and expects f8gemm::Error with `code` whose message contains `needle`.
+void expect_error(const std::function<void()>& f, ErrorCode code, const std::string& needle) {
+  try {
+    f();
+    ADD_FAILURE() << "no exception; expected " << to_string(code) << " containing '" << needle
+                  << "'";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), code) << e.what();
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)
+        << "message '" << e.what() << "' lacks '" << needle << "'";
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "not an f8gemm::Error: " << e.what();
+  }
+}
+
+#define EXPECT_INVALID(stmt, needle)                                          \
+  do {                                                                        \
+    SCOPED_TRACE(#stmt);                                                      \
+    expect_error([&] { stmt; }, ErrorCode::kInvalidArgument, needle);         \
+  } while (0)
+
+/// A call that passes validation reaches the device lookup first: without an sm_90 GPU that is
+/// kNoDevice, which proves validation accepted every argument. With an sm_90 GPU the call would
+/// launch on the fake pointers, so it is not made there (the GPU tests cover valid calls).
+#define EXPECT_PASSES_VALIDATION(stmt)                                        \
+  do {                                                                        \
+    SCOPED_TRACE(#stmt);                                                      \
+    if (!have_sm90()) expect_error([&] { stmt; }, ErrorCode::kNoDevice, ""); \
+  } while (0)
+
+/// The arguments of one GEMM call; the defaults are valid.
+struct Args {
+  TensorView x, w, xs, ws, out, bias;
+  WeightLayout layout = WeightLayout::kPlain;
+  bool with_bias = false;
+  bool fast = true;
+
+  GemmOptions options() const {
+    GemmOptions o;
+    o.bias = with_bias ? &bias : nullptr;
+    o.fast_accum = fast;
+    return o;
+  }
+  void batched() const { batched_gemm(x, w, layout, xs, ws, out, options()); }
+  void single() const { gemm(x, w, layout, xs, ws, out, options()); }
+};
+
+/// Valid batched arguments: X [B,M,K], W [B,N,K] (or preshuffled), xs [B,M], ws [B,N],
+/// out [B,M,N] bf16, bias [B,N] fp32.
+Args batched_args(int64_t b, int64_t m, int64_t n, int64_t k,
+                  WeightLayout layout = WeightLayout::kPlain) {
+  Args a;
+  a.layout = layout;
+  a.x = dev_view(kX, DType::kE4M3, {b, m, k});
+  a.w = layout == WeightLayout::kPlain
+            ? dev_view(kW, DType::kE4M3, {b, n, k})
+            : dev_view(kW, DType::kE4M3, preshuffled_shape(b, n, k));
+  a.xs = dev_view(kXs, DType::kF32, {b, m});
+  a.ws = dev_view(kWs, DType::kF32, {b, n});
+  a.out = dev_view(kOut, DType::kBF16, {b, m, n});
+  a.bias = dev_view(kBias, DType::kF32, {b, n});
+  return a;
+}
+
+/// Valid single-GEMM arguments with X [lead..., K]: W [N,K] (or [KB,N/8,1024]), xs with X's
+/// leading shape, ws [N], out [lead..., N], bias [N].
+Args single_args(std::vector<int64_t> lead, int64_t n, int64_t k,
+                 WeightLayout layout = WeightLayout::kPlain) {
+  Args a;
+  a.layout = layout;
+  std::vector<int64_t> xshape = lead, oshape = lead;
+  xshape.push_back(k);
+  oshape.push_back(n);
+  a.x = dev_view(kX, DType::kE4M3, xshape);
+  if (layout == WeightLayout::kPlain) {
+    a.w = dev_view(kW, DType::kE4M3, {n, k});
+  } else {
+    auto s = preshuffled_shape(1, n, k);
+    a.w = dev_view(kW, DType::kE4M3, {s[1], s[2], s[3]});
+  }
+  a.xs = dev_view(kXs, DType::kF32, lead.empty() ? std::vector<int64_t>{1} : lead);
+  a.ws = dev_view(kWs, DType::kF32, {n});
+  a.out = dev_view(kOut, DType::kBF16, oshape);
+  a.bias = dev_view(kBias, DType::kF32, {n});
+  return a;
+}
+
+constexpr int64_t B = 2, M = 64, N = 128, K = 256;
+
+// ---- the valid baseline ------------------------------------------------------------------
+
+TEST(Validation, FullyValidCallsWithoutAGpuThrowNoDevice) {
+  if (have_sm90()) GTEST_SKIP() << "an sm_90 GPU is present: the fake pointers would be used";
+  for (WeightLayout layout : {WeightLayout::kPlain, WeightLayout::kPreshuffled}) {
+    for (bool bias : {false, true}) {
+      Args a = batched_args(B, M, N, K, layout);
+      a.with_bias = bias;
+      expect_error([&] { a.batched(); }, ErrorCode::kNoDevice, "");
+      Args s = single_args({M}, N, K, layout);
+      s.with_bias = bias;
+      expect_error([&] { s.single(); }, ErrorCode::kNoDevice, "");
+    }
+  }
+  // Accepted variants: bf16 bias, fp16 out, uint8 preshuffled W, precise mode, an undefined bias
+  // view (treated as no bias), x_scale 4-byte (not 16-byte) aligned, bf16 bias 2-byte aligned.
+  Args a = batched_args(B, M, N, K, WeightLayout::kPreshuffled);
+  a.with_bias = true;
+  a.bias.dtype = DType::kBF16;
+  a.bias.data = fake(kBias, 2);
+  a.out.dtype = DType::kF16;
+  a.w.dtype = DType::kU8;
+  a.fast = false;
+  a.xs.data = fake(kXs, 4);
+  expect_error([&] { a.batched(); }, ErrorCode::kNoDevice, "");
+  Args u = batched_args(B, M, N, K);
+  u.with_bias = true;
+  u.bias = TensorView{};
+  expect_error([&] { u.batched(); }, ErrorCode::kNoDevice, "");
+}
+
+// ---- dtypes ------------------------------------------------------------------------------
+
+TEST(Validation, WrongDtypeOfEachTensor) {
+  Args a = batched_args(B, M, N, K);
+  a.with_bias = true;
+  for (DType bad : {DType::kBF16, DType::kU8, DType::kF32}) {
+    Args t = a;
+    t.x.dtype = bad;
+    EXPECT_INVALID(t.batched(), "x must have dtype float8_e4m3fn");
+    EXPECT_INVALID(t.single(), "x must have dtype");
+  }
+  {
+    Args t = a;
+    t.w.dtype = DType::kBF16;
+    EXPECT_INVALID(t.batched(), "w must have dtype");
+    // uint8 is accepted only for the preshuffled form (a byte buffer holding e4m3 codes).
+    t.w.dtype = DType::kU8;
+    EXPECT_INVALID(t.batched(), "w must have dtype float8_e4m3fn, got uint8");
+  }
+  {
+    Args t = a;
+    t.xs.dtype = DType::kBF16;
+    EXPECT_INVALID(t.batched(), "x_scale must have dtype float32");
+  }
+  {
+    Args t = a;
+    t.ws.dtype = DType::kF16;
+    EXPECT_INVALID(t.batched(), "w_scale must have dtype float32");
+  }
+  for (DType bad : {DType::kF32, DType::kE4M3, DType::kU8}) {
+    Args t = a;
+    t.out.dtype = bad;
+    EXPECT_INVALID(t.batched(), "out must have dtype bfloat16 or float16");
+  }
+  for (DType bad : {DType::kF16, DType::kE4M3}) {
+    Args t = a;
+    t.bias.dtype = bad;
+    EXPECT_INVALID(t.batched(), "bias must have dtype float32 or bfloat16");
+  }
+  {
+    Args t = a;
+    t.layout = static_cast<WeightLayout>(7);
+    EXPECT_INVALID(t.batched(), "w_layout must be kPlain or kPreshuffled");
+  }
+}
+
+// ---- ranks -------------------------------------------------------------------------------
+
+TEST(Validation, WrongRank) {
+  {
+    Args t = batched_args(B, M, N, K);
+    t.x = dev_view(kX, DType::kE4M3, {M, K});
+    EXPECT_INVALID(t.batched(), "x must be 3-D [B, M, K]");
+  }
+  {
+    Args t = batched_args(B, M, N, K);
+    t.w = dev_view(kW, DType::kE4M3, {N, K});
+    EXPECT_INVALID(t.batched(), "w must be 3-D");
+  }
+  {
+    Args t = batched_args(B, M, N, K, WeightLayout::kPreshuffled);
+    t.w = dev_view(kW, DType::kE4M3, {2, N / 8, 1024});
+    EXPECT_INVALID(t.batched(), "w must be 4-D");
+  }
+  {
+    Args t = batched_args(B, M, N, K);
+    t.xs = dev_view(kXs, DType::kF32, {B * M});
+    EXPECT_INVALID(t.batched(), "x_scale must have shape [2, 64]");
+  }
+  {
+    Args t = batched_args(B, M, N, K);
+    t.ws = dev_view(kWs, DType::kF32, {B, N, 1});
+    EXPECT_INVALID(t.batched(), "w_scale must have shape [2, 128]");
+  }
+  {
+    Args t = batched_args(B, M, N, K);
+    t.out = dev_view(kOut, DType::kBF16, {B * M, N});
+    EXPECT_INVALID(t.batched(), "out must have shape [2, 64, 128]");
+  }
+  {
+    Args t = batched_args(B, M, N, K);
+    t.with_bias = true;
+    t.bias = dev_view(kBias, DType::kF32, {B * N});
+    EXPECT_INVALID(t.batched(), "bias must have shape [2, 128]");
+  }
+  {
+    Args t = single_args({M}, N, K);
+    t.w = dev_view(kW, DType::kE4M3, {1, N, K});
+    EXPECT_INVALID(t.single(), "w must be 2-D [N, K]");
+  }
+  {
+    // A hand-built rank-0 view (make_view refuses rank 0).
+    Args t = single_args({M}, N, K);
+    t.x = TensorView{};
+    t.x.data = fake(kX);
+    t.x.dtype = DType::kE4M3;
+    EXPECT_INVALID(t.single(), "x must be [..., K]");
+  }
+}
+
+// ---- shapes ------------------------------------------------------------------------------
+
+TEST(Validation, ShapeMismatchBatched) {
+  auto bad = [](auto edit, const char* needle) {
+    Args t = batched_args(B, M, N, K);
+    t.with_bias = true;
+    edit(t);
+    EXPECT_INVALID(t.batched(), needle);
+  };
+  bad([](Args& t) { t.w = dev_view(kW, DType::kE4M3, {B + 1, N, K}); }, "w must have shape [2, 128, 256]");
+  bad([](Args& t) { t.w = dev_view(kW, DType::kE4M3, {B, N, K + 16}); }, "w must have shape [2, 128, 256]");
+  bad([](Args& t) { t.xs = dev_view(kXs, DType::kF32, {B, M + 1}); }, "x_scale must have shape [2, 64]");
+  bad([](Args& t) { t.xs = dev_view(kXs, DType::kF32, {B + 1, M}); }, "x_scale must have shape");
+  bad([](Args& t) { t.xs = dev_view(kXs, DType::kF32, {M, B}); }, "x_scale must have shape");
+  bad([](Args& t) { t.ws = dev_view(kWs, DType::kF32, {B, N + 8}); }, "w_scale must have shape [2, 128]");
+  bad([](Args& t) { t.ws = dev_view(kWs, DType::kF32, {1, N}); }, "w_scale must have shape");
+  bad([](Args& t) { t.out = dev_view(kOut, DType::kBF16, {B, M, N + 8}); }, "out must have shape [2, 64, 128]");
+  bad([](Args& t) { t.out = dev_view(kOut, DType::kBF16, {B, M + 1, N}); }, "out must have shape");
+  bad([](Args& t) { t.out = dev_view(kOut, DType::kBF16, {B + 1, M, N}); }, "out must have shape");
+  bad([](Args& t) { t.bias = dev_view(kBias, DType::kF32, {B, N + 8}); }, "bias must have shape [2, 128]");
+  // One bias row shared by the batch is not a form batched_gemm takes.
+  bad([](Args& t) { t.bias = dev_view(kBias, DType::kF32, {1, N}); }, "bias must have shape");
+}
+
+TEST(Validation, ShapeMismatchPreshuffled) {
+  auto bad = [](std::vector<int64_t> wshape) {
+    Args t = batched_args(B, M, N, K, WeightLayout::kPreshuffled);
+    t.w = dev_view(kW, DType::kE4M3, std::move(wshape));
+    EXPECT_INVALID(t.batched(), "w must have shape [2, 2, ");
+  };
+  bad({B, 3, N / 8, 1024});   // ceil(256/128) = 2 k-blocks, not 3
+  bad({B, 1, N / 8, 1024});
+  bad({B + 1, 2, N / 8, 1024});
+  bad({B, 2, N / 8, 512});
+  // N comes from the preshuffled shape, so an N that disagrees with w_scale/out is caught there.
+  Args t = batched_args(B, M, N, K, WeightLayout::kPreshuffled);
+  t.w = dev_view(kW, DType::kE4M3, {B, 2, N / 8 + 1, 1024});
+  EXPECT_INVALID(t.batched(), "w_scale must have shape [2, 136]");
+  Args s = single_args({M}, N, K, WeightLayout::kPreshuffled);
+  s.w = dev_view(kW, DType::kE4M3, {3, N / 8, 1024});
+  EXPECT_INVALID(s.single(), "w must have shape [2, 16, 1024]");
+}
+
+TEST(Validation, ShapeMismatchSingle) {
+  auto bad = [](auto edit, const char* needle) {
+    Args t = single_args({2, 3}, N, K);
+    t.with_bias = true;
+    edit(t);
+    EXPECT_INVALID(t.single(), needle);
+  };
+  bad([](Args& t) { t.w = dev_view(kW, DType::kE4M3, {N, K + 16}); }, "w must have shape [128, 256]");
+  bad([](Args& t) { t.xs = dev_view(kXs, DType::kF32, {7}); }, "x_scale must have x's leading shape (M = 6");
+  // Right count (6), wrong leading shape.
+  bad([](Args& t) { t.xs = dev_view(kXs, DType::kF32, {3, 2}); }, "x_scale must have x's leading shape");
+  bad([](Args& t) { t.xs = dev_view(kXs, DType::kF32, {2, 3, 1}); }, "x_scale must have x's leading shape");
+  bad([](Args& t) { t.ws = dev_view(kWs, DType::kF32, {N + 8}); }, "w_scale must have shape [128]");
+  bad([](Args& t) { t.ws = dev_view(kWs, DType::kF32, {1, N}); }, "w_scale must have shape [128]");
+  bad([](Args& t) { t.out = dev_view(kOut, DType::kBF16, {2, 3, N + 8}); }, "out must have shape x.shape[:-1] + [N]");
+  bad([](Args& t) { t.out = dev_view(kOut, DType::kBF16, {3, 2, N}); }, "out must have shape");
+  bad([](Args& t) { t.out = dev_view(kOut, DType::kBF16, {6 * N}); }, "out must have shape");
+  bad([](Args& t) { t.out = dev_view(kOut, DType::kBF16, {7, N}); }, "out must have shape");
+  bad([](Args& t) { t.bias = dev_view(kBias, DType::kF32, {N + 8}); }, "bias must have shape [128]");
+  bad([](Args& t) { t.bias = dev_view(kBias, DType::kF32, {1, N}); }, "bias must have shape [128]");
+}
+
+TEST(Validation, KMustBeAPositiveMultipleOf16) {
+  for (int64_t k : {int64_t(0), int64_t(8), int64_t(200), int64_t(264) + 4}) {
+    SCOPED_TRACE(k);
+    // Every other tensor is consistent with this K, so only the K rule can fire.
+    Args t = batched_args(B, M, N, k);
+    EXPECT_INVALID(t.batched(), "K (x's last dimension) must be a positive multiple of 16");
+    Args s = single_args({M}, N, k);
+    EXPECT_INVALID(s.single(), "positive multiple of 16");
+  }
+  Args t = batched_args(B, M, N, 200);
+  EXPECT_INVALID(t.batched(), "got 200");
+}
+
+TEST(Validation, NMustBeAPositiveMultipleOf8) {
+  for (int64_t n : {int64_t(0), int64_t(4), int64_t(100), int64_t(130)}) {
+    SCOPED_TRACE(n);
+    Args t = batched_args(B, M, n, K);
+    EXPECT_INVALID(t.batched(), "N (w's rows) must be a positive multiple of 8");
+    Args s = single_args({M}, n, K);
+    EXPECT_INVALID(s.single(), "N (w's rows) must be a positive multiple of 8");
+  }
+  Args p = batched_args(B, M, N, K, WeightLayout::kPreshuffled);
+  p.w = dev_view(kW, DType::kE4M3, {B, 2, 0, 1024});
+  EXPECT_INVALID(p.batched(), "N (w's rows) must be a positive multiple of 8, got 0");
+}
+
+// ---- memory: alignment, contiguity, null -------------------------------------------------
+
+TEST(Validation, MisalignedPointers) {
+  auto bad = [](auto edit, const char* needle) {
+    Args t = batched_args(B, M, N, K);
+    t.with_bias = true;
+    edit(t);
+    EXPECT_INVALID(t.batched(), needle);
+  };
+  // TMA needs 16-byte aligned global addresses for X, W and the vectorised stores of out.
+  bad([](Args& t) { t.x.data = fake(kX, 8); }, "x must be 16-byte aligned");
+  bad([](Args& t) { t.w.data = fake(kW, 8); }, "w must be 16-byte aligned");
+  bad([](Args& t) { t.out.data = fake(kOut, 8); }, "out must be 16-byte aligned");
+  bad([](Args& t) { t.xs.data = fake(kXs, 2); }, "x_scale must be 4-byte aligned");
+  bad([](Args& t) { t.ws.data = fake(kWs, 2); }, "w_scale must be 4-byte aligned");
+  bad([](Args& t) { t.bias.data = fake(kBias, 2); }, "bias must be 4-byte aligned");
+  bad([](Args& t) {
+    t.bias.dtype = DType::kBF16;
+    t.bias.data = fake(kBias, 1);
+  }, "bias must be 2-byte aligned");
+  Args p = batched_args(B, M, N, K, WeightLayout::kPreshuffled);
+  p.w.data = fake(kW, 8);
+  EXPECT_INVALID(p.batched(), "w must be 16-byte aligned");
+}
+
+TEST(Validation, NullDataPointers) {
+  auto bad = [](auto edit, const char* needle) {
+    Args t = batched_args(B, M, N, K);
+    t.with_bias = true;
+    edit(t);
+    EXPECT_INVALID(t.batched(), needle);
+  };
+  bad([](Args& t) { t.x.data = nullptr; }, "x has a null data pointer");
+  bad([](Args& t) { t.w.data = nullptr; }, "w has a null data pointer");
+  bad([](Args& t) { t.xs.data = nullptr; }, "x_scale has a null data pointer");
+  bad([](Args& t) { t.ws.data = nullptr; }, "w_scale has a null data pointer");
+  bad([](Args& t) { t.out.data = nullptr; }, "out has a null data pointer");
+  bad([](Args& t) { t.bias.data = nullptr; }, "bias has a null data pointer");
+}
+
+TEST(Validation, NonContiguousStrides) {
+  auto bad = [](auto edit, const char* needle) {
+    Args t = batched_args(B, M, N, K);
+    t.with_bias = true;
+    edit(t);
+    EXPECT_INVALID(t.batched(), needle);
+  };
+  // Pitched rows (a slice of a wider tensor), a transposed view and a batch gap.
+  bad([](Args& t) { t.x.stride[1] = 2 * K; t.x.stride[0] = 2 * K * M; }, "x must be contiguous");
+  bad([](Args& t) { t.x.stride[2] = M; t.x.stride[1] = 1; }, "x must be contiguous");
+  bad([](Args& t) { t.w.stride[0] = N * K + 16; }, "w must be contiguous");
+  bad([](Args& t) { t.xs.stride[1] = 2; }, "x_scale must be contiguous");
+  bad([](Args& t) { t.ws.stride[0] = 0; }, "w_scale must be contiguous");
+  bad([](Args& t) { t.out.stride[1] = N + 8; }, "out must be contiguous");
+  bad([](Args& t) { t.bias.stride[1] = 2; }, "bias must be contiguous");
+  Args p = batched_args(B, M, N, K, WeightLayout::kPreshuffled);
+  p.w.stride[2] = 2048;
+  EXPECT_INVALID(p.batched(), "w must be contiguous");
+}
+
+TEST(Validation, SizeOneDimensionsMayCarryAnyStride) {
+  if (have_sm90()) GTEST_SKIP() << "an sm_90 GPU is present: the fake pointers would be used";
+  // torch gives size-1 dimensions arbitrary strides; they do not make a tensor non-contiguous.
+  Args t = batched_args(1, M, N, K);
+  t.with_bias = true;
+  t.x.stride[0] = 12345;
+  t.w.stride[0] = 7;
+  t.out.stride[0] = 0;
+  t.bias.stride[0] = 99;
+  EXPECT_PASSES_VALIDATION(t.batched());
+}
+
+// ---- devices -----------------------------------------------------------------------------
+
+TEST(Validation, DeviceMismatch) {
+  auto bad = [](auto edit, const char* needle) {
+    Args t = batched_args(B, M, N, K);
+    t.with_bias = true;
+    edit(t);
+    EXPECT_INVALID(t.batched(), needle);
+  };
+  bad([](Args& t) { t.w.device = 1; }, "w is on cuda:1 but x is on cuda:0");
+  bad([](Args& t) { t.xs.device = 1; }, "x_scale is on cuda:1");
+  bad([](Args& t) { t.ws.device = 1; }, "w_scale is on cuda:1");
+  bad([](Args& t) { t.out.device = 1; }, "out is on cuda:1");
+  bad([](Args& t) { t.bias.device = 1; }, "bias is on cuda:1");
+  bad([](Args& t) { t.w.device = kHost; }, "w is on the host");
+  bad([](Args& t) { t.out.device = kHost; }, "out is on the host");
+  bad([](Args& t) { t.xs.device = kHost; }, "x_scale is on the host");
+  bad([](Args& t) { t.x.device = kHost; }, "x must be in GPU memory");
+  // Everything on the host: x is the one named.
+  bad([](Args& t) {
+    for (TensorView* v : {&t.x, &t.w, &t.xs, &t.ws, &t.out, &t.bias}) v->device = kHost;
+  }, "x must be in GPU memory");
+  Args s = single_args({M}, N, K);
+  s.x.device = 1;
+  EXPECT_INVALID(s.single(), "w is on cuda:0 but x is on cuda:1");
+}
+
+TEST(Validation, ConsistentlyOnAMissingDeviceIsNoDevice) {
+  if (have_any_device()) GTEST_SKIP() << "a GPU is present: cuda:1 might exist";
+  Args t = batched_args(B, M, N, K);
+  for (TensorView* v : {&t.x, &t.w, &t.xs, &t.ws, &t.out}) v->device = 1;
+  expect_error([&] { t.batched(); }, ErrorCode::kNoDevice, "");
+}
+
+// ---- int32 index range -------------------------------------------------------------------
+
+TEST(Validation, SizesBeyondInt32AreRejectedBeforeAnything) {
+  constexpr int64_t kBig = int64_t(1) << 31;  // INT32_MAX + 1
+  {
+    Args t = batched_args(1, kBig, 8, 16);
+    EXPECT_INVALID(t.batched(), "sizes exceed the int32 index range: B,M,N,K = 1,2147483648,8,16");
+  }
+  {
+    Args t = batched_args(1, 1, 8, kBig);
+    EXPECT_INVALID(t.batched(), "int32 index range");
+  }
+  {
+    Args t = batched_args(1, 1, kBig, 16);
+    EXPECT_INVALID(t.batched(), "int32 index range");
+  }
+  {
+    Args t = batched_args(kBig, 1, 8, 16);
+    EXPECT_INVALID(t.batched(), "int32 index range");
+  }
+  {
+    // Each size fits, but B * ceil(M/8) * ceil(N/8) = 2^16 * 2^13 * 2^13 = 2^42 tiles do not.
+    Args t = batched_args(int64_t(1) << 16, int64_t(1) << 16, int64_t(1) << 16, 16);
+    EXPECT_INVALID(t.batched(), "int32 tile index range");
+  }
+  {
+    // The single form flattens [2^16, 2^16, K] into M = 2^32.
+    Args s = single_args({int64_t(1) << 16, int64_t(1) << 16}, 8, 16);
+    EXPECT_INVALID(s.single(), "int32 index range");
+  }
+}
+
+// ---- layouts -----------------------------------------------------------------------------
+
+TEST(Validation, PlainWeightPassedAsPreshuffledAndViceVersa) {
+  {
+    Args t = batched_args(B, M, N, K, WeightLayout::kPlain);
+    t.layout = WeightLayout::kPreshuffled;  // plain [B,N,K] under the preshuffled flag
+    EXPECT_INVALID(t.batched(), "w must be 4-D preshuffled");
+  }
+  {
+    Args t = batched_args(B, M, N, K, WeightLayout::kPreshuffled);
+    t.layout = WeightLayout::kPlain;  // [B,KB,N/8,1024] under the plain flag
+    EXPECT_INVALID(t.batched(), "w must be 3-D [B, N, K] (a plain weight)");
+  }
+  {
+    Args s = single_args({M}, N, K, WeightLayout::kPlain);
+    s.layout = WeightLayout::kPreshuffled;
+    EXPECT_INVALID(s.single(), "w must be 3-D preshuffled");
+  }
+  {
+    Args s = single_args({M}, N, K, WeightLayout::kPreshuffled);
+    s.layout = WeightLayout::kPlain;
+    EXPECT_INVALID(s.single(), "w must be 2-D [N, K] (a plain weight)");
+  }
+  {
+    // A batched plain W [B,N,K] handed to the single form as preshuffled: rank 3 matches, the
+    // shape does not: its last dimension is K = 256, not 1024 (N/8 is read from dimension 1).
+    Args s = single_args({M}, N, K, WeightLayout::kPreshuffled);
+    s.w = dev_view(kW, DType::kE4M3, {2, N, K});
+    EXPECT_INVALID(s.single(), "w must have shape [2, 128, 1024]");
+  }
+}
+
+// ---- the single-GEMM forms ---------------------------------------------------------------
+
+TEST(Validation, SingleGemmFormsPassValidation) {
+  if (have_sm90()) GTEST_SKIP() << "an sm_90 GPU is present: the fake pointers would be used";
+  for (WeightLayout layout : {WeightLayout::kPlain, WeightLayout::kPreshuffled}) {
+    // X [2, 3, K] flattens into M = 6; x_scale [2, 3] (X's leading shape); out [2, 3, N].
+    Args s = single_args({2, 3}, N, K, layout);
+    s.with_bias = true;
+    EXPECT_PASSES_VALIDATION(s.single());
+    // x_scale 1-D [M] and out 2-D [M, N] are accepted too.
+    Args f = s;
+    f.xs = dev_view(kXs, DType::kF32, {6});
+    f.out = dev_view(kOut, DType::kBF16, {6, N});
+    EXPECT_PASSES_VALIDATION(f.single());
+    // X [K] is one row: x_scale [1], out [N].
+    Args one = single_args({}, N, K, layout);
+    one.out = dev_view(kOut, DType::kBF16, {N});
+    EXPECT_PASSES_VALIDATION(one.single());
+    // Rank 4: [2, 2, 2, K].
+    Args r4 = single_args({2, 2, 2}, N, K, layout);
+    EXPECT_PASSES_VALIDATION(r4.single());
+  }
+}
+
+TEST(Validation, EmptyProblemsPassValidationAndStillNeedAnSm90) {
+  // M = 0 (and B = 0) do no work, but report the same as a real call: no sm_90, no success.
+  // Null data pointers are fine for empty tensors.
+  Args s = single_args({0}, N, K);
+  s.x.data = nullptr;
+  s.xs.data = nullptr;
+  s.out.data = nullptr;
+  Args b = batched_args(B, 0, N, K, WeightLayout::kPreshuffled);
+  Args b0 = batched_args(0, M, N, K);
+  for (const Args* a : {&s, &b, &b0}) {
+    auto call = [&] {
+      if (a == &s) a->single(); else a->batched();
+    };
+    if (have_sm90()) {
+      // No kernel runs for an empty problem, so the fake pointers are never touched.
+      EXPECT_NO_THROW(call());
+    } else {
+      expect_error(call, ErrorCode::kNoDevice, "");
+    }
+  }
+}
+
+TEST(Validation, NegativeDimensionsInHandBuiltViewsAreRejected) {
+  // make_view refuses negative sizes, but a TensorView is a plain struct: a negative M with
+  // strides to match is "contiguous" and must still be refused, not launched.
+  Args t = batched_args(B, M, N, K);
+  t.x.shape[1] = -M;
+  t.x.stride[0] = -M * K;
+  t.xs.shape[1] = -M;
+  t.xs.stride[0] = -M;
+  t.out.shape[1] = -M;
+  t.out.stride[0] = -M * N;
+  EXPECT_INVALID(t.batched(), "");
+  Args s = single_args({M}, N, K);
+  s.x.shape[0] = -M;
+  s.xs.shape[0] = -M;
+  s.out.shape[0] = -M;
+  EXPECT_INVALID(s.single(), "");
+  Args nb = batched_args(B, M, N, K);
+  for (TensorView* v : {&nb.x, &nb.w, &nb.xs, &nb.ws, &nb.out}) v->shape[0] = -B;
+  EXPECT_INVALID(nb.batched(), "");
+}
+
+// ---- preshuffle / unshuffle --------------------------------------------------------------
+
+TEST(ValidationShuffle, BadArguments) {
+  const int64_t b = 2, n = 136, k = 272;  // ceil(272/128) = 3 k-blocks, 17 slabs of 8 rows
+  auto w = [&] { return dev_view(kW, DType::kE4M3, {b, n, k}); };
+  auto o = [&] { return dev_view(kOut, DType::kE4M3, preshuffled_shape(b, n, k)); };
+  {
+    TensorView t = w();
+    t.dtype = DType::kBF16;
+    EXPECT_INVALID(preshuffle(t, o()), "w must be float8_e4m3fn (or uint8), got bfloat16");
+  }
+  {
+    TensorView t = o();
+    t.dtype = DType::kF32;
+    EXPECT_INVALID(preshuffle(w(), t), "the preshuffled weight must be float8_e4m3fn");
+  }
+  EXPECT_INVALID(preshuffle(dev_view(kW, DType::kE4M3, {n * k}), o()), "w must be [N, K] or [B, N, K]");
+  EXPECT_INVALID(preshuffle(dev_view(kW, DType::kE4M3, {1, b, n, k}), o()), "w must be [N, K] or [B, N, K]");
+  for (int64_t bad_n : {int64_t(0), int64_t(12), int64_t(130)}) {
+    EXPECT_INVALID(preshuffle(dev_view(kW, DType::kE4M3, {b, bad_n, k}),
+                              dev_view(kOut, DType::kE4M3, {b, 3, 17, 1024})),
+                   "N (w's rows) must be a positive multiple of 8");
+  }
+  for (int64_t bad_k : {int64_t(0), int64_t(24), int64_t(100)}) {
+    EXPECT_INVALID(preshuffle(dev_view(kW, DType::kE4M3, {b, n, bad_k}),
+                              dev_view(kOut, DType::kE4M3, {b, 1, 17, 1024})),
+                   "K (w's last dimension) must be a positive multiple of 16");
+  }
+  EXPECT_INVALID(preshuffle(w(), dev_view(kOut, DType::kE4M3, {b, 2, 17, 1024})),
+                 "the preshuffled weight must have shape [B, 3, 17, 1024]");
+  EXPECT_INVALID(preshuffle(w(), dev_view(kOut, DType::kE4M3, {b, 3, 17, 512})),
+                 "the preshuffled weight must have shape");
+  EXPECT_INVALID(preshuffle(w(), dev_view(kOut, DType::kE4M3, {b + 1, 3, 17, 1024})),
+                 "the preshuffled weight must have shape");
+  // A rank-3 output for a batched W and a rank-4 output for a 2-D W.
+  EXPECT_INVALID(preshuffle(w(), dev_view(kOut, DType::kE4M3, {3, 17, 1024})),
+                 "the preshuffled weight must have shape");
+  EXPECT_INVALID(preshuffle(dev_view(kW, DType::kE4M3, {n, k}), o()),
+                 "the preshuffled weight must have shape [3, 17, 1024]");
+  {
+    TensorView t = w();
+    t.stride[1] = k + 16;
+    EXPECT_INVALID(preshuffle(t, o()), "w must be contiguous");
+  }
+  {
+    TensorView t = w();
+    t.data = fake(kW, 8);
+    EXPECT_INVALID(preshuffle(t, o()), "w must be 16-byte aligned");
+  }
+  {
+    TensorView t = o();
+    t.data = fake(kOut, 8);
+    EXPECT_INVALID(preshuffle(w(), t), "the preshuffled weight must be 16-byte aligned");
+  }
+  {
+    TensorView t = w();
+    t.device = kHost;
+    EXPECT_INVALID(preshuffle(t, o()), "w and the preshuffled weight must be in the same memory");
+  }
+  // unshuffle(shuffled, out) checks the same pair with the roles swapped.
+  EXPECT_INVALID(unshuffle(dev_view(kOut, DType::kE4M3, {b, 2, 17, 1024}), w()),
+                 "the preshuffled weight must have shape [B, 3, 17, 1024]");
+  {
+    TensorView t = w();
+    t.dtype = DType::kF16;
+    EXPECT_INVALID(unshuffle(o(), t), "must be float8_e4m3fn (or uint8), got float16");
+  }
+  {
+    TensorView t = o();
+    t.device = 1;
+    EXPECT_INVALID(unshuffle(t, w()), "must be in the same memory");
+  }
+}
+
+TEST(ValidationShuffle, HostPathMatchesNumerics) {
+  // Both views on the host: preshuffle()/unshuffle() run numerics::preshuffle_host, no GPU.
+  std::mt19937_64 rng(101);
+  struct Shape {
+    int64_t b, n, k;
+  };
+  for (const Shape& sh : {Shape{3, 136, 272}, Shape{1, 8, 16}, Shape{2, 264, 1040}}) {
+    const int64_t b = sh.b, n = sh.n, k = sh.k;
+    SCOPED_TRACE(testing::Message() << b << "x" << n << "x" << k);
+    std::vector<uint8_t> w = test::random_e4m3(rng, size_t(b * n * k));
+    const auto shape = preshuffled_shape(b, n, k);
+    const size_t bytes = size_t(shape[0] * shape[1] * shape[2] * shape[3]);
+    std::vector<uint8_t> expect(bytes), got(bytes, 0xAB);
+    numerics::preshuffle_host(w.data(), b, n, k, expect.data());
+    preshuffle(make_view(w.data(), DType::kE4M3, {b, n, k}),
+               make_view(got.data(), DType::kU8, shape));
+    EXPECT_EQ(got, expect);
+    std::vector<uint8_t> back(w.size(), 0xCD);
+    unshuffle(make_view(got.data(), DType::kE4M3, shape),
+              make_view(back.data(), DType::kE4M3, {b, n, k}));
+    EXPECT_EQ(back, w);
+  }
+}
+
+TEST(ValidationShuffle, DevicePathWithoutAGpuIsNoDevice) {
+  if (have_sm90()) GTEST_SKIP() << "an sm_90 GPU is present: the fake pointers would be used";
+  const int64_t b = 2, n = 136, k = 272;
+  TensorView w = dev_view(kW, DType::kE4M3, {b, n, k});
+  TensorView o = dev_view(kOut, DType::kE4M3, preshuffled_shape(b, n, k));
+  expect_error([&] { preshuffle(w, o); }, ErrorCode::kNoDevice, "");
+  expect_error([&] { unshuffle(o, w); }, ErrorCode::kNoDevice, "");
+}
+
+// ---- quantize_rows -----------------------------------------------------------------------
+
+TEST(ValidationQuantize, BadArguments) {
+  const int64_t rows = 6, cols = 96;
+  auto in = [&](DType d = DType::kBF16) { return dev_view(kX, d, {2, 3, cols}); };
+  auto q = [&] { return dev_view(kW, DType::kE4M3, {2, 3, cols}); };
+  auto sc = [&] { return dev_view(kXs, DType::kF32, {2, 3}); };
+  for (DType bad : {DType::kE4M3, DType::kU8}) {
+    EXPECT_INVALID(quantize_rows(in(bad), q(), sc()), "input must be bfloat16, float16 or float32");
+  }
+  {
+    TensorView t = in();
+    t.rank = 0;
+    EXPECT_INVALID(quantize_rows(t, q(), sc()), "input must be [..., K]");
+  }
+  {
+    TensorView t = q();
+    t.dtype = DType::kU8;
+    EXPECT_INVALID(quantize_rows(in(), t, sc()), "out_q must be float8_e4m3fn");
+  }
+  {
+    TensorView t = sc();
+    t.dtype = DType::kBF16;
+    EXPECT_INVALID(quantize_rows(in(), q(), t), "out_scale must be float32");
+  }
+  EXPECT_INVALID(quantize_rows(in(), dev_view(kW, DType::kE4M3, {rows, cols}), sc()),
+                 "out_q must have the input's shape");
+  EXPECT_INVALID(quantize_rows(in(), dev_view(kW, DType::kE4M3, {2, 3, cols + 1}), sc()),
+                 "out_q must have the input's shape");
+  EXPECT_INVALID(quantize_rows(in(), q(), dev_view(kXs, DType::kF32, {rows + 1})),
+                 "out_scale must hold one value per row (6)");
+  for (float eps : {0.0f, -1e-6f, std::numeric_limits<float>::quiet_NaN()}) {
+    QuantizeOptions o;
+    o.eps = eps;
+    EXPECT_INVALID(quantize_rows(in(), q(), sc(), o), "eps must be positive");
+  }
+  {
+    TensorView t = in();
+    t.data = fake(kX, 1);
+    EXPECT_INVALID(quantize_rows(t, q(), sc()), "input must be 2-byte aligned");
+    TensorView f = in(DType::kF32);
+    f.data = fake(kX, 2);
+    EXPECT_INVALID(quantize_rows(f, q(), sc()), "input must be 4-byte aligned");
+  }
+  {
+    TensorView t = sc();
+    t.data = fake(kXs, 2);
+    EXPECT_INVALID(quantize_rows(in(), q(), t), "out_scale must be 4-byte aligned");
+  }
+  {
+    TensorView t = in();
+    t.stride[1] = 2 * cols;
+    EXPECT_INVALID(quantize_rows(t, q(), sc()), "input must be contiguous");
+    TensorView u = q();
+    u.stride[0] = 0;
+    EXPECT_INVALID(quantize_rows(in(), u, sc()), "out_q must be contiguous");
+  }
+  {
+    TensorView t = q();
+    t.device = kHost;
+    EXPECT_INVALID(quantize_rows(in(), t, sc()), "input and out_q must be in the same memory");
+    TensorView s = sc();
+    s.device = 1;
+    EXPECT_INVALID(quantize_rows(in(), q(), s), "input and out_scale must be in the same memory");
+  }
+  {
+    const int64_t big = int64_t(1) << 31;
+    EXPECT_INVALID(quantize_rows(dev_view(kX, DType::kF32, {big, 16}),
+                                 dev_view(kW, DType::kE4M3, {big, 16}),
+                                 dev_view(kXs, DType::kF32, {big})),
+                   "too many rows: 2147483648");
+  }
+}
+
+TEST(ValidationQuantize, HostPathMatchesNumerics) {
+  std::mt19937_64 rng(202);
+  const int64_t rows = 5, cols = 200;
+  std::vector<float> in = test::random_f32(rng, size_t(rows * cols), 3.0);
+  for (float ub : {0.0f, 1.5f}) {
+    SCOPED_TRACE(ub);
+    std::vector<uint8_t> q(in.size(), 0xEE), q_ref(in.size());
+    std::vector<float> s(rows, -1.0f), s_ref(rows);
+    QuantizeOptions o;
+    o.scale_ub = ub;
+    quantize_rows(make_view(in.data(), DType::kF32, {rows, cols}),
+                  make_view(q.data(), DType::kE4M3, {rows, cols}),
+                  make_view(s.data(), DType::kF32, {rows}), o);
+    numerics::quantize_rows_host(in.data(), DType::kF32, rows, cols, o.eps, ub, q_ref.data(),
+                                 s_ref.data());
+    EXPECT_EQ(q, q_ref);
+    EXPECT_EQ(0, std::memcmp(s.data(), s_ref.data(), s.size() * sizeof(float)));
+  }
+}
+
+TEST(ValidationQuantize, DevicePathWithoutAGpuIsNoDevice) {
+  if (have_sm90()) GTEST_SKIP() << "an sm_90 GPU is present: the fake pointers would be used";
+  expect_error([&] {
+    quantize_rows(dev_view(kX, DType::kBF16, {4, 64}), dev_view(kW, DType::kE4M3, {4, 64}),
+                  dev_view(kXs, DType::kF32, {4}));
+  }, ErrorCode::kNoDevice, "");
+}
+
+}  // namespace
+}  // namespace f8gemm

@@ -1,0 +1,718 @@
+/// \brief GPU tests of gemm()/batched_gemm()/preshuffle()/unshuffle()/quantize_rows() on an sm_90 GPU against the fp64 references (host and GPU); every test skips without one.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <iostream>
+#include <limits>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "check.hpp"
+#include "codegen.hpp"
+#include "common/test_util.hpp"
+#include "config.hpp"
+#include "f8gemm/f8gemm.hpp"
+#include "numerics.hpp"
+#include "reference_gpu.hpp"
+
+namespace f8gemm {
+namespace {
+
+using test::CheckStats;
+using test::DeviceBuffer;
+
+// rel_rms limits for bf16 output. Correct rounding alone gives ~1.5e-3 (bf16's u = 2^-8 = 3.9e-3
+// times ~0.4 for the RMS of a uniform relative error over a binade); fast accumulation adds the
+// tensor core's truncation. The element bound (max_ratio <= 1) is the rigorous check.
+constexpr double kRelRmsPrecise = 1.8e-3;
+constexpr double kRelRmsFast = 3.0e-3;
+// An RMS over a handful of elements is noise (8 elements can all sit near the top of a binade),
+// so the rel_rms limit applies from this many outputs on; max_ratio applies always.
+constexpr int64_t kMinCountForRms = 2048;
+
+/// The accumulation term of the element bound for this K and mode (src/reference_gpu.hpp).
+double gamma_for(int64_t k, bool fast) { return detail::accumulation_gamma(k, fast); }
+
+std::string describe(int64_t b, int64_t m, int64_t n, int64_t k, WeightLayout layout, bool fast,
+                     DType out) {
+  std::ostringstream os;
+  os << "B,M,N,K=" << b << "," << m << "," << n << "," << k << " "
+     << (layout == WeightLayout::kPlain ? "plain" : "preshuffled") << " "
+     << (fast ? "fast" : "precise") << " " << to_string(out);
+  return os.str();
+}
+
+void expect_accurate(const CheckStats& s, int64_t count, bool fast, const std::string& what) {
+  EXPECT_EQ(s.nonfinite, 0) << what << " " << s;
+  EXPECT_LE(s.max_ratio, 1.0) << what << " " << s;
+  if (count >= kMinCountForRms) {
+    EXPECT_LE(s.rel_rms, fast ? kRelRmsFast : kRelRmsPrecise) << what << " " << s;
+  }
+}
+
+/// Host operands of one batched problem and (lazily) its fp64 reference.
+struct HostGemm {
+  int64_t b = 0, m = 0, n = 0, k = 0;
+  std::vector<uint8_t> x, w;  // [B,M,K], plain [B,N,K]
+  std::vector<float> xs, ws;  // [B,M], [B,N]
+  bool has_bias = false;
+  DType bias_dtype = DType::kF32;
+  std::vector<float> bias_f32;
+  std::vector<uint16_t> bias_bf16;
+  std::vector<double> ref, abs_ref;
+
+  const void* bias_ptr() const {
+    if (!has_bias) return nullptr;
+    return bias_dtype == DType::kF32 ? static_cast<const void*>(bias_f32.data())
+                                     : static_cast<const void*>(bias_bf16.data());
+  }
+  int64_t out_count() const { return b * m * n; }
+
+  const HostGemm& reference() {
+    if (ref.empty() && out_count() > 0) {
+      ref.resize(size_t(out_count()));
+      abs_ref.resize(size_t(out_count()));
+      numerics::reference_gemm(b, m, n, k, x.data(), w.data(), xs.data(), ws.data(), bias_ptr(),
+                               bias_dtype, ref.data(), abs_ref.data());
+    }
+    return *this;
+  }
+  CheckStats check(const std::vector<uint16_t>& y, DType out, bool fast) {
+    reference();
+    return test::compare_to_reference(ref, abs_ref, y.data(), out, gamma_for(k, fast));
+  }
+};
+
+/// Random normal e4m3 operands (never zeros), log-uniform scales, optional bias of ~|y| size.
+HostGemm random_gemm(std::mt19937_64& rng, int64_t b, int64_t m, int64_t n, int64_t k,
+                     bool has_bias = false, DType bias_dtype = DType::kF32) {
+  HostGemm h;
+  h.b = b;
+  h.m = m;
+  h.n = n;
+  h.k = k;
+  h.x = test::random_e4m3(rng, size_t(b * m * k));
+  h.w = test::random_e4m3(rng, size_t(b * n * k));
+  h.xs = test::random_scales(rng, size_t(b * m));
+  h.ws = test::random_scales(rng, size_t(b * n));
+  h.has_bias = has_bias;
+  h.bias_dtype = bias_dtype;
+  if (has_bias) {
+    // |sum| ~ sqrt(K) for unit-variance operands: a bias of that size moves the result visibly.
+    const double sd = std::sqrt(double(k));
+    if (bias_dtype == DType::kF32) {
+      h.bias_f32 = test::random_f32(rng, size_t(b * n), sd);
+    } else {
+      h.bias_bf16 = test::random_half_bits(rng, size_t(b * n), sd, DType::kBF16);
+    }
+  }
+  return h;
+}
+
+/// Small-integer operands: every product and partial sum is an exact integer.
+HostGemm small_int_gemm(std::mt19937_64& rng, int64_t b, int64_t m, int64_t n, int64_t k, int lim) {
+  HostGemm h;
+  h.b = b;
+  h.m = m;
+  h.n = n;
+  h.k = k;
+  h.x = test::small_int_e4m3(rng, size_t(b * m * k), -lim, lim);
+  h.w = test::small_int_e4m3(rng, size_t(b * n * k), -lim, lim);
+  h.xs = test::pow2_scales(rng, size_t(b * m), -3, 3);
+  h.ws = test::pow2_scales(rng, size_t(b * n), -3, 3);
+  return h;
+}
+
+// Bytes after the output that must stay poisoned: catches stores past [B,M,N].
+constexpr size_t kGuardBytes = 4096;
+
+/// Device copies of a HostGemm: plain W and W preshuffled on the GPU, out with a guard tail.
+struct DeviceGemm {
+  const HostGemm& host;  // declared first: it is initialised first
+  DeviceBuffer x, w, w_shuffled, xs, ws, bias, out;
+
+  explicit DeviceGemm(const HostGemm& h)
+      : host(h),
+        x(DeviceBuffer::from(h.x)),
+        w(DeviceBuffer::from(h.w)),
+        xs(DeviceBuffer::from(h.xs)),
+        ws(DeviceBuffer::from(h.ws)),
+        out(size_t(h.out_count()) * 2 + kGuardBytes) {
+    const auto shape = preshuffled_shape(h.b, h.n, h.k);
+    w_shuffled = DeviceBuffer(size_t(shape[0] * shape[1] * shape[2] * shape[3]));
+    preshuffle(w_view(), w_shuffled.view(DType::kE4M3, shape));
+    if (h.has_bias) {
+      bias = h.bias_dtype == DType::kF32 ? DeviceBuffer::from(h.bias_f32)
+                                         : DeviceBuffer::from(h.bias_bf16);
+    }
+    F8GEMM_CHECK_CUDA(cudaDeviceSynchronize());
+  }
+
+  TensorView x_view() const { return x.view(DType::kE4M3, {host.b, host.m, host.k}); }
+  TensorView w_view() const { return w.view(DType::kE4M3, {host.b, host.n, host.k}); }
+  TensorView w_for(WeightLayout layout) const {
+    return layout == WeightLayout::kPlain
+               ? w_view()
+               : w_shuffled.view(DType::kE4M3, preshuffled_shape(host.b, host.n, host.k));
+  }
+  TensorView xs_view() const { return xs.view(DType::kF32, {host.b, host.m}); }
+  TensorView ws_view() const { return ws.view(DType::kF32, {host.b, host.n}); }
+  TensorView out_view(DType dtype) const { return out.view(dtype, {host.b, host.m, host.n}); }
+  TensorView bias_view() const { return bias.view(host.bias_dtype, {host.b, host.n}); }
+
+  /// Enqueues poison + batched_gemm on `stream` without waiting.
+  void launch(WeightLayout layout, DType out_dtype, bool fast, const Config* config,
+              cudaStream_t stream) {
+    F8GEMM_CHECK_CUDA(cudaMemsetAsync(out.get(), 0xFF, out.bytes(), stream));
+    const TensorView b = host.has_bias ? bias_view() : TensorView{};
+    GemmOptions o;
+    o.bias = host.has_bias ? &b : nullptr;
+    o.fast_accum = fast;
+    o.stream = stream;
+    o.config = config;
+    batched_gemm(x_view(), w_for(layout), layout, xs_view(), ws_view(), out_view(out_dtype), o);
+  }
+
+  /// The output's [B,M,N] bits; checks that the guard tail is untouched.
+  std::vector<uint16_t> result(cudaStream_t stream) {
+    F8GEMM_CHECK_CUDA(cudaStreamSynchronize(stream));
+    std::vector<uint16_t> all = out.to_host<uint16_t>();
+    const size_t count = size_t(host.out_count());
+    for (size_t i = count; i < all.size(); ++i) {
+      if (all[i] != 0xFFFF) {
+        ADD_FAILURE() << "store past the output at element " << i << " (count " << count << ")";
+        break;
+      }
+    }
+    all.resize(count);
+    return all;
+  }
+
+  std::vector<uint16_t> run(WeightLayout layout, DType out_dtype, bool fast,
+                            const Config* config = nullptr, cudaStream_t stream = nullptr) {
+    launch(layout, out_dtype, fast, config, stream);
+    return result(stream);
+  }
+};
+
+/// First index where two bit vectors differ, for a readable failure.
+std::string first_difference(const std::vector<uint16_t>& a, const std::vector<uint16_t>& b) {
+  if (a.size() != b.size()) return "sizes differ";
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != b[i]) {
+      std::ostringstream os;
+      os << "element " << i << ": 0x" << std::hex << a[i] << " vs 0x" << b[i];
+      return os.str();
+    }
+  }
+  return "";
+}
+
+std::vector<uint16_t> rounded_reference(HostGemm& h, DType out) {
+  h.reference();
+  std::vector<uint16_t> bits(h.ref.size());
+  numerics::round_output(h.ref.data(), h.ref.size(), out, bits.data());
+  return bits;
+}
+
+/// Compiles the instances for these (config, problem) pairs on every core before the launches
+/// need them (the JIT is thread-safe); rethrows the first failure.
+void warm_instances(const std::vector<std::pair<Config, ProblemShape>>& work) {
+  std::atomic<size_t> next{0};
+  std::vector<std::exception_ptr> errors(work.size());
+  auto worker = [&] {
+    for (size_t i = next++; i < work.size(); i = next++) {
+      try {
+        detail::gemm_instance(detail::make_spec(work[i].first, work[i].second));
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  const unsigned threads = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
+  for (unsigned t = 0; t < threads; ++t) pool.emplace_back(worker);
+  for (std::thread& t : pool) t.join();
+  for (const std::exception_ptr& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+}
+
+ProblemShape shape_of(const HostGemm& h, WeightLayout layout, bool fast, DType out) {
+  ProblemShape p;
+  p.batch = h.b;
+  p.m = h.m;
+  p.n = h.n;
+  p.k = h.k;
+  p.w_layout = layout;
+  p.out_dtype = out;
+  p.has_bias = h.has_bias;
+  p.bias_dtype = h.bias_dtype;
+  p.fast_accum = fast;
+  return p;
+}
+
+// ---- the checker itself (host only: it runs without a GPU) ---------------------------------
+
+TEST(HostChecker, AcceptsCorrectRoundingAndCatchesErrors) {
+  std::mt19937_64 rng(7);
+  HostGemm h = random_gemm(rng, 2, 33, 24, 160, true, DType::kBF16);
+  for (DType out : {DType::kBF16, DType::kF16}) {
+    std::vector<uint16_t> y = rounded_reference(h, out);
+    // Correct rounding is within u*|ref| of ref: ratio <= 1 even with gamma = 0.
+    CheckStats s = test::compare_to_reference(h.ref, h.abs_ref, y.data(), out, 0.0);
+    EXPECT_LE(s.max_ratio, 1.0) << s;
+    EXPECT_EQ(s.nonfinite, 0);
+    EXPECT_LT(s.rel_rms, numerics::unit_roundoff(out));
+    // The host checker agrees with check_against_reference on the same data.
+    CheckStats t = test::check_against_reference(h.b, h.m, h.n, h.k, h.x.data(), h.w.data(),
+                                                 h.xs.data(), h.ws.data(), h.bias_ptr(),
+                                                 h.bias_dtype, y.data(), out, 0.0);
+    EXPECT_EQ(t.max_ratio, s.max_ratio);
+    EXPECT_EQ(t.rel_rms, s.rel_rms);
+    // Four ulps off in one element (the largest) breaks the bound; a NaN is counted.
+    size_t big = 0;
+    for (size_t i = 0; i < h.ref.size(); ++i) {
+      if (std::fabs(h.ref[i]) > std::fabs(h.ref[big])) big = i;
+    }
+    std::vector<uint16_t> bad = y;
+    bad[big] = uint16_t(bad[big] + 4);
+    EXPECT_GT(test::compare_to_reference(h.ref, h.abs_ref, bad.data(), out, 0.0).max_ratio, 1.0);
+    bad = y;
+    bad[3] = out == DType::kBF16 ? 0x7fc0 : 0x7e00;
+    EXPECT_EQ(test::compare_to_reference(h.ref, h.abs_ref, bad.data(), out, 0.0).nonfinite, 1);
+    bad[3] = 0xFFFF;  // the poison value is a NaN in both types
+    EXPECT_EQ(test::compare_to_reference(h.ref, h.abs_ref, bad.data(), out, 0.0).nonfinite, 1);
+  }
+}
+
+// ---- random shapes against the host fp64 reference ------------------------------------------
+
+TEST(GemmGpu, RandomShapesBothLayoutsBothModes) {
+  F8GEMM_SKIP_WITHOUT_SM90();
+  const int64_t ms[] = {0, 1, 3, 7, 8, 31, 64, 65, 127, 128, 129, 200, 257, 1000};
+  const int64_t ns[] = {8, 16, 24, 120, 128, 136, 256, 264, 1280};
+  const int64_t ks[] = {16, 32, 112, 128, 144, 256, 1040};
+  std::mt19937_64 rng(20251201);
+  std::uniform_int_distribution<int> batch(1, 4);
+  // 20 shapes; M, N and K cycle through their lists (periods 14, 9, 7: every value appears and the
+  // combinations vary), B is random.
+  for (int i = 0; i < 20; ++i) {
+    HostGemm h = random_gemm(rng, batch(rng), ms[i % 14], ns[(i * 4) % 9], ks[(i * 3) % 7]);
+    DeviceGemm d(h);
+    for (WeightLayout layout : {WeightLayout::kPreshuffled, WeightLayout::kPlain}) {
+      for (bool fast : {false, true}) {
+        const std::string what = describe(h.b, h.m, h.n, h.k, layout, fast, DType::kBF16);
+        SCOPED_TRACE(what);
+        const std::vector<uint16_t> y = d.run(layout, DType::kBF16, fast);
+        if (h.m == 0) {
+          EXPECT_TRUE(test::still_poisoned(d.out)) << "M = 0 wrote to out";
+          continue;
+        }
+        expect_accurate(h.check(y, DType::kBF16, fast), h.out_count(), fast, what);
+      }
+    }
+  }
+}
+
+// ---- exact results on small integers ---------------------------------------------------------
+
+TEST(GemmGpu, SmallIntegersAreExactBitForBit) {
+  F8GEMM_SKIP_WITHOUT_SM90();
+  std::mt19937_64 rng(31337);
+  struct Case {
+    int64_t b, m, n, k;
+    int lim;
+  };
+  // Values in -2..2 with K = 64: |sum| <= 4 * 64 = 256, an integer bf16 holds exactly (8
+  // significant bits); in -1..1 with K = 256 the same bound spans two k-blocks (precise mode's
+  // promotion). Power-of-two scales keep every product exact.
+  for (const Case& c : {Case{2, 200, 136, 64, 2}, Case{1, 5, 264, 64, 2}, Case{3, 64, 128, 64, 2},
+                        Case{2, 130, 256, 256, 1}, Case{1, 1, 1280, 256, 1}}) {
+    HostGemm h = small_int_gemm(rng, c.b, c.m, c.n, c.k, c.lim);
+    DeviceGemm d(h);
+    for (DType out : {DType::kBF16, DType::kF16}) {
+      const std::vector<uint16_t> expect = rounded_reference(h, out);
+      for (WeightLayout layout : {WeightLayout::kPreshuffled, WeightLayout::kPlain}) {
+        for (bool fast : {false, true}) {
+          SCOPED_TRACE(describe(h.b, h.m, h.n, h.k, layout, fast, out));
+          const std::vector<uint16_t> y = d.run(layout, out, fast);
+          EXPECT_TRUE(y == expect) << first_difference(y, expect);
+        }
+      }
+    }
+  }
+}
+
+// ---- plain W and preshuffled W give the same bits ------------------------------------------
+
+TEST(GemmGpu, PlainEqualsPreshuffledBitForBit) {
+  F8GEMM_SKIP_WITHOUT_SM90();
+  std::mt19937_64 rng(4242);
+  struct Case {
+    int64_t b, m, n, k;
+  };
+  for (const Case& c : {Case{3, 77, 136, 272}, Case{2, 1, 1280, 1040}, Case{1, 300, 264, 528},
+                        Case{4, 32, 8, 16}}) {
+    HostGemm h = random_gemm(rng, c.b, c.m, c.n, c.k);
+    DeviceGemm d(h);
+    for (bool fast : {false, true}) {
+      SCOPED_TRACE(describe(h.b, h.m, h.n, h.k, WeightLayout::kPlain, fast, DType::kBF16));
+      // The same config for both: only the W path differs.
+      const Config config =
+          choose_config(shape_of(h, WeightLayout::kPreshuffled, fast, DType::kBF16));
+      const auto shuffled = d.run(WeightLayout::kPreshuffled, DType::kBF16, fast, &config);
+      const auto plain = d.run(WeightLayout::kPlain, DType::kBF16, fast, &config);
+      EXPECT_TRUE(shuffled == plain) << config.name() << ": " << first_difference(shuffled, plain);
+      // Unforced, when the choice is the same for both layouts (no table says otherwise).
+      if (choose_config(shape_of(h, WeightLayout::kPlain, fast, DType::kBF16)) == config) {
+        const auto a = d.run(WeightLayout::kPreshuffled, DType::kBF16, fast);
+        const auto b = d.run(WeightLayout::kPlain, DType::kBF16, fast);
+        EXPECT_TRUE(a == b) << first_difference(a, b);
+        EXPECT_TRUE(a == shuffled) << first_difference(a, shuffled);
+      }
+    }
+  }
+}
+
+// ---- bias and fp16 output --------------------------------------------------------------------
+
+TEST(GemmGpu, BiasAndFp16OutputAgainstTheReference) {
+  F8GEMM_SKIP_WITHOUT_SM90();
+  std::mt19937_64 rng(555);
+  struct Case {
+    int64_t b, m, n, k;
+  };
+  // A prefill-like shape (tiled path) and a decode-like one (swap path).
+  for (const Case& c : {Case{2, 100, 264, 400}, Case{3, 4, 520, 272}}) {
+    for (DType bias_dtype : {DType::kF32, DType::kBF16}) {
+      HostGemm h = random_gemm(rng, c.b, c.m, c.n, c.k, true, bias_dtype);
+      DeviceGemm d(h);
+      for (DType out : {DType::kBF16, DType::kF16}) {
+        for (WeightLayout layout : {WeightLayout::kPreshuffled, WeightLayout::kPlain}) {
+          for (bool fast : {false, true}) {
+            const std::string what = describe(h.b, h.m, h.n, h.k, layout, fast, out) +
+                                     " bias " + to_string(bias_dtype);
+            SCOPED_TRACE(what);
+            expect_accurate(h.check(d.run(layout, out, fast), out, fast), h.out_count(), fast,
+                            what);
+          }
+        }
+      }
+    }
+  }
+  // fp16 without bias too.
+  HostGemm h = random_gemm(rng, 2, 129, 136, 1040);
+  DeviceGemm d(h);
+  for (bool fast : {false, true}) {
+    const std::string what = describe(h.b, h.m, h.n, h.k, WeightLayout::kPreshuffled, fast, DType::kF16);
+    expect_accurate(h.check(d.run(WeightLayout::kPreshuffled, DType::kF16, fast), DType::kF16, fast),
+                    h.out_count(), fast, what);
+  }
+}
+
+// ---- long K: each mode against its own bound -------------------------------------------------
+
+TEST(GemmGpu, LongKEachModeWithinItsBound) {
+  F8GEMM_SKIP_WITHOUT_SM90();
+  std::mt19937_64 rng(8192);
+  HostGemm h = random_gemm(rng, 2, 128, 256, 8192);
+  DeviceGemm d(h);
+  for (WeightLayout layout : {WeightLayout::kPreshuffled, WeightLayout::kPlain}) {
+    for (bool fast : {false, true}) {
+      const std::string what = describe(h.b, h.m, h.n, h.k, layout, fast, DType::kBF16);
+      SCOPED_TRACE(what);
+      const CheckStats s = h.check(d.run(layout, DType::kBF16, fast), DType::kBF16, fast);
+      std::cout << "[ accuracy ] " << what << " " << s << "\n";
+      expect_accurate(s, h.out_count(), fast, what);
+    }
+  }
+}
+
+// ---- two streams -----------------------------------------------------------------------------
+
+TEST(GemmGpu, TwoNonBlockingStreamsInterleaved) {
+  F8GEMM_SKIP_WITHOUT_SM90();
+  std::mt19937_64 rng(2);
+  HostGemm ha = random_gemm(rng, 2, 200, 264, 528);
+  HostGemm hb = random_gemm(rng, 3, 7, 1280, 1040, true, DType::kBF16);
+  DeviceGemm da(ha), db(hb);
+  cudaStream_t sa = nullptr, sb = nullptr;
+  F8GEMM_CHECK_CUDA(cudaStreamCreateWithFlags(&sa, cudaStreamNonBlocking));
+  F8GEMM_CHECK_CUDA(cudaStreamCreateWithFlags(&sb, cudaStreamNonBlocking));
+  // Six rounds; each round re-poisons on its own stream, so the final output is the last launch's.
+  for (int round = 0; round < 6; ++round) {
+    const bool fast = round % 2 == 0;
+    da.launch(WeightLayout::kPreshuffled, DType::kBF16, fast, nullptr, sa);
+    db.launch(round % 3 == 0 ? WeightLayout::kPlain : WeightLayout::kPreshuffled, DType::kF16,
+              !fast, nullptr, sb);
+  }
+  // Round 5: a fast = false (precise) on sa, b fast = true on sb with preshuffled W.
+  const std::vector<uint16_t> ya = da.result(sa), yb = db.result(sb);
+  F8GEMM_CHECK_CUDA(cudaStreamDestroy(sa));
+  F8GEMM_CHECK_CUDA(cudaStreamDestroy(sb));
+  expect_accurate(ha.check(ya, DType::kBF16, false), ha.out_count(), false, "stream a");
+  expect_accurate(hb.check(yb, DType::kF16, true), hb.out_count(), true, "stream b");
+}
+
+// ---- MSLK shapes with the GPU reference -----------------------------------------------------
+
+TEST(GemmGpu, MslkShapesAgainstTheGpuReference) {
+  F8GEMM_SKIP_WITHOUT_SM90();
+  struct Case {
+    int64_t b, m, n, k;
+  };
+  std::mt19937_64 rng(1234);
+  for (const Case& c : {Case{16, 1, 1280, 8192}, Case{4, 1, 8192, 1024}, Case{4, 32, 1280, 8192},
+                        Case{8, 64, 8192, 1024}, Case{2, 128, 7424, 8192},
+                        Case{2, 1024, 1280, 8192}, Case{2, 4096, 8192, 1024},
+                        Case{1, 64, 1280, 8192}, Case{4, 0, 8192, 1024}}) {
+    HostGemm h = random_gemm(rng, c.b, c.m, c.n, c.k);
+    DeviceGemm d(h);
+    for (WeightLayout layout : {WeightLayout::kPreshuffled, WeightLayout::kPlain}) {
+      for (bool fast : {false, true}) {
+        const std::string what = describe(h.b, h.m, h.n, h.k, layout, fast, DType::kBF16);
+        SCOPED_TRACE(what);
+        d.run(layout, DType::kBF16, fast);
+        if (h.m == 0) {
+          EXPECT_TRUE(test::still_poisoned(d.out)) << "M = 0 wrote to out";
+          continue;
+        }
+        const detail::CheckResult r =
+            detail::reference_check(d.x_view(), d.w_view(), d.xs_view(), d.ws_view(), nullptr,
+                                    d.out_view(DType::kBF16), gamma_for(h.k, fast), nullptr);
+        const CheckStats s{r.rel_rms, r.max_ratio, r.nonfinite};
+        std::cout << "[ accuracy ] " << what << " " << s << "\n";
+        expect_accurate(s, h.out_count(), fast, what);
+      }
+    }
+  }
+}
+
+TEST(GemmGpu, GpuReferenceAgreesWithTheHostChecker) {
+  F8GEMM_SKIP_WITHOUT_SM90();
+  // The two checkers define the same statistics: on one output they must agree.
+  std::mt19937_64 rng(99);
+  for (DType bias_dtype : {DType::kF32, DType::kBF16}) {
+    HostGemm h = random_gemm(rng, 2, 70, 136, 400, true, bias_dtype);
+    DeviceGemm d(h);
+    const auto y = d.run(WeightLayout::kPreshuffled, DType::kBF16, true);
+    const CheckStats host = h.check(y, DType::kBF16, true);
+    const TensorView bias = d.bias_view();
+    const detail::CheckResult gpu =
+        detail::reference_check(d.x_view(), d.w_view(), d.xs_view(), d.ws_view(), &bias,
+                                d.out_view(DType::kBF16), gamma_for(h.k, true), nullptr);
+    EXPECT_EQ(gpu.nonfinite, host.nonfinite);
+    EXPECT_NEAR(gpu.rel_rms, host.rel_rms, 1e-6 * host.rel_rms + 1e-12);
+    EXPECT_NEAR(gpu.max_ratio, host.max_ratio, 1e-6 * host.max_ratio + 1e-12);
+    EXPECT_GT(host.max_ratio, 0.0);
+  }
+}
+
+// ---- every config family, forced -------------------------------------------------------------
+
+TEST(GemmGpu, EveryConfigFamilyForcedOnARaggedShape) {
+  F8GEMM_SKIP_WITHOUT_SM90();
+  std::mt19937_64 rng(77);
+  // M = 77, N = 136, K = 272: no dimension is a multiple of any tile (K has 3 k-blocks, the last
+  // one 16 bytes).
+  HostGemm h = random_gemm(rng, 3, 77, 136, 272);
+  DeviceGemm d(h);
+  std::vector<Config> configs;
+  auto add = [&](KernelPath path, int bm, int bn, int raster) {
+    Config c;
+    c.path = path;
+    c.bm = bm;
+    c.bn = bn;
+    c.raster = raster;
+    // The deepest ring up to 8 stages that fits in shared memory.
+    for (c.stages = 8; c.stages > 2 && detail::config_smem_bytes(c) > detail::kMaxSmemBytes;) {
+      --c.stages;
+    }
+    configs.push_back(c);
+  };
+  int raster = 0;
+  const int rasters[] = {8, 0, 1, 3, 64};
+  for (int bn : {8, 16, 64, 96, 128, 136, 192, 256}) add(KernelPath::kTiled, 64, bn, rasters[raster++ % 5]);
+  for (int bn : {8, 64, 128, 192, 256}) add(KernelPath::kTiled, 128, bn, rasters[raster++ % 5]);
+  for (int bn : {8, 16, 24, 32, 48, 64, 96, 128}) add(KernelPath::kSwapAB, 64, bn, rasters[raster++ % 5]);
+  for (int bn : {8, 16, 32, 64, 128}) add(KernelPath::kSwapAB, 128, bn, rasters[raster++ % 5]);
+
+  std::vector<std::pair<Config, ProblemShape>> work;
+  for (const Config& c : configs) {
+    for (WeightLayout layout : {WeightLayout::kPreshuffled, WeightLayout::kPlain}) {
+      for (bool fast : {false, true}) {
+        const ProblemShape p = shape_of(h, layout, fast, DType::kBF16);
+        if (detail::config_illegal_reason(c, p).empty()) work.emplace_back(c, p);
+      }
+    }
+  }
+  warm_instances(work);
+  for (const auto& [c, p] : work) {
+    const std::string what =
+        c.name() + " " + describe(p.batch, p.m, p.n, p.k, p.w_layout, p.fast_accum, p.out_dtype);
+    SCOPED_TRACE(what);
+    const auto y = d.run(p.w_layout, DType::kBF16, p.fast_accum, &c);
+    expect_accurate(h.check(y, DType::kBF16, p.fast_accum), h.out_count(), p.fast_accum, what);
+  }
+
+  // A forced config that cannot run this problem: bn 256 in precise mode.
+  Config wide;
+  wide.bm = 64;
+  wide.bn = 256;
+  wide.stages = 4;
+  try {
+    d.run(WeightLayout::kPreshuffled, DType::kBF16, false, &wide);
+    ADD_FAILURE() << "a bn=256 config ran in precise mode";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported) << e.what();
+    EXPECT_NE(std::string(e.what()).find(wide.name()), std::string::npos) << e.what();
+  }
+}
+
+// ---- preshuffle / unshuffle on the GPU -------------------------------------------------------
+
+TEST(GemmGpu, PreshuffleMatchesHostAndUnshuffleInverts) {
+  F8GEMM_SKIP_WITHOUT_SM90();
+  std::mt19937_64 rng(11);
+  struct Case {
+    int64_t b, n, k;
+    bool two_d;
+  };
+  for (const Case& c : {Case{3, 136, 272, false}, Case{1, 8, 16, false}, Case{2, 1280, 1040, false},
+                        Case{1, 264, 400, true}, Case{1, 8192, 1024, true}}) {
+    SCOPED_TRACE(testing::Message() << c.b << "x" << c.n << "x" << c.k << (c.two_d ? " 2-D" : ""));
+    const std::vector<uint8_t> w = test::random_e4m3(rng, size_t(c.b * c.n * c.k));
+    const auto shape = preshuffled_shape(c.b, c.n, c.k);
+    const size_t bytes = size_t(shape[0] * shape[1] * shape[2] * shape[3]);
+    std::vector<uint8_t> expect(bytes);
+    numerics::preshuffle_host(w.data(), c.b, c.n, c.k, expect.data());
+
+    DeviceBuffer dw = DeviceBuffer::from(w), ds(bytes), back(w.size());
+    test::poison(ds);  // the zero padding past K must be written, not left over
+    const TensorView wv = c.two_d ? dw.view(DType::kE4M3, {c.n, c.k})
+                                  : dw.view(DType::kE4M3, {c.b, c.n, c.k});
+    const TensorView sv = c.two_d ? ds.view(DType::kU8, {shape[1], shape[2], shape[3]})
+                                  : ds.view(DType::kU8, shape);
+    preshuffle(wv, sv);
+    F8GEMM_CHECK_CUDA(cudaDeviceSynchronize());
+    EXPECT_TRUE(ds.to_host<uint8_t>() == expect);
+
+    test::poison(back);
+    const TensorView bv = c.two_d ? back.view(DType::kE4M3, {c.n, c.k})
+                                  : back.view(DType::kE4M3, {c.b, c.n, c.k});
+    unshuffle(sv, bv);
+    F8GEMM_CHECK_CUDA(cudaDeviceSynchronize());
+    EXPECT_TRUE(back.to_host<uint8_t>() == w);
+  }
+}
+
+// ---- quantize_rows on the GPU ----------------------------------------------------------------
+
+TEST(GemmGpu, QuantizeRowsMatchesHostBitForBit) {
+  F8GEMM_SKIP_WITHOUT_SM90();
+  std::mt19937_64 rng(3);
+  struct Case {
+    std::vector<int64_t> shape;
+  };
+  for (const Case& c : {Case{{37, 1000}}, Case{{2, 3, 520}}, Case{{4, 7}}, Case{{3, 8192}}}) {
+    const int64_t cols = c.shape.back();
+    int64_t rows = 1;
+    for (size_t i = 0; i + 1 < c.shape.size(); ++i) rows *= c.shape[i];
+    const size_t count = size_t(rows * cols);
+    std::vector<int64_t> scale_shape(c.shape.begin(), c.shape.end() - 1);
+    // Row r is scaled by 2^(r % 9 - 4): amax spans 2^-4..2^4 times the base spread.
+    std::vector<double> values(count);
+    std::normal_distribution<double> normal(0.0, 1.0);
+    for (size_t i = 0; i < count; ++i) {
+      const int64_t r = int64_t(i) / cols;
+      values[i] = std::ldexp(normal(rng), int(r % 9) - 4);
+    }
+    // Row 1 is all zeros (the eps path); row 2 (when there is one) holds a NaN.
+    if (rows > 1) std::fill(values.begin() + cols, values.begin() + 2 * cols, 0.0);
+    if (rows > 2) values[size_t(2 * cols + cols / 2)] = std::numeric_limits<double>::quiet_NaN();
+
+    for (DType in : {DType::kF32, DType::kBF16, DType::kF16}) {
+      std::vector<float> f32(count);
+      std::vector<uint16_t> half(count);
+      for (size_t i = 0; i < count; ++i) {
+        f32[i] = float(values[i]);
+        half[i] = in == DType::kBF16 ? numerics::double_to_bf16(values[i])
+                                     : numerics::double_to_f16(values[i]);
+      }
+      const void* host_in = in == DType::kF32 ? static_cast<const void*>(f32.data())
+                                              : static_cast<const void*>(half.data());
+      DeviceBuffer din = in == DType::kF32 ? DeviceBuffer::from(f32) : DeviceBuffer::from(half);
+      // scale_ub 0 (none) and 0.5 (clamps the rows scaled by 2^0 and up).
+      for (float ub : {0.0f, 0.5f}) {
+        SCOPED_TRACE(testing::Message() << to_string(in) << " rows=" << rows << " cols=" << cols
+                                        << " scale_ub=" << ub);
+        std::vector<uint8_t> q_ref(count);
+        std::vector<float> s_ref(static_cast<size_t>(rows));
+        numerics::quantize_rows_host(host_in, in, rows, cols, 1e-12f, ub, q_ref.data(),
+                                     s_ref.data());
+        DeviceBuffer dq(count), ds(size_t(rows) * 4);
+        test::poison(dq);
+        test::poison(ds);
+        QuantizeOptions o;
+        o.scale_ub = ub;
+        quantize_rows(din.view(in, c.shape), dq.view(DType::kE4M3, c.shape),
+                      ds.view(DType::kF32, scale_shape), o);
+        F8GEMM_CHECK_CUDA(cudaDeviceSynchronize());
+        const auto q = dq.to_host<uint8_t>();
+        const auto s = ds.to_host<float>();
+        size_t bad_q = 0;
+        for (size_t i = 0; i < count; ++i) bad_q += q[i] != q_ref[i];
+        EXPECT_EQ(bad_q, 0u);
+        EXPECT_EQ(0, std::memcmp(s.data(), s_ref.data(), s.size() * sizeof(float)));
+      }
+    }
+  }
+}
+
+// ---- the single-GEMM form --------------------------------------------------------------------
+
+TEST(GemmGpu, SingleGemmFlattensLeadingDimensions) {
+  F8GEMM_SKIP_WITHOUT_SM90();
+  std::mt19937_64 rng(23);
+  const int64_t n = 264, k = 400;
+  // X [2, 3, K] is M = 6 rows; the reference is the batched problem B = 1, M = 6.
+  HostGemm h = random_gemm(rng, 1, 6, n, k, true, DType::kF32);
+  DeviceGemm d(h);
+  const TensorView x = d.x.view(DType::kE4M3, {2, 3, k});
+  const TensorView bias = d.bias.view(DType::kF32, {n});
+  const auto ps = preshuffled_shape(1, n, k);
+  for (WeightLayout layout : {WeightLayout::kPreshuffled, WeightLayout::kPlain}) {
+    const TensorView w = layout == WeightLayout::kPlain
+                             ? d.w.view(DType::kE4M3, {n, k})
+                             : d.w_shuffled.view(DType::kE4M3, {ps[1], ps[2], ps[3]});
+    for (bool fast : {false, true}) {
+      GemmOptions o;
+      o.bias = &bias;
+      o.fast_accum = fast;
+      // out [2, 3, N] with x_scale [2, 3], then out [6, N] with x_scale [6].
+      for (int form = 0; form < 2; ++form) {
+        const std::string what = describe(1, 6, n, k, layout, fast, DType::kBF16) +
+                                 (form ? " out [6,N]" : " out [2,3,N]");
+        SCOPED_TRACE(what);
+        test::poison(d.out);
+        const TensorView xs = form ? d.xs.view(DType::kF32, {6}) : d.xs.view(DType::kF32, {2, 3});
+        const TensorView out =
+            form ? d.out.view(DType::kBF16, {6, n}) : d.out.view(DType::kBF16, {2, 3, n});
+        gemm(x, w, layout, xs, d.ws.view(DType::kF32, {n}), out, o);
+        expect_accurate(h.check(d.result(nullptr), DType::kBF16, fast), h.out_count(), fast, what);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace f8gemm
