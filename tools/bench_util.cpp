@@ -64,7 +64,7 @@ inline uint64_t splitmix64(uint64_t x) {
 }
 
 /// Runs body(begin, end) over [0, count) on up to hardware_concurrency threads, in contiguous
-/// slices of at least 1 Mi items (a thread's start-up, ~50 us, should stay small next to its work).
+/// slices of at least 1 Mi items (~10 ms of Box-Muller), so thread start-up stays negligible.
 template <typename Body>
 void parallel_for(size_t count, const Body& body) {
   constexpr size_t kMinPerThread = size_t{1} << 20;

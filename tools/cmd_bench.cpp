@@ -43,7 +43,7 @@ constexpr int kWarmupCalls = 10;
 constexpr int kCallsPerGraph = 20;
 /// The SM clock idles at 345 MHz; a few hundred ms of load bring it to 1980 MHz.
 constexpr double kClockWarmMs = 300.0;
-/// Before each implementation: the JIT compile of a first call (~1 s of NVRTC) lets clocks drop.
+/// Before each implementation: a first call's JIT compile (NVRTC) idles the GPU and clocks drop.
 constexpr double kImplWarmMs = 100.0;
 /// Per-row quantised randn puts each row's amax (~3.5 to 4 sigma over K = 1024..8192) at 448, so
 /// real e4m3 codes have sigma ~ 100; about 2e-5 of the codes then round to +-448.
@@ -544,7 +544,7 @@ int cmd_bench(const Args& args) {
   double bw = 0, peak = kAssumedPeakTflops;
   bool peak_measured = false;
   {
-    // The 8192^3 tensorwise GEMM both warms the clock (~0.75 ms of full-chip work per call) and,
+    // The 8192^3 tensorwise GEMM both warms the clock (~0.8 ms of full-chip work per call) and,
     // unless --no-peak, measures PEAK.
     const size_t sq = static_cast<size_t>(kPeakSize * kPeakSize);
     // The two scalar scales sit 256 bytes apart: cuBLASLt refuses scale pointers that are not
