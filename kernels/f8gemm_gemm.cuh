@@ -24,6 +24,7 @@ enum BiasKind { kBiasNone = 0, kBiasF32 = 1, kBiasBF16 = 2 };
 struct GemmParams {
   TensorMap x_map;       ///< X as {K, M, B}, box {128, rows of X per tile, 1}, 128B swizzle
   TensorMap w_map;       ///< plain W as {K, N, B} (unused when W is preshuffled)
+  TensorMap out_map;     ///< Y as {N, M, B} 2-byte elements, box {64, output rows}, 128B swizzle
   const u8* w_shuffled;  ///< preshuffled W [B][KB][N/8][1024] (unused for plain W)
   const float* x_scale;  ///< [B, M]
   const float* w_scale;  ///< [B, N]
@@ -58,22 +59,37 @@ struct GemmKernel {
   static_assert(kXTileBytes % 1024 == 0 && kWTileBytes % 1024 == 0,
                 "tiles stay 1024-byte aligned for the 128-byte swizzle");
 
-  // Output staging, one buffer per consumer: rows of the output tile as they lie in global
-  // memory (tokens x W rows), padded by 16 bytes so that the accumulator writes of a warp hit
-  // 32 distinct banks (a row of 2*cols + 16 bytes shifts the next row by 4 banks).
+  // Output staging, one buffer per consumer, holding its part of the output tile as it lies in
+  // global memory (rows = tokens). Two layouts:
+  //  - TMA store (swap, or kBN a multiple of 64): 64-column chunks of [rows][128 B] in the
+  //    128-byte swizzle (16-byte unit u of row r at u ^ (r % 8)), one tensor store per chunk.
+  //    The swizzle keeps a warp's fragment writes on 32 distinct banks. A few large stores
+  //    replace one bulk copy per row (128 per tile), which queued in front of the producer's loads.
+  //  - otherwise rows padded by 16 bytes (the next row starts 4 banks on: conflict-free writes)
+  //    and one bulk copy per row.
+  static constexpr bool kTmaStore = kSwap || kBN % 64 == 0;
   static constexpr int kOutRows = kSwap ? kBN : 64;   // output rows per consumer
   static constexpr int kOutCols = kSwap ? 64 : kBN;   // output columns per consumer
-  static constexpr int kOutStride = kOutCols * 2 + 16;
+  static constexpr int kOutStride = kOutCols * 2 + 16;  // padded layout only
+  static constexpr int kOutDataBytes = kTmaStore ? kOutRows * kOutCols * 2 : kOutRows * kOutStride;
   // Then the tile's scales and bias, staged from registers loaded before the mainloop, so that
   // their global-memory latency hides behind the wgmmas (ncu showed the epilogue's per-element
   // scale loads stalling the consumers for 58% of all cycles).
   static constexpr int kScaleFloats = 2 * (64 + kBN);  // A side, B side, bias on either side
-  static constexpr int kOutBytes = kOutRows * kOutStride + kScaleFloats * 4;
+  // Each consumer's region stays 1024-byte aligned (the swizzle pattern follows address bits).
+  static constexpr int kOutBytes = (kOutDataBytes + kScaleFloats * 4 + 1023) / 1024 * 1024;
 
   /// Dynamic shared memory: the ring, the staging buffers, the full/empty barriers, and 1 KB of
   /// slack to align the ring to 1024 bytes.
   static constexpr int kSmemBytes =
       kStages * kStageBytes + kConsumers * kOutBytes + 2 * kStages * 8 + 1024;
+
+  /// Byte offset of output element (row, col) of this consumer's block in the staging buffer.
+  static __device__ __forceinline__ int staged_offset(int row, int col) {
+    if (!kTmaStore) return row * kOutStride + col * 2;
+    const int chunk = col / 64, byte = (col % 64) * 2;
+    return chunk * (kOutRows * 128) + row * 128 + (((byte / 16) ^ (row % 8)) * 16) + byte % 16;
+  }
 
   struct Tile {
     int b, m0, n0;  // batch, first X row, first W row
@@ -285,7 +301,7 @@ struct GemmKernel {
     const int warp = tid / 32, lane = tid % 32;
     const int a_row0 = warp * 16 + lane / 4;
     const int b_col0 = (lane % 4) * 2;
-    float* sa = reinterpret_cast<float*>(staging + kOutRows * kOutStride);
+    float* sa = reinterpret_cast<float*>(staging + kOutDataBytes);
     float* sa_bias = sa + 64;
     float* sb = sa_bias + 64;
     float* sb_bias = sb + kBN;
@@ -318,20 +334,35 @@ struct GemmKernel {
           // (acc * xs) * ws + bias, the same order as the swap path.
           const float y0 = v0 * s_a * sb[b_col] + sb_bias[b_col];
           const float y1 = v1 * s_a * sb[b_col + 1] + sb_bias[b_col + 1];
-          *reinterpret_cast<u32*>(staging + a_row * kOutStride + b_col * 2) = pack2(y0, y1);
+          *reinterpret_cast<u32*>(staging + staged_offset(a_row, b_col)) = pack2(y0, y1);
         } else {
           const float bias = sa_bias[a_row];
           const float y0 = v0 * sb[b_col] * s_a + bias;
           const float y1 = v1 * sb[b_col + 1] * s_a + bias;
-          *reinterpret_cast<u16*>(staging + b_col * kOutStride + a_row * 2) = to_out(y0);
-          *reinterpret_cast<u16*>(staging + (b_col + 1) * kOutStride + a_row * 2) = to_out(y1);
+          *reinterpret_cast<u16*>(staging + staged_offset(b_col, a_row)) = to_out(y0);
+          *reinterpret_cast<u16*>(staging + staged_offset(b_col + 1, a_row)) = to_out(y1);
         }
       }
     }
     fence_proxy_async();
     named_barrier(1 + consumer, 128);
-    // One bulk copy per output row (rows are contiguous in global memory).
     const int first_col = kSwap ? tile.n0 + consumer * 64 : tile.n0;
+    const int first_row = kSwap ? tile.m0 : tile.m0 + consumer * 64;
+    if (kTmaStore) {
+      // The tensor map clips rows past M and columns past N.
+      if (tid == 0 && first_row < p.m) {
+#pragma unroll
+        for (int chunk = 0; chunk < kOutCols / 64; ++chunk) {
+          if (first_col + chunk * 64 < kN) {
+            tma_store_3d(&p.out_map, staging + chunk * (kOutRows * 128), first_col + chunk * 64,
+                         first_row, tile.b);
+          }
+        }
+        bulk_commit();
+      }
+      return;
+    }
+    // One bulk copy per output row (rows are contiguous in global memory).
     const int cols = min(kOutCols, kN - first_col);
     if (cols > 0) {
       for (int r = tid; r < kOutRows; r += 128) {

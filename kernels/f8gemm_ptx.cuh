@@ -70,6 +70,16 @@ __device__ __forceinline__ void tma_load_3d(void* dst, const TensorMap* map, u64
       : "memory");
 }
 
+/// 3-D tiled TMA store of one box from shared memory, tracked by the thread's bulk group.
+__device__ __forceinline__ void tma_store_3d(const TensorMap* map, const void* src, int c0, int c1,
+                                             int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];" ::"l"(
+          reinterpret_cast<u64>(map)),
+      "r"(smem_addr(src)), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+}
+
 /// Contiguous bulk copy global -> shared (bytes % 16 == 0, both 16-byte aligned).
 __device__ __forceinline__ void bulk_load(void* dst, const void* src, u32 bytes, u64* bar) {
   asm volatile(

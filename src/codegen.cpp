@@ -66,6 +66,8 @@ std::string instance_source(const InstanceSpec& s) {
   os << "// f8gemm instance " << s.label() << "\n"
      << "#include \"f8gemm_gemm.cuh\"\n"
      << wgmma_wrapper(s.config.bn) << "using Kernel = " << kernel_type(s) << ";\n"
+     << "static_assert(Kernel::kSmemBytes == " << config_smem_bytes(s.config)
+     << ", \"config_smem_bytes() must mirror GemmKernel::kSmemBytes\");\n"
      << "extern \"C\" __global__ void __launch_bounds__(Kernel::kThreads, 1)\n"
      << "f8gemm_gemm(const __grid_constant__ f8gemm::dev::GemmParams params) {\n"
      << "  Kernel::run(params);\n}\n";

@@ -61,8 +61,11 @@ int config_smem_bytes(const Config& c) {
   // Mirrors GemmKernel::kSmemBytes: the ring, one padded output staging buffer per consumer
   // warpgroup, the barriers and the 1 KB alignment slack.
   const bool swap = c.path == KernelPath::kSwapAB;
+  const bool tma_store = swap || c.bn % 64 == 0;
   const int out_rows = swap ? c.bn : 64, out_cols = swap ? 64 : c.bn;
-  const int staging = (c.bm / 64) * (out_rows * (out_cols * 2 + 16) + 2 * (64 + c.bn) * 4);
+  const int data = tma_store ? out_rows * out_cols * 2 : out_rows * (out_cols * 2 + 16);
+  const int region = (data + 2 * (64 + c.bn) * 4 + 1023) / 1024 * 1024;
+  const int staging = (c.bm / 64) * region;
   return c.stages * (c.bm + c.bn) * c.bk + staging + 2 * c.stages * 8 + 1024;
 }
 

@@ -34,9 +34,9 @@ class DeviceGuard {
   int previous_ = -1;
 };
 
-/// A 3-D tiled tensor map over a row-major uint8 tensor [dim2][dim1][dim0] with a box of
-/// {box0, box1, 1}, the 128-byte swizzle, and zero fill outside the tensor.
+/// A 3-D tiled tensor map over a row-major tensor [dim2][dim1][dim0] of 1- or 2-byte elements
+/// with a box of {box0, box1, 1}, the 128-byte swizzle, and zero fill outside the tensor.
 CUtensorMap make_tensor_map_3d(const void* base, uint64_t dim0, uint64_t dim1, uint64_t dim2,
-                               uint32_t box0, uint32_t box1);
+                               uint32_t box0, uint32_t box1, int elem_bytes = 1);
 
 }  // namespace f8gemm::detail

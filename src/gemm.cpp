@@ -236,6 +236,31 @@ std::shared_ptr<Plan> make_plan(const ProblemShape& p, int device, const Config*
   return std::make_shared<Plan>(std::move(plan));
 }
 
+PlanKey plan_key(const ProblemShape& p, int device, const Config* forced) {
+  PlanKey key{p.batch, p.m, p.n, p.k, int(p.w_layout), int(p.out_dtype),
+              p.has_bias ? int(p.bias_dtype) + 1 : 0, p.fast_accum ? 1 : 0, device, {}};
+  if (forced) {
+    const int fields[8] = {int(forced->path) + 1, forced->bm,        forced->bn,
+                           forced->bk,           forced->stages,    forced->cluster_m,
+                           forced->cluster_n,    forced->raster};
+    std::memcpy(key.forced, fields, sizeof(fields));
+  }
+  return key;
+}
+
+/// The cached plan, or a new one (compiled, loaded, attributes set) stored for the next call.
+std::shared_ptr<Plan> get_plan(const ProblemShape& p, int device, const Config* forced) {
+  const PlanKey key = plan_key(p, device, forced);
+  {
+    std::lock_guard<std::mutex> lock(g_plan_mutex);
+    auto it = g_plans.find(key);
+    if (it != g_plans.end()) return it->second;
+  }
+  auto plan = make_plan(p, device, forced);
+  std::lock_guard<std::mutex> lock(g_plan_mutex);
+  return g_plans.emplace(key, plan).first->second;
+}
+
 void run(const TensorView& x, const TensorView& w, WeightLayout layout, const TensorView& xs,
          const TensorView& ws, const TensorView& out, const GemmOptions& opt, bool batched) {
   const Validated v = validate(x, w, layout, xs, ws, out, opt, batched);
@@ -244,23 +269,7 @@ void run(const TensorView& x, const TensorView& w, WeightLayout layout, const Te
     require_sm90(v.device);  // the same answer with or without work: no sm_90, no success
     return;
   }
-  PlanKey key{p.batch, p.m, p.n, p.k, int(p.w_layout), int(p.out_dtype),
-              p.has_bias ? int(p.bias_dtype) + 1 : 0, p.fast_accum ? 1 : 0, v.device, {}};
-  if (const Config* c = opt.config) {
-    const int fields[8] = {int(c->path) + 1, c->bm, c->bn, c->bk, c->stages, c->cluster_m, c->cluster_n, c->raster};
-    std::memcpy(key.forced, fields, sizeof(fields));
-  }
-  std::shared_ptr<Plan> plan;
-  {
-    std::lock_guard<std::mutex> lock(g_plan_mutex);
-    auto it = g_plans.find(key);
-    if (it != g_plans.end()) plan = it->second;
-  }
-  if (!plan) {
-    plan = make_plan(p, v.device, opt.config);
-    std::lock_guard<std::mutex> lock(g_plan_mutex);
-    g_plans.emplace(key, plan);
-  }
+  const std::shared_ptr<Plan> plan = get_plan(p, v.device, opt.config);
 
   const Config& c = plan->spec.config;
   const bool swap = c.path == KernelPath::kSwapAB;
@@ -271,6 +280,11 @@ void run(const TensorView& x, const TensorView& w, WeightLayout layout, const Te
   if (p.w_layout == WeightLayout::kPlain) {
     params.w_map = make_tensor_map_3d(w.data, uint64_t(p.k), uint64_t(p.n), uint64_t(p.batch), 128,
                                       uint32_t(w_rows));
+  }
+  // The epilogue's tensor stores: 64 output columns a box; rows = tokens per consumer.
+  if (swap || c.bn % 64 == 0) {
+    params.out_map = make_tensor_map_3d(out.data, uint64_t(p.n), uint64_t(p.m), uint64_t(p.batch),
+                                        64, uint32_t(swap ? c.bn : 64), 2);
   }
   params.w_shuffled = w.data;
   params.x_scale = static_cast<const float*>(xs.data);
@@ -290,7 +304,21 @@ void run(const TensorView& x, const TensorView& w, WeightLayout layout, const Te
 }
 
 }  // namespace
+
+void prepare(const ProblemShape& problem, int device) { get_plan(problem, device, nullptr); }
+
 }  // namespace detail
+
+bool is_ready(const ProblemShape& problem) {
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  const detail::PlanKey key = detail::plan_key(problem, device, nullptr);
+  std::lock_guard<std::mutex> lock(detail::g_plan_mutex);
+  return problem.m == 0 || problem.batch == 0 || detail::g_plans.count(key) > 0;
+}
 
 void gemm(const TensorView& x, const TensorView& w, WeightLayout w_layout, const TensorView& x_scale,
           const TensorView& w_scale, const TensorView& out, const GemmOptions& options) {

@@ -9,6 +9,7 @@ namespace f8gemm::detail {
 struct GemmLaunchParams {
   CUtensorMap x_map;
   CUtensorMap w_map;
+  CUtensorMap out_map;
   const void* w_shuffled;
   const float* x_scale;
   const float* w_scale;

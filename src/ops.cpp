@@ -10,6 +10,10 @@
 
 namespace f8gemm {
 
+namespace detail {
+void prepare(const ProblemShape& problem, int device);  // gemm.cpp
+}
+
 namespace {
 
 /// The H200's SM count: the choice that precompile() assumes on a machine without a GPU.
@@ -175,24 +179,31 @@ Config choose_config(const ProblemShape& problem) {
 void precompile(const std::vector<ProblemShape>& problems) {
   std::string gpu = kAssumedGpu;
   int sms = kAssumedSmCount;
+  int device = -1;
   try {
-    int device = 0;
-    if (cudaGetDevice(&device) == cudaSuccess) {
-      const auto& props = detail::require_sm90(device);
+    int current = 0;
+    if (cudaGetDevice(&current) == cudaSuccess) {
+      const auto& props = detail::require_sm90(current);
       gpu = props.name;
       sms = props.sm_count;
+      device = current;
     }
   } catch (const Error&) {
     // No usable sm_90 GPU here: compile for the H200 that serving will run on.
   }
   cudaGetLastError();
   for (const ProblemShape& p : problems) {
-    F8GEMM_REQUIRE(p.n > 0 && p.n % 8 == 0 && p.k > 0 && p.k % 16 == 0, kInvalidArgument,
-                   "precompile: N must be a positive multiple of 8 and K of 16, got N=", p.n,
-                   " K=", p.k);
-    detail::gemm_instance(detail::make_spec(detail::decide(gpu, sms, p), p));
+    F8GEMM_REQUIRE(p.batch >= 0 && p.m >= 0 && p.n > 0 && p.n % 8 == 0 && p.k > 0 && p.k % 16 == 0,
+                   kInvalidArgument, "precompile: N must be a positive multiple of 8 and K of 16, "
+                   "B and M non-negative; got B,M,N,K=", p.batch, ",", p.m, ",", p.n, ",", p.k);
+    if (device >= 0) {
+      detail::prepare(p, device);  // compiled, loaded and attributes set: is_ready() holds
+    } else {
+      detail::gemm_instance(detail::make_spec(detail::decide(gpu, sms, p), p));
+    }
   }
-  detail::util_instance();
+  auto util = detail::util_instance();
+  if (device >= 0) util->kernel("f8gemm_quantize_bf16");
 }
 
 DeviceInfo device_info() {

@@ -157,9 +157,15 @@ struct ProblemShape {
 /// The configuration gemm()/batched_gemm() would use for this problem on the current device.
 Config choose_config(const ProblemShape& problem);
 
-/// Compiles (and caches on disk) the instances that these problems need. Works without a GPU:
-/// it then compiles for sm_90a with the H200's SM count assumed for the choice.
+/// Compiles (and caches on disk) the instances that these problems need and, on an sm_90 GPU,
+/// loads them for the current device so that is_ready() holds. Works without a GPU: it then
+/// compiles for sm_90a with the H200's SM count assumed for the choice.
 void precompile(const std::vector<ProblemShape>& problems);
+
+/// True when a call with this problem on the current device needs no compilation, loading or
+/// attribute setting: its plan is built (by an earlier call or by precompile() on this GPU).
+/// A CUDA-graph capture may only contain calls for which this holds.
+bool is_ready(const ProblemShape& problem);
 
 /// Device / toolchain facts for `f8gemm info`.
 struct DeviceInfo {
