@@ -49,7 +49,7 @@ if has sanitize; then
 fi
 
 if has demo; then
-  timeout 600 "$B" demo >"$OUT/demo.log" 2>&1
+  timeout "${T_DEMO:-600}" "$B" demo >"$OUT/demo.log" 2>&1
   note "demo: rc=$? ($(tail -1 "$OUT/demo.log"))"
 fi
 
@@ -61,12 +61,12 @@ if has tune; then
 fi
 
 if has bench; then
-  timeout 900 "$B" bench --shapes bench/shapes.txt --csv "$OUT/bench.csv" >"$OUT/bench.log" 2>&1
+  timeout "${T_BENCH:-900}" "$B" bench --shapes bench/shapes.txt --csv "$OUT/bench.csv" >"$OUT/bench.log" 2>&1
   note "bench: rc=$?"
 fi
 
 if has peers; then
-  PYTHONUNBUFFERED=1 timeout 900 python3 bench/peers.py --shapes bench/shapes.txt \
+  PYTHONUNBUFFERED=1 timeout "${T_PEERS:-900}" python3 bench/peers.py --shapes bench/shapes.txt \
     --baseline "$OUT/bench.csv" --csv "$OUT/peers.csv" >"$OUT/peers.log" 2>&1
   note "peers: rc=$?"
   python3 bench/plot.py "$OUT/bench.csv" "$OUT/peers.csv" --out "$OUT/bench.png" >"$OUT/plot.log" 2>&1
