@@ -14,42 +14,6 @@
 
 namespace f8gemm::cli {
 
-DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
-  if (bytes > 0) {
-    F8GEMM_CHECK_CUDA(cudaMalloc(&data_, bytes));
-  }
-}
-
-DeviceBuffer::~DeviceBuffer() {
-  if (data_ != nullptr) {
-    // A destructor must not throw; a failing cudaFree here means the context is already broken and
-    // the next checked call reports it.
-    (void)cudaFree(data_);
-  }
-}
-
-DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
-    : data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
-
-DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
-  if (this != &other) {
-    if (data_ != nullptr) {
-      (void)cudaFree(data_);
-    }
-    data_ = std::exchange(other.data_, nullptr);
-    bytes_ = std::exchange(other.bytes_, 0);
-  }
-  return *this;
-}
-
-void DeviceBuffer::reset() {
-  if (data_ != nullptr) {
-    void* p = std::exchange(data_, nullptr);
-    bytes_ = 0;
-    F8GEMM_CHECK_CUDA(cudaFree(p));
-  }
-}
-
 namespace {
 
 constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;

@@ -8,32 +8,11 @@
 #include <cstdint>
 #include <functional>
 
+#include "device_buffer.hpp"
+
 namespace f8gemm::cli {
 
-/// Owns one cudaMalloc allocation of `bytes` bytes; move-only. A size of 0 holds no memory.
-class DeviceBuffer {
- public:
-  DeviceBuffer() = default;
-  explicit DeviceBuffer(size_t bytes);
-  ~DeviceBuffer();
-  DeviceBuffer(DeviceBuffer&& other) noexcept;
-  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-
-  void* get() const { return data_; }
-  template <typename T>
-  T* as() const {
-    return static_cast<T*>(data_);
-  }
-  size_t bytes() const { return bytes_; }
-  /// Frees the memory now (cudaFree is checked here, unlike in the destructor).
-  void reset();
-
- private:
-  void* data_ = nullptr;
-  size_t bytes_ = 0;
-};
+using DeviceBuffer = ::f8gemm::detail::DeviceBuffer;
 
 /// Fills `count` e4m3fn codes at device address `dev` with normal(0, stddev) values rounded to e4m3
 /// (nearest even, saturating at +-448). The values depend only on (seed, index), not on the number

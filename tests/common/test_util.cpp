@@ -60,48 +60,6 @@ bool have_sm90() { return probe().sm90; }
 std::string sm90_skip_reason() { return probe().reason; }
 bool have_any_device() { return probe().any; }
 
-DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
-  // cudaMalloc(0) may return null; one byte keeps get() a real, unique device address.
-  F8GEMM_CHECK_CUDA(cudaMalloc(&ptr_, bytes == 0 ? 1 : bytes));
-}
-
-DeviceBuffer::~DeviceBuffer() {
-  if (ptr_) cudaFree(ptr_);
-}
-
-DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept : ptr_(other.ptr_), bytes_(other.bytes_) {
-  other.ptr_ = nullptr;
-  other.bytes_ = 0;
-}
-
-DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
-  if (this != &other) {
-    if (ptr_) cudaFree(ptr_);
-    ptr_ = other.ptr_;
-    bytes_ = other.bytes_;
-    other.ptr_ = nullptr;
-    other.bytes_ = 0;
-  }
-  return *this;
-}
-
-void DeviceBuffer::upload(const void* host, size_t bytes) {
-  F8GEMM_REQUIRE(bytes <= bytes_, kInvalidArgument, "upload of ", bytes, " bytes into ", bytes_);
-  if (bytes) F8GEMM_CHECK_CUDA(cudaMemcpy(ptr_, host, bytes, cudaMemcpyHostToDevice));
-}
-
-void DeviceBuffer::download(void* host, size_t bytes) const {
-  F8GEMM_REQUIRE(bytes <= bytes_, kInvalidArgument, "download of ", bytes, " bytes from ", bytes_);
-  if (bytes) F8GEMM_CHECK_CUDA(cudaMemcpy(host, ptr_, bytes, cudaMemcpyDeviceToHost));
-}
-
-TensorView DeviceBuffer::view(DType dtype, std::vector<int64_t> shape) const {
-  TensorView v = make_view(ptr_, dtype, std::move(shape), 0);
-  F8GEMM_REQUIRE(size_t(v.numel()) * size_t(dtype_size(dtype)) <= bytes_, kInvalidArgument,
-                 "view of ", v.numel(), " elements does not fit in ", bytes_, " bytes");
-  return v;
-}
-
 void poison(DeviceBuffer& buffer, cudaStream_t stream) {
   if (buffer.bytes() == 0) return;
   F8GEMM_CHECK_CUDA(cudaMemsetAsync(buffer.get(), 0xFF, buffer.bytes(), stream));

@@ -1,6 +1,8 @@
 /// \brief Shared test helpers: the sm_90 probe and skip macro, an RAII device buffer, seeded random operands, poisoning, environment overrides and the host reference checker.
 #pragma once
 
+#include "device_buffer.hpp"
+
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -42,44 +44,7 @@ bool have_any_device();
     }                                                                              \
   } while (0)
 
-/// Owns cudaMalloc'd memory on device 0; every CUDA call is checked (throws f8gemm::Error).
-class DeviceBuffer {
- public:
-  DeviceBuffer() = default;
-  explicit DeviceBuffer(size_t bytes);
-  ~DeviceBuffer();
-  DeviceBuffer(DeviceBuffer&& other) noexcept;
-  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-
-  void* get() const { return ptr_; }
-  size_t bytes() const { return bytes_; }
-
-  /// Synchronous copies of `bytes` bytes (at most bytes()).
-  void upload(const void* host, size_t bytes);
-  void download(void* host, size_t bytes) const;
-
-  template <typename T>
-  static DeviceBuffer from(const std::vector<T>& host) {
-    DeviceBuffer b(host.size() * sizeof(T));
-    b.upload(host.data(), host.size() * sizeof(T));
-    return b;
-  }
-  template <typename T>
-  std::vector<T> to_host() const {
-    std::vector<T> out(bytes_ / sizeof(T));
-    download(out.data(), out.size() * sizeof(T));
-    return out;
-  }
-
-  /// A contiguous view of this memory on device 0.
-  TensorView view(DType dtype, std::vector<int64_t> shape) const;
-
- private:
-  void* ptr_ = nullptr;
-  size_t bytes_ = 0;
-};
+using DeviceBuffer = ::f8gemm::detail::DeviceBuffer;
 
 /// Fills the whole buffer with 0xFF bytes on `stream` and waits for it: 0xFFFF is a NaN in bf16
 /// and fp16 (and 0xFF a NaN e4m3 code), so an element the kernel fails to write cannot pass a check.
