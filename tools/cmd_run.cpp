@@ -31,23 +31,9 @@ bool passes(const detail::CheckResult& r, bool fast) {
   return r.nonfinite == 0 && r.max_ratio <= 1.0 && r.rel_rms <= (fast ? kRmsBoundFast : kRmsBoundPrecise);
 }
 
-ProblemShape problem_of(const FixtureSpec& s, bool plain, bool fast) {
-  ProblemShape p;
-  p.batch = s.batch;
-  p.m = s.m;
-  p.n = s.n;
-  p.k = s.k;
-  p.w_layout = plain ? WeightLayout::kPlain : WeightLayout::kPreshuffled;
-  p.out_dtype = s.out_dtype;
-  p.has_bias = s.bias;
-  p.bias_dtype = s.bias_dtype;
-  p.fast_accum = fast;
-  return p;
-}
-
 bool have_gpu(std::string& reason) {
   const DeviceInfo info = device_info();
-  reason = info.has_device ? info.reason : info.reason;
+  reason = info.reason;
   return info.has_device && info.reason.empty();
 }
 
@@ -62,7 +48,12 @@ int demo_cpu(const std::string& reason) {
       spec.m = s[1];
       spec.n = s[2];
       spec.k = s[3];
-      const ProblemShape p = problem_of(spec, false, fast);
+      ProblemShape p;
+      p.batch = spec.batch;
+      p.m = spec.m;
+      p.n = spec.n;
+      p.k = spec.k;
+      p.fast_accum = fast;
       const Config c = detail::decide("NVIDIA H200", 132, p);
       const auto spec_i = detail::make_spec(c, p);
       const auto t0 = std::chrono::steady_clock::now();
@@ -158,7 +149,7 @@ int cmd_run(const Args& args) {
   fx.poison(stream);
   fx.run(plain, fast, config, stream);
   F8GEMM_CHECK_CUDA(cudaStreamSynchronize(stream));
-  const ProblemShape p = problem_of(s, plain, fast);
+  const ProblemShape p = fx.problem(plain, fast);
   const Config chosen = config ? *config : choose_config(p);
   auto fn = [&](cudaStream_t st) { fx.run(plain, fast, config, st); };
   run_for_ms(fn, 300, stream);
@@ -225,7 +216,7 @@ int cmd_demo(const Args& args) {
       const double us = time_graph_us(fn, iters, stream);
       const bool ok = passes(gpu, fast) && passes(cpu, fast);
       row_ok = row_ok && ok;
-      const Config c = choose_config(problem_of(s, false, fast));
+      const Config c = choose_config(fx.problem(false, fast));
       std::printf(" %-34s %9.2f %8.1f %7.2f %9.2e %9.2e", c.name().c_str(), us,
                   fx.flops() / us * 1e-6, fx.bytes() / us * 1e-6, gpu.rel_rms, cpu.rel_rms);
       std::fflush(stdout);

@@ -47,13 +47,7 @@ int cmd_tune(const Args& args) {
     spec.k = sh[3];
     Fixture fx(spec);
     for (bool fast : modes) {
-      ProblemShape p;
-      p.batch = spec.batch;
-      p.m = spec.m;
-      p.n = spec.n;
-      p.k = spec.k;
-      p.w_layout = plain ? WeightLayout::kPlain : WeightLayout::kPreshuffled;
-      p.fast_accum = fast;
+      const ProblemShape p = fx.problem(plain, fast);
       const auto list = detail::candidates(p, props.sm_count);
       // Compile every candidate first, on all cores (the JIT is thread-safe).
       std::atomic<size_t> next{0};

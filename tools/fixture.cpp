@@ -61,6 +61,20 @@ Fixture::Fixture(const FixtureSpec& s)
   F8GEMM_CHECK_CUDA(cudaDeviceSynchronize());
 }
 
+ProblemShape Fixture::problem(bool plain_w, bool fast_accum) const {
+  ProblemShape p;
+  p.batch = spec_.batch;
+  p.m = spec_.m;
+  p.n = spec_.n;
+  p.k = spec_.k;
+  p.w_layout = plain_w ? WeightLayout::kPlain : WeightLayout::kPreshuffled;
+  p.out_dtype = spec_.out_dtype;
+  p.has_bias = spec_.bias;
+  p.bias_dtype = spec_.bias_dtype;
+  p.fast_accum = fast_accum;
+  return p;
+}
+
 double Fixture::bytes() const {
   const FixtureSpec& s = spec_;
   return double(s.batch) * (s.m * s.k + s.n * s.k + 2.0 * s.m * s.n + 4.0 * (s.m + s.n) +

@@ -32,6 +32,8 @@ class Fixture {
   detail::CheckResult verify_cpu_sample(bool fast_accum, int64_t rows) const;
 
   const FixtureSpec& spec() const { return spec_; }
+  /// The problem a run() with these arguments solves (for configuration choice and tables).
+  ProblemShape problem(bool plain_w, bool fast_accum) const;
   double flops() const { return 2.0 * spec_.batch * spec_.m * spec_.n * spec_.k; }
   /// Bytes a call must move at least: X + W + Y + scales (+ bias).
   double bytes() const;
