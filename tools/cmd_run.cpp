@@ -57,7 +57,9 @@ int demo_cpu(const std::string& reason) {
       const Config c = detail::decide("NVIDIA H200", 132, p);
       const auto spec_i = detail::make_spec(c, p);
       const auto t0 = std::chrono::steady_clock::now();
+      const int64_t compiles_before = jit::stats().compiles;
       auto inst = detail::gemm_instance(spec_i);
+      const bool compiled = jit::stats().compiles > compiles_before;
       const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       int regs = 0;
       for (const auto& r : inst->resources()) regs = std::max(regs, r.registers);
@@ -65,7 +67,7 @@ int demo_cpu(const std::string& reason) {
                   (std::to_string(s[0]) + "," + std::to_string(s[1]) + "," + std::to_string(s[2]) +
                    "," + std::to_string(s[3])).c_str(),
                   spec_i.label().c_str(), regs, inst->spill_bytes(),
-                  inst->from_disk() ? "(cached)" : "(compiled)", ms);
+                  compiled ? "(compiled)" : inst->from_disk() ? "(disk cache)" : "(in memory)", ms);
       if (inst->spill_bytes() != 0) {
         std::printf("  error: the instance spills registers\n");
         return 1;
