@@ -260,6 +260,7 @@ struct GemmKernel {
           Wgmma<kBN>::mma(acc, a_desc + 2 * kk, b_desc + 2 * kk, accumulate);
         }
         wgmma_commit();
+        if (kb == 0) stage_scales(scales, staging, tid);
         if (kFastAccum) {
           // Keep one k-block of wgmma in flight: wait for the previous one and free its stage.
           wgmma_wait<1>();
@@ -286,7 +287,7 @@ struct GemmKernel {
         for (int i = 0; i < kAcc; ++i) fence_operand(acc[i]);
         if (lane == 0) mbar_arrive(&empty[prev_stage]);
       }
-      epilogue(p, tile, kFastAccum ? acc : total, scales, staging, consumer, tid);
+      epilogue(p, tile, kFastAccum ? acc : total, staging, consumer, tid);
     }
     bulk_wait_all();
   }
@@ -295,50 +296,64 @@ struct GemmKernel {
   /// bulk copy per output row. The copies drain while the next tile's wgmmas run.
   /// Accumulator i of thread tid sits at A-row (tid/32)*16 + (tid%32)/4 + 8*((i/2)%2) and B-row
   /// (i/4)*8 + (tid%4)*2 + i%2 of this consumer's 64 x kBN block.
-  static __device__ __forceinline__ void epilogue(const GemmParams& p, const Tile& tile,
-                                                  const float* acc, const Scales& scales,
-                                                  u8* staging, int consumer, int tid) {
-    const int warp = tid / 32, lane = tid % 32;
-    const int a_row0 = warp * 16 + lane / 4;
-    const int b_col0 = (lane % 4) * 2;
-    float* sa = reinterpret_cast<float*>(staging + kOutDataBytes);
-    float* sa_bias = sa + 64;
-    float* sb = sa_bias + 64;
-    float* sb_bias = sb + kBN;
-    // The previous tile's copies must have finished reading the staging buffer, and every
-    // thread its scale reads.
-    bulk_wait_read();
-    named_barrier(1 + consumer, 128);
+  /// The tile's scales in this consumer's staging region: A side [64], its bias [64], B side
+  /// [kBN], its bias [kBN].
+  static __device__ __forceinline__ float* scale_area(u8* staging) {
+    return reinterpret_cast<float*>(staging + kOutDataBytes);
+  }
+
+  /// Writes this thread's share of the tile's scales into shared memory. Called after the first
+  /// k-block's wgmmas are issued, so the loads' latency overlaps tensor-core work. Safe: every
+  /// thread of the consumer passed the previous epilogue's last barrier, after its last read.
+  static __device__ __forceinline__ void stage_scales(const Scales& scales, u8* staging, int tid) {
+    float* sa = scale_area(staging);
     if (tid < 64) {
       sa[tid] = scales.a;
-      sa_bias[tid] = scales.a_bias;
+      sa[64 + tid] = scales.a_bias;
     }
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
       if (tid + i * 128 < kBN) {
-        sb[tid + i * 128] = scales.b[i];
-        sb_bias[tid + i * 128] = scales.b_bias[i];
+        sa[128 + tid + i * 128] = scales.b[i];
+        sa[128 + kBN + tid + i * 128] = scales.b_bias[i];
       }
     }
+  }
+
+  static __device__ __forceinline__ void epilogue(const GemmParams& p, const Tile& tile,
+                                                  const float* acc, u8* staging, int consumer,
+                                                  int tid) {
+    const int warp = tid / 32, lane = tid % 32;
+    const int a_row0 = warp * 16 + lane / 4;
+    const int b_col0 = (lane % 4) * 2;
+    const float* sa = scale_area(staging);
+    const float* sa_bias = sa + 64;
+    const float* sb = sa + 128;
+    const float* sb_bias = sb + kBN;
+    // The previous tile's stores must have finished reading the staging buffer, and every
+    // thread's scales (stage_scales) must be visible.
+    bulk_wait_read();
     named_barrier(1 + consumer, 128);
     // Elements past M or N get a zero scale: they are staged but never copied out.
+    const float s_a[2] = {sa[a_row0], sa[a_row0 + 8]};
+    const float bias_a[2] = {sa_bias[a_row0], sa_bias[a_row0 + 8]};
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int a_row = a_row0 + half * 8;
-      const float s_a = sa[a_row];
+    for (int j = 0; j < kBN / 8; ++j) {
+      const int b_col = j * 8 + b_col0;
+      const float2 s_b = *reinterpret_cast<const float2*>(sb + b_col);
+      const float2 bias_b = *reinterpret_cast<const float2*>(sb_bias + b_col);
 #pragma unroll
-      for (int j = 0; j < kBN / 8; ++j) {
-        const int b_col = j * 8 + b_col0;
+      for (int half = 0; half < 2; ++half) {
+        const int a_row = a_row0 + half * 8;
         const float v0 = acc[j * 4 + half * 2], v1 = acc[j * 4 + half * 2 + 1];
         if (!kSwap) {
           // (acc * xs) * ws + bias, the same order as the swap path.
-          const float y0 = v0 * s_a * sb[b_col] + sb_bias[b_col];
-          const float y1 = v1 * s_a * sb[b_col + 1] + sb_bias[b_col + 1];
+          const float y0 = v0 * s_a[half] * s_b.x + bias_b.x;
+          const float y1 = v1 * s_a[half] * s_b.y + bias_b.y;
           *reinterpret_cast<u32*>(staging + staged_offset(a_row, b_col)) = pack2(y0, y1);
         } else {
-          const float bias = sa_bias[a_row];
-          const float y0 = v0 * sb[b_col] * s_a + bias;
-          const float y1 = v1 * sb[b_col + 1] * s_a + bias;
+          const float y0 = v0 * s_b.x * s_a[half] + bias_a[half];
+          const float y1 = v1 * s_b.y * s_a[half] + bias_a[half];
           *reinterpret_cast<u16*>(staging + staged_offset(b_col, a_row)) = to_out(y0);
           *reinterpret_cast<u16*>(staging + staged_offset(b_col + 1, a_row)) = to_out(y1);
         }
