@@ -2,7 +2,8 @@
 # \brief The one script for the H200: builds (cmake + ninja), runs the GPU tests, the demo, the
 # benchmark with its peers and the plot, and prints a short table last. Logs go to $OUT (or
 # ./device-out). Usage: scripts/device-check.sh [build] [tests] [demo] [bench] [peers] [tune]
-#                       [sanitize]   (no argument: build tests demo bench peers)
+#                       [sanitize] [hostcost] [torch] [tp]
+#                       (no argument: build tests hostcost demo bench peers torch)
 # BUILD_DIR=dir reuses a build made elsewhere (a binary built without a GPU runs here).
 set -u -o pipefail
 cd "$(dirname "$0")/.."
@@ -10,7 +11,7 @@ OUT=${OUT:-$PWD/device-out}
 mkdir -p "$OUT"
 BUILD_DIR=${BUILD_DIR:-build-device}
 export F8GEMM_CACHE_DIR=${F8GEMM_CACHE_DIR:-/tmp/f8gemm-cache}
-steps=${*:-build tests demo bench peers}
+steps=${*:-build tests hostcost demo bench peers torch}
 has() { [[ " $steps " == *" $1 "* ]]; }
 summary=()
 note() { summary+=("$1"); echo "== $1"; }
@@ -48,6 +49,18 @@ if has sanitize; then
   note "compute-sanitizer memcheck (ragged shape): rc=$? $(grep -c 'Invalid' "$OUT/sanitize.log") invalid accesses"
 fi
 
+if has hostcost; then
+  # The host cost of one C++ call for a cached configuration ("API host cost": 200 calls issued
+  # back to back, wall time / 200), on a tiny shape and on two batched ones; kernel times beside.
+  for shape in "--b 1 --m 16 --n 256 --k 256" "--b 16 --m 1 --n 1280 --k 8192" \
+               "--b 16 --m 4096 --n 8192 --k 1024" "--b 16 --m 1024 --n 8192 --k 1024" \
+               "--b 16 --m 4096 --n 1280 --k 8192"; do
+    timeout 120 "$B" run $shape --iters 100 >>"$OUT/hostcost.log" 2>&1
+  done
+  note "hostcost: $(grep -c 'API host cost' "$OUT/hostcost.log") runs"
+  grep -E "^B,M|API host" "$OUT/hostcost.log"
+fi
+
 if has demo; then
   timeout "${T_DEMO:-600}" "$B" demo >"$OUT/demo.log" 2>&1
   note "demo: rc=$? ($(tail -1 "$OUT/demo.log"))"
@@ -73,6 +86,31 @@ if has peers; then
   note "plot: rc=$?"
 fi
 
+if has torch; then
+  export PYTHONPATH=$PWD/python F8GEMM_TORCH_LIB=$PWD/$BUILD_DIR PYTHONUNBUFFERED=1
+  if python3 -c "import pytest" 2>/dev/null; then
+    timeout "${T_TORCH:-400}" python3 -m pytest -q -rs python/tests >"$OUT/pytest.log" 2>&1
+  else
+    timeout "${T_TORCH:-400}" python3 python/tests/run_all.py >"$OUT/pytest.log" 2>&1
+  fi
+  note "pytest: rc=$? $(tail -1 "$OUT/pytest.log")"
+  timeout 120 python3 python/bench_host_overhead.py >"$OUT/torch-host.log" 2>&1
+  note "torch host overhead: rc=$?"
+  cat "$OUT/torch-host.log"
+  timeout 300 python3 examples/llama_mlp.py >"$OUT/llama.log" 2>&1
+  note "llama MLP example: rc=$?"
+  cat "$OUT/llama.log"
+fi
+
+if has tp; then
+  export PYTHONPATH=$PWD/python F8GEMM_TORCH_LIB=$PWD/$BUILD_DIR PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
+  timeout 300 python3 -m pytest -q -rs python/tests/test_tp.py >"$OUT/tp.log" 2>&1
+  note "tensor-parallel test: rc=$? $(tail -1 "$OUT/tp.log")"
+  timeout 300 python3 examples/tp_linear.py >>"$OUT/tp.log" 2>&1
+  note "tensor-parallel example: rc=$?"
+  tail -20 "$OUT/tp.log"
+fi
+
 echo
 echo "==== summary"
 printf '%s\n' "${summary[@]}"
@@ -81,7 +119,7 @@ printf '%s\n' "${summary[@]}"
 # At most 8 files come back from the device: everything goes into one archive, and the few
 # files read most often stay beside it.
 tar -C "$OUT" -czf /tmp/device-logs.tgz . && mkdir -p /tmp/keep &&
-  for f in bench.csv peers.csv bench.png h200.tsv tune.csv demo.log; do
+  for f in bench.csv peers.csv bench.png h200.tsv tune.csv demo.log pytest.log; do
     [ -f "$OUT/$f" ] && cp "$OUT/$f" /tmp/keep/
   done
 rm -rf "${OUT:?}"/* && mv /tmp/device-logs.tgz "$OUT/" && cp /tmp/keep/* "$OUT/" 2>/dev/null

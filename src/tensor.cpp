@@ -32,6 +32,7 @@ int64_t TensorView::numel() const {
 }
 
 bool TensorView::is_contiguous() const {
+  if (numel() == 0) return true;  // no element to misplace (torch gives empty tensors any strides)
   int64_t expected = 1;
   for (int i = rank - 1; i >= 0; --i) {
     // Size-1 dimensions may carry any stride (torch gives them arbitrary ones).

@@ -1,0 +1,117 @@
+"""f8gemm for PyTorch: FP8 (e4m3fn) rowwise-scaled GEMMs for Hopper as torch.ops.f8gemm.*.
+
+Importing this package loads the C++ extension (libf8gemm_torch.so, built by the project's
+CMake when Torch is found) with torch.ops.load_library. It is looked for, in order:
+
+1. the path in the environment variable F8GEMM_TORCH_LIB (the .so file, or its folder);
+2. next to this package (python/f8gemm/libf8gemm_torch.so);
+3. the repository's build folders, build*/ (the most recently built one wins).
+
+The ops (schemas follow FBGEMM/MSLK; XQ [..., K] e4m3fn, WQ [N, K] e4m3fn, fp32 scales):
+
+    f8f8bf16_rowwise(XQ, WQ, x_scale, w_scale, bias=None, use_fast_accum=True) -> Tensor
+    f8f8bf16_rowwise_out(XQ, WQ, x_scale, w_scale, output, bias=None, use_fast_accum=True)
+    f8f8f16_rowwise(XQ, WQ, x_scale, w_scale, bias=None, use_fast_accum=True) -> Tensor
+    f8f8bf16_rowwise_batched(XQ, WQ, x_scale, w_scale, bias=None, use_fast_accum=True,
+                             output=None) -> Tensor
+    ..._preshuffled variants of the four, taking preshuffle(WQ)
+    preshuffle(WQ) -> Tensor;  unshuffle(WQ_shuffled, K) -> Tensor
+    quantize_fp8_row(a, scale_ub=None, use_triton=True, output=None) -> (Tensor, Tensor)
+    precompile(shape, layout='preshuffled', use_fast_accum=True, out_dtype=None,
+               bias_dtype=None, device=None)
+
+Errors: a bad argument raises ValueError naming it (dtype, shape, layout, device, K % 16, ...);
+anything else (no sm_90 GPU, CUDA or compile failure, a compile needed during CUDA-graph
+capture) raises RuntimeError.
+"""
+
+import glob
+import os
+
+import torch
+
+__all__ = [
+    "f8f8bf16_rowwise",
+    "f8f8bf16_rowwise_out",
+    "f8f8f16_rowwise",
+    "f8f8bf16_rowwise_batched",
+    "f8f8bf16_rowwise_preshuffled",
+    "f8f8bf16_rowwise_preshuffled_out",
+    "f8f8f16_rowwise_preshuffled",
+    "f8f8bf16_rowwise_batched_preshuffled",
+    "preshuffle",
+    "unshuffle",
+    "quantize_fp8_row",
+    "precompile",
+    "library_path",
+    "nn",
+]
+
+_LIB_NAME = "libf8gemm_torch.so"
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_REPO = os.path.dirname(os.path.dirname(_HERE))
+
+
+def _find_library():
+    env = os.environ.get("F8GEMM_TORCH_LIB")
+    if env:
+        path = os.path.join(env, _LIB_NAME) if os.path.isdir(env) else env
+        if not os.path.isfile(path):
+            raise ImportError(f"f8gemm: F8GEMM_TORCH_LIB={env!r} does not name {_LIB_NAME} or a "
+                              "folder holding it")
+        return path
+    beside = os.path.join(_HERE, _LIB_NAME)
+    if os.path.isfile(beside):
+        return beside
+    found = glob.glob(os.path.join(_REPO, "build*", _LIB_NAME))
+    found += glob.glob(os.path.join(_REPO, "build*", "*", _LIB_NAME))
+    if found:
+        return max(found, key=os.path.getmtime)
+    raise ImportError(
+        f"f8gemm: {_LIB_NAME} not found (looked at $F8GEMM_TORCH_LIB, {beside} and "
+        f"{os.path.join(_REPO, 'build*')}). Build it with: cmake -S . -B build -G Ninja "
+        "-DCMAKE_PREFIX_PATH=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)') "
+        "&& ninja -C build f8gemm_torch")
+
+
+library_path = _find_library()
+if not hasattr(torch.ops.f8gemm, "f8f8bf16_rowwise"):  # loading twice would re-register
+    torch.ops.load_library(library_path)
+
+_ops = torch.ops.f8gemm
+f8f8bf16_rowwise = _ops.f8f8bf16_rowwise
+f8f8bf16_rowwise_out = _ops.f8f8bf16_rowwise_out
+f8f8f16_rowwise = _ops.f8f8f16_rowwise
+f8f8bf16_rowwise_batched = _ops.f8f8bf16_rowwise_batched
+f8f8bf16_rowwise_preshuffled = _ops.f8f8bf16_rowwise_preshuffled
+f8f8bf16_rowwise_preshuffled_out = _ops.f8f8bf16_rowwise_preshuffled_out
+f8f8f16_rowwise_preshuffled = _ops.f8f8f16_rowwise_preshuffled
+f8f8bf16_rowwise_batched_preshuffled = _ops.f8f8bf16_rowwise_batched_preshuffled
+preshuffle = _ops.preshuffle
+unshuffle = _ops.unshuffle
+quantize_fp8_row = _ops.quantize_fp8_row
+
+
+def precompile(shapes, layout="preshuffled", use_fast_accum=True, out_dtype=torch.bfloat16,
+               bias_dtype=None, device=None):
+    """Compiles (disk-cached) and, on an sm_90 GPU, loads the kernels for these problems, so that
+    calls with them compile nothing: required before capturing them in a CUDA graph.
+
+    shapes: one or several (M, N, K) for the single ops (M = the product of XQ's leading
+    dimensions, exactly as it will be called) or (B, M, N, K) for the batched ones.
+    layout: 'preshuffled' (the _preshuffled ops) or 'plain'. out_dtype: torch.bfloat16 or
+    torch.float16. bias_dtype: None (no bias), torch.float32 or torch.bfloat16. device: the CUDA
+    device (default: the current one). Each distinct combination is a separate kernel plan.
+    """
+    if len(shapes) in (3, 4) and all(isinstance(s, int) for s in shapes):
+        shapes = [shapes]
+    if device is not None:
+        device = torch.device(device)
+        if device.type == "cuda" and device.index is None:
+            device = torch.device("cuda", torch.cuda.current_device())
+    for shape in shapes:
+        _ops.precompile([int(s) for s in shape], layout, use_fast_accum, out_dtype, bias_dtype,
+                        device)
+
+
+from . import nn  # noqa: E402  (needs the ops above)

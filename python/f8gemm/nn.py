@@ -1,0 +1,113 @@
+"""FP8Linear: an inference drop-in for nn.Linear on f8gemm's preshuffled FP8 GEMM.
+
+The weight is quantised once per output row (quantize_fp8_row) and preshuffled once; each
+forward quantises the activations per row and calls f8f8bf16_rowwise_preshuffled (or the fp16
+op). No autograd: use it for inference (under torch.no_grad() / torch.inference_mode()).
+"""
+
+import torch
+
+__all__ = ["FP8Linear", "swap_linears"]
+
+_OPS = torch.ops.f8gemm
+
+
+class FP8Linear(torch.nn.Module):
+    """y = x @ W^T + b with x and W quantised to e4m3fn per row (fp32 scales), fp32 accumulation.
+
+    Buffers: weight (preshuffled e4m3fn, [ceil(K/128), N/8, 1024]), weight_scale (fp32 [N]) and
+    bias (bf16 or fp32 [N], or None). Input: [..., in_features] bf16/fp16/fp32, contiguous or
+    not. Output: [..., out_features] in out_dtype (default: bf16, or fp16 for an fp16 input).
+    in_features must be a multiple of 16 and out_features of 8.
+    """
+
+    def __init__(self, in_features, out_features, bias=True, device=None, out_dtype=None,
+                 use_fast_accum=True, bias_dtype=torch.float32, activation_scale_ub=None):
+        super().__init__()
+        if in_features <= 0 or in_features % 16 != 0:
+            raise ValueError(f"FP8Linear: in_features must be a positive multiple of 16, got "
+                             f"{in_features}")
+        if out_features <= 0 or out_features % 8 != 0:
+            raise ValueError(f"FP8Linear: out_features must be a positive multiple of 8, got "
+                             f"{out_features}")
+        if out_dtype not in (None, torch.bfloat16, torch.float16):
+            raise ValueError(f"FP8Linear: out_dtype must be None, torch.bfloat16 or "
+                             f"torch.float16, got {out_dtype}")
+        if bias_dtype not in (torch.float32, torch.bfloat16):
+            raise ValueError(f"FP8Linear: bias_dtype must be torch.float32 or torch.bfloat16, "
+                             f"got {bias_dtype}")
+        self.in_features = in_features
+        self.out_features = out_features
+        self.out_dtype = out_dtype
+        self.use_fast_accum = use_fast_accum
+        shuffled = ((in_features + 127) // 128, out_features // 8, 1024)
+        self.register_buffer(
+            "weight", torch.zeros(shuffled, dtype=torch.float8_e4m3fn, device=device))
+        self.register_buffer(
+            "weight_scale", torch.ones(out_features, dtype=torch.float32, device=device))
+        if bias:
+            self.register_buffer(
+                "bias", torch.zeros(out_features, dtype=bias_dtype, device=device))
+        else:
+            self.bias = None
+        # An upper bound on activation row maxima (FBGEMM's scale_ub), kept on the CPU so that
+        # reading it costs no GPU sync (and stays legal inside CUDA-graph capture).
+        self.activation_scale_ub = None
+        if activation_scale_ub is not None:
+            self.activation_scale_ub = torch.tensor([float(activation_scale_ub)],
+                                                    dtype=torch.float32)
+
+    @classmethod
+    @torch.no_grad()
+    def from_linear(cls, linear, out_dtype=None, use_fast_accum=True, activation_scale_ub=None):
+        """An FP8Linear with linear's weight quantised per row and preshuffled (once) on
+        linear's device (CPU or CUDA), its bias kept in bf16 if it is bf16, else in fp32."""
+        if not isinstance(linear, torch.nn.Linear):
+            raise TypeError(f"FP8Linear.from_linear expects an nn.Linear, got {type(linear)}")
+        weight = linear.weight.detach()
+        if weight.dtype not in (torch.bfloat16, torch.float16, torch.float32):
+            raise ValueError(f"FP8Linear.from_linear: weight dtype must be bf16, fp16 or fp32, "
+                             f"got {weight.dtype}")
+        bias = linear.bias.detach() if linear.bias is not None else None
+        bias_dtype = torch.bfloat16 if bias is not None and bias.dtype == torch.bfloat16 \
+            else torch.float32
+        mod = cls(linear.in_features, linear.out_features, bias=bias is not None,
+                  device=weight.device, out_dtype=out_dtype, use_fast_accum=use_fast_accum,
+                  bias_dtype=bias_dtype, activation_scale_ub=activation_scale_ub)
+        wq, w_scale = _OPS.quantize_fp8_row(weight.contiguous())
+        mod.weight.copy_(_OPS.preshuffle(wq))
+        mod.weight_scale.copy_(w_scale)
+        if bias is not None:
+            mod.bias.copy_(bias.to(bias_dtype))
+        return mod
+
+    def forward(self, x):
+        if x.shape[-1] != self.in_features:
+            raise ValueError(f"FP8Linear: the input's last dimension must be in_features = "
+                             f"{self.in_features}, got shape {tuple(x.shape)}")
+        lead = x.shape[:-1]
+        x2 = x.reshape(-1, self.in_features).contiguous()
+        xq, x_scale = _OPS.quantize_fp8_row(x2, self.activation_scale_ub)
+        out_dtype = self.out_dtype
+        if out_dtype is None:
+            out_dtype = torch.float16 if x.dtype == torch.float16 else torch.bfloat16
+        op = _OPS.f8f8f16_rowwise_preshuffled if out_dtype == torch.float16 \
+            else _OPS.f8f8bf16_rowwise_preshuffled
+        y = op(xq, self.weight, x_scale, self.weight_scale, self.bias, self.use_fast_accum)
+        return y.view(*lead, self.out_features)
+
+    def extra_repr(self):
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
+                f"bias={self.bias is not None}, use_fast_accum={self.use_fast_accum}, "
+                f"weight=preshuffled e4m3fn")
+
+
+def swap_linears(module, filter_fn=None, **kwargs):
+    """Replaces, in place and recursively, every nn.Linear child of module (for which
+    filter_fn(name, linear) is true, if given) by FP8Linear.from_linear(linear, **kwargs)."""
+    for name, child in list(module.named_children()):
+        if isinstance(child, torch.nn.Linear) and (filter_fn is None or filter_fn(name, child)):
+            setattr(module, name, FP8Linear.from_linear(child, **kwargs))
+        else:
+            swap_linears(child, filter_fn, **kwargs)
+    return module

@@ -1,0 +1,119 @@
+"""Shared helpers of the f8gemm PyTorch tests: paths, skip conditions, problem generation, the
+fp64 reference and the accuracy bounds."""
+
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PYDIR = os.path.dirname(HERE)
+REPO = os.path.dirname(PYDIR)
+for _p in (PYDIR, HERE):
+    if _p not in sys.path:
+        sys.path.insert(0, _p)
+
+import torch  # noqa: E402
+
+try:
+    import pytest  # noqa: F401
+except ImportError:  # run_all.py without pytest
+    from _minipytest import pytest  # noqa: F401
+
+DEVICE = "cuda"
+
+# Relative RMS error bounds against the fp64 reference (README "Accuracy").
+BOUND_PRECISE = 1.8e-3
+BOUND_FAST = 3.0e-3  # K up to 8192
+
+
+def skip_reason(min_gpus=1):
+    """Why the GPU tests cannot run here, or None."""
+    if not torch.cuda.is_available():
+        return "CUDA is not available"
+    count = torch.cuda.device_count()
+    if count < min_gpus:
+        return f"needs {min_gpus} GPUs, found {count}"
+    for i in range(min_gpus):
+        cap = torch.cuda.get_device_capability(i)
+        if cap != (9, 0):
+            return f"needs sm_90 GPUs (H100/H200); cuda:{i} is sm_{cap[0]}{cap[1]}"
+    return None
+
+
+def require_device(min_gpus=1):
+    """Module-level skip unless the GPUs are there."""
+    reason = skip_reason(min_gpus)
+    if reason:
+        pytest.skip(reason, allow_module_level=True)
+
+
+def gen(seed):
+    return torch.Generator(device="cpu").manual_seed(seed)
+
+
+def quantize(t, device=DEVICE):
+    """(fp8, fp32 scale) of t [..., K] with the extension's quantize_fp8_row on `device`."""
+    return torch.ops.f8gemm.quantize_fp8_row(t.to(device=device, dtype=torch.bfloat16))
+
+
+def make_single(m, n, k, seed=0, lead=None, device=DEVICE, bias_dtype=None):
+    """Quantised single-GEMM operands: XQ [*lead, K] (lead defaults to (m,)), x_scale lead-shaped,
+    WQ [N, K], w_scale [N], bias [N] or None. Row scales vary over a few octaves."""
+    g = gen(seed)
+    lead = (m,) if lead is None else tuple(lead)
+    rows = 1
+    for d in lead:
+        rows *= d
+    x = torch.randn(*lead, k, generator=g) * torch.exp2(torch.randint(-3, 4, (*lead, 1), generator=g))
+    w = torch.randn(n, k, generator=g) * torch.exp2(torch.randint(-3, 4, (n, 1), generator=g)) * 0.05
+    xq, xs = quantize(x, device)
+    wq, ws = quantize(w, device)
+    bias = None
+    if bias_dtype is not None:
+        bias = (torch.randn(n, generator=g) * 4.0).to(device=device, dtype=bias_dtype)
+    return xq, wq, xs, ws, bias
+
+
+def make_batched(b, m, n, k, seed=0, device=DEVICE, bias_dtype=None):
+    """Quantised batched operands: XQ [B,M,K], WQ [B,N,K], x_scale [B,M], w_scale [B,N], bias
+    [B,N] or None."""
+    g = gen(seed)
+    x = torch.randn(b, m, k, generator=g)
+    w = torch.randn(b, n, k, generator=g) * 0.05
+    xq, xs = quantize(x, device)
+    wq, ws = quantize(w, device)
+    bias = None
+    if bias_dtype is not None:
+        bias = (torch.randn(b, n, generator=g) * 4.0).to(device=device, dtype=bias_dtype)
+    return xq, wq, xs, ws, bias
+
+
+def reference(xq, wq, xs, ws, bias=None):
+    """fp64 Y = (xs * XQ) @ (ws * WQ)^T (+ bias) on the inputs' device, from the fp8 values.
+    Single: XQ [..., K], WQ [N, K], bias [N]. Batched: XQ [B,M,K], WQ [B,N,K], bias [B,N]."""
+    x = xq.float().double() * xs.double().reshape(*xq.shape[:-1], 1)
+    w = wq.float().double() * ws.double().unsqueeze(-1)
+    y = x @ w.transpose(-1, -2)
+    if bias is not None:
+        y = y + (bias.double() if wq.dim() == 2 else bias.double().unsqueeze(-2))
+    return y
+
+
+def rel_rms(y, ref):
+    """||y - ref|| / ||ref|| in fp64."""
+    ref = ref.double()
+    return ((y.double() - ref).norm() / ref.norm().clamp_min(1e-300)).item()
+
+
+def bound(fast):
+    return BOUND_FAST if fast else BOUND_PRECISE
+
+
+def scaled_mm(xq, wq, xs, ws, fast, bias=None):
+    """torch._scaled_mm rowwise on the same inputs (2-D XQ [M,K], WQ [N,K]), or None where it
+    does not support the case."""
+    try:
+        return torch._scaled_mm(xq, wq.t(), scale_a=xs.reshape(-1, 1).contiguous(),
+                                scale_b=ws.reshape(1, -1).contiguous(), bias=bias,
+                                out_dtype=torch.bfloat16, use_fast_accum=fast)
+    except (RuntimeError, NotImplementedError, TypeError, ValueError):
+        return None
