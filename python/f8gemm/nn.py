@@ -51,10 +51,11 @@ class FP8Linear(torch.nn.Module):
         else:
             self.bias = None
         # An upper bound on activation row maxima (FBGEMM's scale_ub), kept on the CPU so that
-        # reading it costs no GPU sync (and stays legal inside CUDA-graph capture).
+        # reading it costs no GPU sync (and stays legal inside CUDA-graph capture). 0-dimensional:
+        # FakeTensor (torch.compile) accepts a CPU scalar tensor beside CUDA inputs, not a [1].
         self.activation_scale_ub = None
         if activation_scale_ub is not None:
-            self.activation_scale_ub = torch.tensor([float(activation_scale_ub)],
+            self.activation_scale_ub = torch.tensor(float(activation_scale_ub),
                                                     dtype=torch.float32)
 
     @classmethod

@@ -58,7 +58,8 @@ def _opcheck_cases():
         ("unshuffle 4-D", ops.unshuffle.default, (wbp, 256), {}),
         ("quantize", ops.quantize_fp8_row.default, (a,), {}),
         ("quantize 2-D fp32", ops.quantize_fp8_row.default, (a[0].float(),), {}),
-        ("quantize scale_ub", ops.quantize_fp8_row.default, (a, torch.tensor([2.0]), False), {}),
+        # A 0-dim CPU scale_ub: FakeTensor allows CPU scalars beside CUDA tensors.
+        ("quantize scale_ub", ops.quantize_fp8_row.default, (a, torch.tensor(2.0), False), {}),
     ]
 
 
