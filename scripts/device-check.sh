@@ -2,7 +2,7 @@
 # \brief The one script for the H200: builds (cmake + ninja), runs the GPU tests, the demo, the
 # benchmark with its peers and the plot, and prints a short table last. Logs go to $OUT (or
 # ./device-out). Usage: scripts/device-check.sh [build] [tests] [demo] [bench] [peers] [tune]
-#                       [sanitize] [hostcost] [torch] [tp]
+#                       [sanitize] [hostcost] [torch] [tp] [graphs]
 #                       (no argument: build tests hostcost demo bench peers torch)
 # BUILD_DIR=dir reuses a build made elsewhere (a binary built without a GPU runs here).
 set -u -o pipefail
@@ -109,6 +109,15 @@ if has tp; then
   timeout 300 python3 examples/tp_linear.py >>"$OUT/tp.log" 2>&1
   note "tensor-parallel example: rc=$?"
   tail -20 "$OUT/tp.log"
+fi
+
+if has graphs; then
+  export PYTHONPATH=$PWD/python F8GEMM_TORCH_LIB=$PWD/$BUILD_DIR PYTHONUNBUFFERED=1
+  timeout 200 python3 -m pytest -q -rs python/tests/test_graphs.py >"$OUT/graphs.log" 2>&1
+  note "CUDA-graph tests: rc=$? $(tail -1 "$OUT/graphs.log")"
+  timeout 200 python3 examples/llama_mlp.py --cuda-graph >"$OUT/llama-graph.log" 2>&1
+  note "llama MLP example under CUDA graphs: rc=$?"
+  cat "$OUT/llama-graph.log"
 fi
 
 echo

@@ -121,17 +121,21 @@ def test_out_forms_allocate_nothing_in_capture():
         ops.f8f8bf16_rowwise_batched(xb, wb, xsb, wsb, None, True, outb)
 
     _warm_up(body)
-    # torch's first capture in a process allocates its own RNG bookkeeping (1 KB): capture an
-    # empty graph first so that the measurement sees only what the ops allocate.
-    with torch.cuda.graph(torch.cuda.CUDAGraph()):
-        pass
     gc.collect()
     torch.cuda.synchronize()
+    # torch itself allocates during a capture (1 KB of RNG bookkeeping per graph, seen on torch
+    # 2.11): measure an empty capture the same way and allow exactly that much.
+    empty = torch.cuda.CUDAGraph()
+    before = torch.cuda.memory_allocated()
+    with torch.cuda.graph(empty):
+        pass
+    torch_own = torch.cuda.memory_allocated() - before
     before = torch.cuda.memory_allocated()
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
         body()
-    assert torch.cuda.memory_allocated() <= before  # nothing allocated during the capture
+    # nothing allocated by the ops during the capture
+    assert torch.cuda.memory_allocated() - before <= torch_own
     out.zero_()
     g.replay()
     torch.cuda.synchronize()
