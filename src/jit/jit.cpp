@@ -637,6 +637,11 @@ std::shared_ptr<const Instance> get_instance(const std::string& label, const std
   }
   try {
     std::shared_ptr<const Instance> inst = build(label, key, source, options);
+    // F8GEMM_FAIL_ON_SPILL=1: a spilling instance is an error, not a slow kernel.
+    const std::string strict = env("F8GEMM_FAIL_ON_SPILL");
+    F8GEMM_REQUIRE(strict.empty() || strict == "0" || inst->spill_bytes() == 0, kCompile,
+                   "instance ", label, " spills ", inst->spill_bytes(),
+                   " bytes of registers (F8GEMM_FAIL_ON_SPILL is set)");
     promise.set_value(inst);
     return inst;
   } catch (...) {
