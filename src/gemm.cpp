@@ -8,6 +8,7 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 
 #include "check.hpp"
@@ -229,8 +230,12 @@ struct PlanKey {
   int64_t b, m, n, k;
   int layout, out, bias, fast, device;
   int forced[8];  // a forced Config's fields (all zero when the choice is automatic)
+  int tail = 0;   // fills what would be padding: the key is compared and hashed as bytes
   bool operator==(const PlanKey& o) const { return std::memcmp(this, &o, sizeof(*this)) == 0; }
 };
+static_assert(std::has_unique_object_representations_v<PlanKey>,
+              "PlanKey must have no padding: uninitialised padding bytes would make equal keys "
+              "compare unequal and miss the plan cache");
 struct PlanKeyHash {
   size_t operator()(const PlanKey& k) const {
     size_t h = 1469598103934665603ull;
