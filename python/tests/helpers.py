@@ -117,3 +117,14 @@ def scaled_mm(xq, wq, xs, ws, fast, bias=None):
                                 out_dtype=torch.bfloat16, use_fast_accum=fast)
     except (RuntimeError, NotImplementedError, TypeError, ValueError):
         return None
+
+
+def make_linear(k, n, bias=True, dtype=torch.bfloat16, seed=0, device=DEVICE):
+    """A seeded nn.Linear(k, n): weights ~ N(0, 1/k), bias ~ N(0, 0.01), on `device` in `dtype`."""
+    g = gen(seed)
+    lin = torch.nn.Linear(k, n, bias=bias)
+    with torch.no_grad():
+        lin.weight.copy_(torch.randn(n, k, generator=g) / k ** 0.5)
+        if bias:
+            lin.bias.copy_(torch.randn(n, generator=g) * 0.1)
+    return lin.to(device, dtype)

@@ -138,13 +138,7 @@ def test_meta_shapes():
 
 
 def _linear(k, n, bias, seed):
-    g = helpers.gen(seed)
-    lin = torch.nn.Linear(k, n, bias=bias)
-    with torch.no_grad():
-        lin.weight.copy_(torch.randn(n, k, generator=g) / k ** 0.5)
-        if bias:
-            lin.bias.copy_(torch.randn(n, generator=g) * 0.1)
-    return lin.to(DEVICE, torch.bfloat16)
+    return helpers.make_linear(k, n, bias=bias, seed=seed)
 
 
 class _Block(torch.nn.Module):

@@ -15,14 +15,7 @@ from f8gemm.nn import FP8Linear, swap_linears  # noqa: E402
 ops = torch.ops.f8gemm
 
 
-def _linear(k, n, bias=True, dtype=torch.bfloat16, seed=0, device=DEVICE):
-    g = helpers.gen(seed)
-    lin = torch.nn.Linear(k, n, bias=bias)
-    with torch.no_grad():
-        lin.weight.copy_(torch.randn(n, k, generator=g) / k ** 0.5)
-        if bias:
-            lin.bias.copy_(torch.randn(n, generator=g) * 0.1)
-    return lin.to(device, dtype)
+_linear = helpers.make_linear
 
 
 def _fp8_reference(mod, x):
