@@ -8,12 +8,19 @@ Rows per shape (B,M,N,K), Y[b] = bf16(xs[b] (x) ws[b] * X[b] @ W[b]^T):
                            host_us: a one-loop graph replayed back to back; graph_us: as above.
   torch_scaled_grouped_mm  torch._scaled_grouped_mm on the 3-D tensors (one launch).
   triton                   an autotuned Triton FP8 rowwise batched kernel (grid-y over batch).
+  fbgemm_rowwise           FBGEMM gen_ai f8f8bf16_rowwise_out (CUTLASS) into y[b], one call per
+                           batch in a Python loop (B = 1: one call); times as for the loop above.
+  fbgemm_rowwise_batched   FBGEMM gen_ai f8f8bf16_rowwise_batched on the 3-D tensors (one launch).
+FBGEMM gen_ai is the pip package fbgemm-gpu-genai (1.6.0 is the build for torch 2.11); where
+`fbgemm_gpu.experimental.gen_ai` does not import, its rows say "unavailable: <why>" and the run
+goes on. Every peer gets the same inputs and the accumulation mode of --precise.
 
 Timing matches the C++ bench: >= 300 ms of clock warm-up, 100 ms before each peer, CUDA events
 around --iters back-to-back calls (host_us), and the median replay of a CUDA graph of 20 calls
 (graph_us). Input sets are rotated so that consecutive calls span more than 2 x the L2.
 floor = max(bytes / BW, flops / PEAK); with --baseline BW and PEAK come from the C++ bench's
-ceiling rows so that both CSVs share one floor.
+ceiling rows so that both CSVs share one floor, and the last table sets the best peer's graph
+time (the baseline's cuBLASLt rows included) against ours (f8gemm_preshuffled).
 
 Usage (on the GPU machine):
   python3 bench/peers.py --baseline bench.csv --csv peers.csv [--shapes bench/shapes.txt]
@@ -42,6 +49,7 @@ CLOCK_WARM_S = 0.3   # the SM clock idles at 345 MHz and needs a few hundred ms 
 PEER_WARM_S = 0.1    # autotuning and first-call set-up let the clock drop between peers
 E4M3_MAX = 448.0
 MAX_SETS = 64
+OURS = ("f8gemm_preshuffled", "f8gemm_plain")  # rows of the C++ bench that are not peers
 
 
 def one_line(exc):
@@ -102,6 +110,57 @@ def read_ceilings(path):
     if bw is None or peak is None:
         raise SystemExit(f"{path}: no ceiling_bw/ceiling_peak rows with numbers")
     return bw, peak
+
+
+def read_graph_times(path):
+    """{(b, m, n, k): {impl: graph_us}} from the rows of a bench CSV that ran (status "ok")."""
+    times = {}
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            if (row.get("status") or "").strip() != "ok":
+                continue
+            try:
+                shape = tuple(int(row[c]) for c in ("b", "m", "n", "k"))
+                us = float(row["graph_us"])
+            except (KeyError, TypeError, ValueError):
+                continue
+            if math.isfinite(us):
+                times.setdefault(shape, {})[(row.get("impl") or "").strip()] = us
+    return times
+
+
+def best_peer(times):
+    """(impl, graph_us) of the fastest peer in {impl: graph_us}, or None; ours are no peers."""
+    peers = [(us, impl) for impl, us in times.items() if impl not in OURS and us is not None]
+    if not peers:
+        return None
+    us, impl = min(peers)
+    return impl, us
+
+
+def table_cell(result, idx, floor_us):
+    """A (host_us, graph_us) result as 'us (x floor)'; a row that did not run as its status word
+    ('unsupported', 'unavailable', 'error'); '-' where nothing was measured."""
+    if isinstance(result, tuple):
+        return f"{result[idx]:.1f} ({result[idx] / floor_us:.2f})"
+    if not result:
+        return "-"
+    return result.split(":", 1)[0]
+
+
+def load_fbgemm(torch):
+    """(torch.ops.fbgemm, version) once FBGEMM gen_ai is imported, else (None, why not). The
+    import registers the ops; a missing package, a build for another torch or a missing op all
+    end here, so that the FBGEMM rows say "unavailable" and the other peers still run."""
+    try:
+        import fbgemm_gpu
+        import fbgemm_gpu.experimental.gen_ai  # noqa: F401 - registers torch.ops.fbgemm.*
+        ops = torch.ops.fbgemm
+        for name in ("f8f8bf16_rowwise", "f8f8bf16_rowwise_batched"):
+            getattr(ops, name)  # raises where this build lacks the op
+        return ops, str(getattr(fbgemm_gpu, "__version__", "unknown version"))
+    except Exception as exc:  # noqa: BLE001 - any failure to load means "unavailable"
+        return None, one_line(exc)
 
 
 def shape_cost(shape, bw_tbps, peak_tflops):
@@ -166,8 +225,17 @@ def main(argv):
     fast = not args.precise
     shapes = read_shapes(args.shapes) if args.shapes else list(DEFAULT_SHAPES)
     only = set(args.only.split(",")) if args.only else None
+    fbgemm, fbgemm_about = load_fbgemm(torch)
     print(f"device: {props.name}, {props.multi_processor_count} SMs, L2 {l2_bytes} bytes; "
           f"torch {torch.__version__}, triton {triton.__version__}; fast_accum {fast}")
+    print(f"FBGEMM gen_ai: {fbgemm_about}" if fbgemm is not None
+          else f"FBGEMM gen_ai: unavailable ({fbgemm_about})")
+    # Peers whose package is missing: their rows carry this status and nothing is tried.
+    unavailable = {}
+    if fbgemm is None:
+        for impl in ("fbgemm_rowwise", "fbgemm_rowwise_batched"):
+            unavailable[impl] = "unavailable: " + fbgemm_about
+    baseline_times = read_graph_times(args.baseline) if args.baseline else {}
 
     # ---------------------------------------------------------------- Triton kernel
     configs = []
@@ -390,6 +458,29 @@ def main(argv):
             triton_bmm(xi, wi, xsi, wsi, y)
             return y
 
+        # FBGEMM gen_ai: XQ [M;K] or [B;M;K], WQ [N;K] or [B;N;K] (both K-contiguous, as ours),
+        # fp32 scales [M] [N] or [B;M] [B;N]; bf16 out. `fbgemm` is only read when a call runs.
+        def fbgemm_loop_out(i):
+            xi, wi, xsi, wsi = sets[i]
+            for bi in range(bsz):
+                fbgemm.f8f8bf16_rowwise_out(xi[bi], wi[bi], xsi[bi], wsi[bi], y[bi],
+                                            use_fast_accum=fast)
+            return y
+
+        def fbgemm_loop_alloc(i):
+            xi, wi, xsi, wsi = sets[i]
+            return [fbgemm.f8f8bf16_rowwise(xi[bi], wi[bi], xsi[bi], wsi[bi], use_fast_accum=fast)
+                    for bi in range(bsz)]
+
+        def fbgemm_batched_out(i):
+            xi, wi, xsi, wsi = sets[i]
+            return fbgemm.f8f8bf16_rowwise_batched(xi, wi, xsi, wsi, use_fast_accum=fast,
+                                                   output=y)
+
+        def fbgemm_batched_alloc(i):
+            xi, wi, xsi, wsi = sets[i]
+            return fbgemm.f8f8bf16_rowwise_batched(xi, wi, xsi, wsi, use_fast_accum=fast)
+
         # Each peer lists spellings to try in order; the first that runs is timed. Keyword names
         # and scale shapes of the private torch ops have moved between releases, so 2.11's
         # spelling comes first and older ones follow.
@@ -409,11 +500,22 @@ def main(argv):
                         use_fast_accum=fast))),
             ]),
             ("triton", [("grid-y over batch", triton_call)]),
+            ("fbgemm_rowwise", [("rowwise_out into y[b]", fbgemm_loop_out),
+                                ("rowwise; allocating", fbgemm_loop_alloc)]),
+            ("fbgemm_rowwise_batched", [("batched; output=y", fbgemm_batched_out),
+                                        ("batched; allocating", fbgemm_batched_alloc)]),
         ]
+        # Per impl: (host_us, graph_us), or the status of a row that did not run.
         results = {}
         for impl, variants in peers:
             names = [impl] + (["torch_scaled_mm_graph"] if impl == "torch_scaled_mm_loop" else [])
             if only is not None and not any(nm in only for nm in names):
+                continue
+            if impl in unavailable:
+                print(f"    {impl}: {unavailable[impl]}")
+                for nm in names:
+                    out.result(nm, shape, unavailable[impl], None, None, cost)
+                    results[nm] = unavailable[impl]
                 continue
             # First call: a refusal of the input is "unsupported"; a failure later is "error".
             call = None
@@ -432,7 +534,7 @@ def main(argv):
                 print(f"    {impl}: {status}")
                 for nm in names:
                     out.result(nm, shape, status, None, None, cost)
-                    results[nm] = None
+                    results[nm] = status
                 continue
             outs = res if isinstance(res, list) else [res]
             finite = all(bool(torch.isfinite(t).all().item()) for t in outs)
@@ -482,27 +584,46 @@ def main(argv):
                 for nm in names:
                     if nm not in written:
                         out.result(nm, shape, status, None, None, cost)
-                        results[nm] = None
+                        results[nm] = status
             torch.cuda.empty_cache()
-        summary.append((label, cost[2], results))
+        summary.append((shape, label, cost[2], results))
         del sets, x, w, xs, ws, y, ref
         torch.cuda.empty_cache()
 
     # us per call (x floor): host time for the two loop rows (their kernels are the same graph),
-    # graph-replay time for the one-launch peers.
+    # graph-replay time for the one-launch peers and for FBGEMM.
     columns = [("scaled_mm loop host", "torch_scaled_mm_loop", 0),
                ("scaled_mm graph host", "torch_scaled_mm_graph", 0),
                ("scaled_mm kernels", "torch_scaled_mm_loop", 1),
                ("grouped_mm graph", "torch_scaled_grouped_mm", 1),
-               ("triton graph", "triton", 1)]
+               ("triton graph", "triton", 1),
+               ("fbgemm rowwise graph", "fbgemm_rowwise", 1),
+               ("fbgemm batched graph", "fbgemm_rowwise_batched", 1)]
     print("\nus per call (x floor)")
     print(f"{'B,M,N,K':<18} {'floor_us':>9}  " + "  ".join(f"{c[0]:>21}" for c in columns))
-    for label, floor_us, results in summary:
-        cells = []
-        for _, impl, idx in columns:
-            v = results.get(impl)
-            cells.append(f"{v[idx]:.1f} ({v[idx] / floor_us:.2f})" if v is not None else "-")
+    for _, label, floor_us, results in summary:
+        cells = [table_cell(results.get(impl), idx, floor_us) for _, impl, idx in columns]
         print(f"{label:<18} {floor_us:>9.2f}  " + "  ".join(f"{c:>21}" for c in cells))
+
+    # The fastest peer by graph-replay time: every peer above (FBGEMM included) and, with
+    # --baseline, the C++ bench's cuBLASLt rows; ours from the baseline beside it.
+    print("\nbest peer, graph replay, us per call (x floor)"
+          + ("; ours = f8gemm_preshuffled from " + args.baseline if args.baseline else ""))
+    print(f"{'B,M,N,K':<18} {'best peer':<24} {'graph_us':>16}"
+          + (f" {'ours':>16} {'ours/best':>9}" if args.baseline else ""))
+    for shape, label, floor_us, results in summary:
+        times = {impl: v[1] for impl, v in results.items() if isinstance(v, tuple)}
+        base = baseline_times.get(shape, {})
+        times.update({impl: us for impl, us in base.items() if impl not in times})
+        best = best_peer(times)
+        name, best_cell = ("-", "-") if best is None else (
+            best[0], f"{best[1]:.1f} ({best[1] / floor_us:.2f})")
+        line = f"{label:<18} {name:<24} {best_cell:>16}"
+        if args.baseline:
+            ours = base.get(OURS[0])
+            line += f" {table_cell((0.0, ours) if ours else None, 1, floor_us):>16}"
+            line += f" {ours / best[1]:>9.2f}" if (ours and best) else f" {'-':>9}"
+        print(line)
     print(f"csv: {args.csv}")
     return 0
 

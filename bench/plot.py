@@ -4,8 +4,10 @@
   python3 bench/plot.py bench.csv peers.csv --out bench.png
 
 One group of bars per shape (B,M,N,K), one bar per implementation (ours first), a line at 1.0
-(the floor), and an 'x' at the bottom where an implementation is unsupported or failed. The title
-carries BW and PEAK from the first CSV's ceiling rows.
+(the floor), and an 'x' at the bottom where an implementation is unsupported or failed. A peer
+whose package was missing on every row (status "unavailable", e.g. FBGEMM gen_ai) keeps its
+legend entry, marked so, and draws nothing. The title carries BW and PEAK from the first CSV's
+ceiling rows.
 """
 
 import argparse
@@ -35,8 +37,9 @@ def number(text):
 
 def load(paths):
     """Returns (shapes in first-seen order, impls ours-first, {(shape, impl): ratio or None},
-    bw, peak). A later row for the same (shape, impl) replaces an earlier one."""
-    shapes, impls, cells = [], [], {}
+    bw, peak, impls whose every row is "unavailable"). A later row for the same (shape, impl)
+    replaces an earlier one."""
+    shapes, impls, cells, statuses = [], [], {}, {}
     bw = peak = None
     for path in paths:
         with open(path, newline="") as f:
@@ -55,10 +58,14 @@ def load(paths):
                     shapes.append(shape)
                 if impl not in impls:
                     impls.append(impl)
-                ok = (row.get("status") or "").strip() == "ok"
-                cells[(shape, impl)] = number(row.get("graph_ratio")) if ok else None
+                status = (row.get("status") or "").strip()
+                cells[(shape, impl)] = number(row.get("graph_ratio")) if status == "ok" else None
+                statuses[(shape, impl)] = status
     impls = [i for i in OURS if i in impls] + [i for i in impls if i not in OURS]
-    return shapes, impls, cells, bw, peak
+    unavailable = {i for i in impls
+                   if all(st.startswith("unavailable") for (_, im), st in statuses.items()
+                          if im == i)}
+    return shapes, impls, cells, bw, peak, unavailable
 
 
 def main(argv):
@@ -66,12 +73,14 @@ def main(argv):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
 
-    shapes, impls, cells, bw, peak = load(args.csv)
+    shapes, impls, cells, bw, peak, unavailable = load(args.csv)
     if not shapes or not impls:
         raise SystemExit("plot.py: no result rows in " + ", ".join(args.csv))
 
-    width = 0.8 / len(impls)
+    drawn = [i for i in impls if i not in unavailable]
+    width = 0.8 / max(1, len(drawn))
     fig, ax = plt.subplots(figsize=(max(9.0, 1.1 * len(shapes) + 4.0), 5.5))
     values = [v for v in cells.values() if v is not None]
     # A log axis once ratios span more than 10x (a Python loop at small M can sit 10x off the
@@ -79,7 +88,10 @@ def main(argv):
     log = bool(values) and max(values) / max(min(values), 1e-9) > 10.0
     bottom = 0.5 * min(min(values), 1.0) if (log and values) else 0.0
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for j, impl in enumerate(impls):
+    for j, impl in enumerate(drawn):
+        color = colors[j % len(colors)]
+        # Past the colour cycle (10 colours), hatching tells repeated colours apart.
+        hatch = "//" if j >= len(colors) else None
         xs, ys, missing = [], [], []
         for i, shape in enumerate(shapes):
             x = i - 0.4 + width * (j + 0.5)
@@ -91,8 +103,7 @@ def main(argv):
             else:
                 xs.append(x)
                 ys.append(v)
-        color = colors[j % len(colors)]
-        ax.bar(xs, ys, width=width * 0.95, label=impl, color=color,
+        ax.bar(xs, ys, width=width * 0.95, label=impl, color=color, hatch=hatch,
                edgecolor="black" if impl in OURS else None, linewidth=0.6)
         if missing:
             y_mark = bottom * 1.15 if log else 0.0
@@ -118,7 +129,12 @@ def main(argv):
         title += "\n" + " ".join(t for t in [args.title, ", ".join(ceil)] if t)
     ax.set_title(title)
     ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+    handles, labels = ax.get_legend_handles_labels()
+    for impl in (i for i in impls if i in unavailable):
+        handles.append(Patch(facecolor="none", edgecolor="gray", linestyle="--"))
+        labels.append(impl + " (unavailable)")
+    ax.legend(handles, labels, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+              borderaxespad=0.0)
     fig.tight_layout()
     fig.savefig(args.out, dpi=120)
     print(f"wrote {args.out}: {len(shapes)} shapes, {len(impls)} implementations")

@@ -5,131 +5,241 @@
 #                       [sanitize] [hostcost] [torch] [tp] [graphs]
 #                       (no argument: build tests hostcost demo bench peers torch)
 # BUILD_DIR=dir reuses a build made elsewhere (a binary built without a GPU runs here).
+# SHAPES=file replaces bench/shapes.txt for tune, bench and peers.
+# Wheels in ./.whl (e.g. fbgemm-gpu-genai for the peers) are installed first, into /tmp/site.
+# Every step prints one summary line; the script exits 1 when any step failed. On this machine a
+# skipped GPU test is a failure: it means the test did not run where it was meant to.
 set -u -o pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 OUT=${OUT:-$PWD/device-out}
 mkdir -p "$OUT"
 BUILD_DIR=${BUILD_DIR:-build-device}
+SHAPES=${SHAPES:-bench/shapes.txt}
 export F8GEMM_CACHE_DIR=${F8GEMM_CACHE_DIR:-/tmp/f8gemm-cache}
 steps=${*:-build tests hostcost demo bench peers torch}
 has() { [[ " $steps " == *" $1 "* ]]; }
 summary=()
+failed_steps=()
 note() { summary+=("$1"); echo "== $1"; }
+# check NAME RC [DETAIL...]: the step's summary line; a non-zero RC marks the run failed
+# (124: the step ran past its time limit).
+check() {
+  local name=$1 rc=$2
+  shift 2
+  local detail=${*:+ $*}
+  if [ "$rc" -eq 0 ]; then
+    note "$name: ok$detail"
+  else
+    [ "$rc" -eq 124 ] && detail=" timed out$detail"
+    failed_steps+=("$name")
+    note "$name: FAILED (rc=$rc)$detail"
+  fi
+}
+# gtest_skips LOG: the count on gtest's "[  SKIPPED ] N tests" line (brief and full output).
+gtest_skips() {
+  local n
+  n=$(grep -E '^\[  SKIPPED \] [0-9]+ tests?[.,]' "$1" | tail -1 | grep -oE '[0-9]+' | head -1)
+  echo "${n:-0}"
+}
+# bad_skips LOG [ALLOWED_REGEX]: skipped tests in a pytest -rs or run_all.py log, less those whose
+# reason matches ALLOWED_REGEX. pytest groups equal skips as "SKIPPED [N] file:line: reason";
+# the mini runner prints one "SKIPPED name: reason" line per skip.
+bad_skips() {
+  local log=$1 allow=${2:-} total allowed=0
+  total=$(grep -oE '[0-9]+ skipped' "$log" | tail -1 | grep -oE '^[0-9]+')
+  if [ -n "$allow" ]; then
+    allowed=$(grep -E '^SKIPPED' "$log" | grep -E "$allow" |
+      sed -nE 's/^SKIPPED \[([0-9]+)\].*/\1/p; t; s/^SKIPPED .*/1/p' | awk '{s += $1} END {print s + 0}')
+  fi
+  echo $(( ${total:-0} - allowed ))
+}
+# With fewer than two GPUs the two-GPU tests skip by design ("needs 2 GPUs, found 1").
+ONE_GPU_SKIPS='needs 2 GPUs'
+
+finish() {
+  echo
+  echo "==== summary"
+  printf '%s\n' "${summary[@]}"
+  [ -f "$OUT/demo.log" ] && has demo && tail -16 "$OUT/demo.log"
+  [ -f "$OUT/bench.log" ] && has bench && tail -16 "$OUT/bench.log"
+  if [ ${#failed_steps[@]} -gt 0 ]; then
+    printf '==== FAILED:'
+    printf ' [%s]' "${failed_steps[@]}"
+    echo
+  else
+    echo "==== all steps ok"
+  fi
+  # At most 8 files come back from the device: everything goes into one archive, and the few
+  # files read most often stay beside it. Nothing is removed unless the archive was written.
+  if tar -C "$OUT" -czf /tmp/device-logs.tgz .; then
+    rm -rf /tmp/keep && mkdir -p /tmp/keep
+    for f in bench.csv peers.csv bench.png h200.tsv tune.csv demo.log pytest.log; do
+      [ -f "$OUT/$f" ] && cp "$OUT/$f" /tmp/keep/
+    done
+    rm -rf "${OUT:?}"/* && mv /tmp/device-logs.tgz "$OUT/" && cp /tmp/keep/* "$OUT/" 2>/dev/null
+  fi
+  [ ${#failed_steps[@]} -eq 0 ]
+  exit $?
+}
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw,temperature.gpu --format=csv,noheader \
   | tee "$OUT/gpu.txt"
 
+wheels=(.whl/*.whl)
+if [ -f "${wheels[0]}" ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site "${wheels[@]}" >"$OUT/wheels.log" 2>&1
+  rc=$?
+  [ $rc -eq 0 ] && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+  check "wheels" $rc "(${wheels[*]##*/})"
+  [ $rc -ne 0 ] && tail -5 "$OUT/wheels.log"
+fi
+
 if has build; then
   torch_prefix=$(python3 -c "import torch; print(torch.utils.cmake_prefix_path)" 2>/dev/null || true)
-  if cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-       ${torch_prefix:+-DCMAKE_PREFIX_PATH=$torch_prefix} >"$OUT/build.log" 2>&1 &&
-     ninja -C "$BUILD_DIR" >>"$OUT/build.log" 2>&1; then
-    note "build: ok"
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    ${torch_prefix:+-DCMAKE_PREFIX_PATH=$torch_prefix} >"$OUT/build.log" 2>&1 &&
+    ninja -C "$BUILD_DIR" >>"$OUT/build.log" 2>&1
+  rc=$?
+  if [ $rc -eq 0 ]; then
+    check "build" 0
   else
+    check "build" $rc "(see build.log)"
     tail -30 "$OUT/build.log"
-    note "build: FAILED (see build.log)"
-    printf '%s\n' "${summary[@]}"
-    exit 1
+    finish  # nothing below can run without the build
   fi
 fi
 B=$BUILD_DIR/f8gemm
 
 if has tests; then
-  if timeout 600 "$BUILD_DIR/f8gemm_gpu_tests" --gtest_brief=1 >"$OUT/gpu-tests.log" 2>&1; then
-    note "gpu tests: $(grep -E '^\[  PASSED  \]' "$OUT/gpu-tests.log" | head -1)"
-  else
+  timeout 600 "$BUILD_DIR/f8gemm_gpu_tests" --gtest_brief=1 >"$OUT/gpu-tests.log" 2>&1
+  rc=$?
+  passed=$(grep -E '^\[  PASSED  \]' "$OUT/gpu-tests.log" | head -1)
+  skipped=$(gtest_skips "$OUT/gpu-tests.log")
+  if [ $rc -ne 0 ]; then
     grep -E "FAILED|Failure|error" "$OUT/gpu-tests.log" | head -20
-    note "gpu tests: FAILED ($(grep -cE '^\[  FAILED  \]' "$OUT/gpu-tests.log") lines), see gpu-tests.log"
+    check "gpu tests" $rc "$(grep -cE '^\[  FAILED  \]' "$OUT/gpu-tests.log") FAILED lines, see gpu-tests.log"
+  elif [ "$skipped" -gt 0 ]; then
+    grep -A1 'Skipped$' "$OUT/gpu-tests.log" | head -4
+    check "gpu tests" 1 "$skipped skipped (a skipped GPU test did not run), $passed"
+  else
+    check "gpu tests" 0 "$passed"
   fi
 fi
 
 if has sanitize; then
   timeout 600 compute-sanitizer --tool memcheck --error-exitcode 9 "$B" run --b 3 --m 77 --n 136 \
     --k 272 --iters 2 --verify >"$OUT/sanitize.log" 2>&1
-  note "compute-sanitizer memcheck (ragged shape): rc=$? $(grep -c 'Invalid' "$OUT/sanitize.log") invalid accesses"
+  check "compute-sanitizer memcheck (ragged shape)" $? \
+    "$(grep -c 'Invalid' "$OUT/sanitize.log") invalid accesses"
 fi
 
 if has hostcost; then
   # The host cost of one C++ call for a cached configuration ("API host cost": 200 calls issued
   # back to back, wall time / 200), on a tiny shape and on two batched ones; kernel times beside.
+  rc=0
   for shape in "--b 1 --m 16 --n 256 --k 256" "--b 16 --m 1 --n 1280 --k 8192" \
                "--b 16 --m 4096 --n 8192 --k 1024" "--b 16 --m 1024 --n 8192 --k 1024" \
                "--b 16 --m 4096 --n 1280 --k 8192"; do
-    timeout 120 "$B" run $shape --iters 100 >>"$OUT/hostcost.log" 2>&1
+    # shellcheck disable=SC2086 # $shape is a list of arguments
+    timeout 120 "$B" run $shape --iters 100 >>"$OUT/hostcost.log" 2>&1 || rc=$?
   done
-  note "hostcost: $(grep -c 'API host cost' "$OUT/hostcost.log") runs"
+  check "hostcost" $rc "$(grep -c 'API host cost' "$OUT/hostcost.log") of 5 runs"
   grep -E "^B,M|API host" "$OUT/hostcost.log"
 fi
 
 if has demo; then
   timeout "${T_DEMO:-600}" "$B" demo >"$OUT/demo.log" 2>&1
-  note "demo: rc=$? ($(tail -1 "$OUT/demo.log"))"
+  check "demo" $? "($(tail -1 "$OUT/demo.log"))"
 fi
 
 if has tune; then
-  timeout 900 "$B" tune --shapes bench/shapes.txt --both --out "$OUT/h200.tsv" \
+  timeout 900 "$B" tune --shapes "$SHAPES" --both --out "$OUT/h200.tsv" \
     --log "$OUT/tune.csv" >"$OUT/tune.log" 2>&1
-  note "tune: rc=$?"
+  check "tune" $?
   cat "$OUT/tune.log"
 fi
 
 if has bench; then
-  timeout "${T_BENCH:-900}" "$B" bench --shapes bench/shapes.txt --csv "$OUT/bench.csv" >"$OUT/bench.log" 2>&1
-  note "bench: rc=$?"
+  timeout "${T_BENCH:-900}" "$B" bench --shapes "$SHAPES" --csv "$OUT/bench.csv" >"$OUT/bench.log" 2>&1
+  check "bench" $?
 fi
 
 if has peers; then
-  PYTHONUNBUFFERED=1 timeout "${T_PEERS:-900}" python3 bench/peers.py --shapes bench/shapes.txt \
-    --baseline "$OUT/bench.csv" --csv "$OUT/peers.csv" >"$OUT/peers.log" 2>&1
-  note "peers: rc=$?"
-  python3 bench/plot.py "$OUT/bench.csv" "$OUT/peers.csv" --out "$OUT/bench.png" >"$OUT/plot.log" 2>&1
-  note "plot: rc=$?"
+  # Without the C++ bench's CSV (bench not run, or failed) peers.py measures its own ceilings.
+  baseline=()
+  [ -s "$OUT/bench.csv" ] && baseline=(--baseline "$OUT/bench.csv")
+  PYTHONUNBUFFERED=1 timeout "${T_PEERS:-900}" python3 bench/peers.py --shapes "$SHAPES" \
+    "${baseline[@]}" --csv "$OUT/peers.csv" >"$OUT/peers.log" 2>&1
+  rc=$?
+  fbgemm=$(grep -m1 '^FBGEMM gen_ai:' "$OUT/peers.log")
+  if [ $rc -eq 0 ] && ls .whl/fbgemm_gpu_genai-*.whl >/dev/null 2>&1 &&
+     [[ "$fbgemm" == *unavailable* ]]; then
+    check "peers" 1 "the FBGEMM wheel is carried but did not load: ${fbgemm#FBGEMM gen_ai: }"
+  else
+    check "peers" $rc "(${fbgemm:-no FBGEMM line})"
+  fi
+  tail -30 "$OUT/peers.log"
+  csvs=("$OUT/peers.csv")
+  [ -s "$OUT/bench.csv" ] && csvs=("$OUT/bench.csv" "$OUT/peers.csv")
+  python3 bench/plot.py "${csvs[@]}" --out "$OUT/bench.png" >"$OUT/plot.log" 2>&1
+  check "plot" $? "($(tail -1 "$OUT/plot.log"))"
 fi
 
 if has torch; then
-  export PYTHONPATH=$PWD/python F8GEMM_TORCH_LIB=$PWD/$BUILD_DIR PYTHONUNBUFFERED=1
+  export PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH} F8GEMM_TORCH_LIB=$PWD/$BUILD_DIR
+  export PYTHONUNBUFFERED=1
   if python3 -c "import pytest" 2>/dev/null; then
     timeout "${T_TORCH:-400}" python3 -m pytest -q -rs python/tests >"$OUT/pytest.log" 2>&1
   else
     timeout "${T_TORCH:-400}" python3 python/tests/run_all.py >"$OUT/pytest.log" 2>&1
   fi
-  note "pytest: rc=$? $(tail -1 "$OUT/pytest.log")"
+  rc=$?
+  skipped=$(bad_skips "$OUT/pytest.log" "$ONE_GPU_SKIPS")
+  if [ $rc -eq 0 ] && [ "$skipped" -gt 0 ]; then
+    grep -E '^SKIPPED' "$OUT/pytest.log" | grep -vE "$ONE_GPU_SKIPS" | head -10
+    check "pytest" 1 "$skipped skipped other than '$ONE_GPU_SKIPS'; $(tail -1 "$OUT/pytest.log")"
+  else
+    check "pytest" $rc "$(tail -1 "$OUT/pytest.log")"
+  fi
   timeout 120 python3 python/bench_host_overhead.py >"$OUT/torch-host.log" 2>&1
-  note "torch host overhead: rc=$?"
+  check "torch host overhead" $?
   cat "$OUT/torch-host.log"
   timeout 300 python3 examples/llama_mlp.py >"$OUT/llama.log" 2>&1
-  note "llama MLP example: rc=$?"
+  check "llama MLP example" $?
   cat "$OUT/llama.log"
 fi
 
 if has tp; then
-  export PYTHONPATH=$PWD/python F8GEMM_TORCH_LIB=$PWD/$BUILD_DIR PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
+  export PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH} F8GEMM_TORCH_LIB=$PWD/$BUILD_DIR
+  export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
   timeout 300 python3 -m pytest -q -rs python/tests/test_tp.py >"$OUT/tp.log" 2>&1
-  note "tensor-parallel test: rc=$? $(tail -1 "$OUT/tp.log")"
+  rc=$?
+  skipped=$(bad_skips "$OUT/tp.log")  # this step is asked for two GPUs: every skip fails it
+  if [ $rc -eq 0 ] && [ "$skipped" -gt 0 ]; then
+    check "tensor-parallel test" 1 "$skipped skipped; $(tail -1 "$OUT/tp.log")"
+  else
+    check "tensor-parallel test" $rc "$(tail -1 "$OUT/tp.log")"
+  fi
   timeout 300 python3 examples/tp_linear.py >>"$OUT/tp.log" 2>&1
-  note "tensor-parallel example: rc=$?"
+  check "tensor-parallel example" $?
   tail -20 "$OUT/tp.log"
 fi
 
 if has graphs; then
-  export PYTHONPATH=$PWD/python F8GEMM_TORCH_LIB=$PWD/$BUILD_DIR PYTHONUNBUFFERED=1
+  export PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH} F8GEMM_TORCH_LIB=$PWD/$BUILD_DIR
+  export PYTHONUNBUFFERED=1
   timeout 200 python3 -m pytest -q -rs python/tests/test_graphs.py >"$OUT/graphs.log" 2>&1
-  note "CUDA-graph tests: rc=$? $(tail -1 "$OUT/graphs.log")"
+  rc=$?
+  skipped=$(bad_skips "$OUT/graphs.log")
+  if [ $rc -eq 0 ] && [ "$skipped" -gt 0 ]; then
+    check "CUDA-graph tests" 1 "$skipped skipped; $(tail -1 "$OUT/graphs.log")"
+  else
+    check "CUDA-graph tests" $rc "$(tail -1 "$OUT/graphs.log")"
+  fi
   timeout 200 python3 examples/llama_mlp.py --cuda-graph >"$OUT/llama-graph.log" 2>&1
-  note "llama MLP example under CUDA graphs: rc=$?"
+  check "llama MLP example under CUDA graphs" $?
   cat "$OUT/llama-graph.log"
 fi
 
-echo
-echo "==== summary"
-printf '%s\n' "${summary[@]}"
-[ -f "$OUT/demo.log" ] && has demo && tail -16 "$OUT/demo.log"
-[ -f "$OUT/bench.log" ] && has bench && tail -16 "$OUT/bench.log"
-# At most 8 files come back from the device: everything goes into one archive, and the few
-# files read most often stay beside it.
-tar -C "$OUT" -czf /tmp/device-logs.tgz . && mkdir -p /tmp/keep &&
-  for f in bench.csv peers.csv bench.png h200.tsv tune.csv demo.log pytest.log; do
-    [ -f "$OUT/$f" ] && cp "$OUT/$f" /tmp/keep/
-  done
-rm -rf "${OUT:?}"/* && mv /tmp/device-logs.tgz "$OUT/" && cp /tmp/keep/* "$OUT/" 2>/dev/null
-exit 0
+finish
