@@ -319,6 +319,42 @@ std::vector<int64_t> gemm_out_shape(const GemmArgs& a) {
   return shape;
 }
 
+/// `v` without its dimension `dim`, which has size 1: the same elements, the same order.
+TensorView drop_unit_dim(TensorView v, int dim) {
+  for (int i = dim; i + 1 < v.rank; ++i) {
+    v.shape[i] = v.shape[i + 1];
+    v.stride[i] = v.stride[i + 1];
+  }
+  --v.rank;
+  return v;
+}
+
+/// The scale shapes other callers pass, as the library's [M] / [N] ([B, M] / [B, N]): torchao
+/// and vLLM keep the reduced dimension (x_scale [..., 1], w_scale [N, 1]) and some callers give
+/// w_scale as a row [1, N]. A size-1 dimension holds no data, so this is exact and free; any
+/// other shape reaches the library unchanged and is rejected there.
+TensorView accept_scale_shape(const TensorView& v, const GemmArgs& a, bool is_x) {
+  const int lead = a.batched ? 1 : 0;
+  if (is_x) {
+    // x_scale [..., 1]: XQ's rank (keepdim), or [M, 1] for a single GEMM of any XQ rank.
+    const bool keepdim = v.rank == a.XQ.dim() || (!a.batched && v.rank == 2);
+    return keepdim && v.rank >= 2 && v.shape[v.rank - 1] == 1 ? drop_unit_dim(v, v.rank - 1) : v;
+  }
+  if (v.rank != 2 + lead) return v;
+  if (v.shape[v.rank - 1] == 1) return drop_unit_dim(v, v.rank - 1);  // [N, 1], [B, N, 1]
+  if (v.shape[lead] == 1) return drop_unit_dim(v, lead);              // [1, N], [B, 1, N]
+  return v;
+}
+
+/// Added to a scale-shape error: the shapes as passed and the accepted forms.
+std::string scale_hint(const GemmArgs& a) {
+  return c10::str("x_scale ", a.x_scale.sizes(), " and w_scale ", a.w_scale.sizes(),
+                  " were passed; accepted: ",
+                  a.batched ? "x_scale [B, M] or [B, M, 1], w_scale [B, N], [B, N, 1] or [B, 1, N]"
+                            : "x_scale XQ's leading shape, [M] or [M, 1] (or XQ's leading "
+                              "shape + [1]), w_scale [N], [N, 1] or [1, N]");
+}
+
 void run_gemm(const GemmArgs& a, const at::Tensor& out) {
   const char* op = a.op;
   const TensorView x = view_of(a.XQ, op, "XQ", "torch.float8_e4m3fn");
@@ -326,8 +362,10 @@ void run_gemm(const GemmArgs& a, const at::Tensor& out) {
                                a.layout == WeightLayout::kPlain
                                    ? "torch.float8_e4m3fn"
                                    : "torch.float8_e4m3fn (or torch.uint8)");
-  const TensorView xs = view_of(a.x_scale, op, "x_scale", "torch.float32");
-  const TensorView ws = view_of(a.w_scale, op, "w_scale", "torch.float32");
+  const TensorView xs =
+      accept_scale_shape(view_of(a.x_scale, op, "x_scale", "torch.float32"), a, true);
+  const TensorView ws =
+      accept_scale_shape(view_of(a.w_scale, op, "w_scale", "torch.float32"), a, false);
   const TensorView y = view_of(out, op, "output", "torch.bfloat16 or torch.float16");
   TensorView b;
   f8gemm::GemmOptions opt;
@@ -346,7 +384,12 @@ void run_gemm(const GemmArgs& a, const at::Tensor& out) {
       f8gemm::gemm(x, w, a.layout, xs, ws, y, opt);
     }
   } catch (const f8gemm::Error& e) {
-    rethrow(op, e, gemm_names(), layout_hint(a));
+    std::string hint = layout_hint(a);
+    if (hint.empty() && (std::strstr(e.what(), "_scale must have shape") ||
+                         std::strstr(e.what(), "_scale must have x's leading shape"))) {
+      hint = scale_hint(a);
+    }
+    rethrow(op, e, gemm_names(), hint);
   }
 }
 
@@ -890,4 +933,56 @@ TORCH_LIBRARY_IMPL(f8gemm, CompositeImplicitAutograd, m) {
 // precompile takes no tensor: it is dispatched through CompositeExplicitAutograd.
 TORCH_LIBRARY_IMPL(f8gemm, CompositeExplicitAutograd, m) {
   m.impl("precompile", TORCH_FN(f8gemm_torch::precompile));
+}
+
+// --------------------------------------------------------------------- aliases and information
+
+namespace f8gemm_torch {
+namespace {
+
+/// What `f8gemm info` prints (tools/cmd_basic.cpp), as one string: `python -m f8gemm info`.
+std::string info() {
+  const f8gemm::DeviceInfo d = f8gemm::device_info();
+  std::string text = c10::str("f8gemm ", f8gemm::kVersion, "\n", "NVRTC ", d.nvrtc_major, ".",
+                              d.nvrtc_minor, ", CUDA runtime ", d.runtime_version, ", driver ",
+                              d.driver_version, "\n", "cache: ", d.cache_dir, "\n");
+  if (!d.has_device) {
+    return text + c10::str("GPU: none (", d.reason, "); kernels still compile for sm_90a\n");
+  }
+  return text + c10::str("GPU ", d.device, ": ", d.name, ", ", d.sm_count,
+                         " SMs, compute capability ", d.cc_major, ".", d.cc_minor,
+                         d.reason.empty() ? "" : ": ", d.reason, "\n");
+}
+
+int64_t preshuffle_layout_version() { return f8gemm::kPreshuffleLayoutVersion; }
+
+}  // namespace
+}  // namespace f8gemm_torch
+
+// FBGEMM's ROCm names for its preshuffled GEMMs, same schemas. Only the names are shared: the
+// weight layouts differ between vendors, so WQ must come from torch.ops.f8gemm.preshuffle.
+TORCH_LIBRARY_FRAGMENT(f8gemm, m) {
+  const std::vector<at::Tag> tags = {at::Tag::needs_contiguous_strides};
+  m.def("f8f8bf16_rowwise_preshuffle(Tensor XQ, Tensor WQ, Tensor x_scale, Tensor w_scale, "
+        "Tensor? bias=None, bool use_fast_accum=True) -> Tensor", tags);
+  m.def("f8f8f16_rowwise_preshuffle(Tensor XQ, Tensor WQ, Tensor x_scale, Tensor w_scale, "
+        "Tensor? bias=None, bool use_fast_accum=True) -> Tensor", tags);
+  m.def("info() -> str", TORCH_FN(f8gemm_torch::info));
+  m.def("preshuffle_layout_version() -> int", TORCH_FN(f8gemm_torch::preshuffle_layout_version));
+}
+
+TORCH_LIBRARY_IMPL(f8gemm, CUDA, m) {
+  m.impl("f8f8bf16_rowwise_preshuffle", TORCH_FN(f8gemm_torch::f8f8bf16_rowwise_preshuffled));
+  m.impl("f8f8f16_rowwise_preshuffle", TORCH_FN(f8gemm_torch::f8f8f16_rowwise_preshuffled));
+}
+
+TORCH_LIBRARY_IMPL(f8gemm, CPU, m) {
+  m.impl("f8f8bf16_rowwise_preshuffle", TORCH_FN(f8gemm_torch::f8f8bf16_rowwise_preshuffled));
+  m.impl("f8f8f16_rowwise_preshuffle", TORCH_FN(f8gemm_torch::f8f8f16_rowwise_preshuffled));
+}
+
+TORCH_LIBRARY_IMPL(f8gemm, Meta, m) {
+  m.impl("f8f8bf16_rowwise_preshuffle",
+         TORCH_FN(f8gemm_torch::f8f8bf16_rowwise_preshuffled_meta));
+  m.impl("f8f8f16_rowwise_preshuffle", TORCH_FN(f8gemm_torch::f8f8f16_rowwise_preshuffled_meta));
 }

@@ -1,11 +1,16 @@
 """f8gemm for PyTorch: FP8 (e4m3fn) rowwise-scaled GEMMs for Hopper as torch.ops.f8gemm.*.
 
-Importing this package loads the C++ extension (libf8gemm_torch.so, built by the project's
-CMake when Torch is found) with torch.ops.load_library. It is looked for, in order:
+Importing this package loads the C++ extension (libf8gemm_torch.so) with
+torch.ops.load_library. It is looked for, in order:
 
 1. the path in the environment variable F8GEMM_TORCH_LIB (the .so file, or its folder);
-2. next to this package (python/f8gemm/libf8gemm_torch.so);
-3. the repository's build folders, build*/ (the most recently built one wins).
+2. next to this package: where `pip install --no-build-isolation .` puts it;
+3. for developers running from a checkout: the repository's build folders, build*/ (the most
+   recently built one wins).
+
+A pip-installed package also records the torch and CUDA versions it was built against
+(f8gemm.build_info); importing it into another torch version raises ImportError saying so.
+`python -m f8gemm info` prints what the CLI's `f8gemm info` prints.
 
 The ops (schemas follow FBGEMM/MSLK; XQ [..., K] e4m3fn, WQ [N, K] e4m3fn, fp32 scales):
 
@@ -14,7 +19,11 @@ The ops (schemas follow FBGEMM/MSLK; XQ [..., K] e4m3fn, WQ [N, K] e4m3fn, fp32 
     f8f8f16_rowwise(XQ, WQ, x_scale, w_scale, bias=None, use_fast_accum=True) -> Tensor
     f8f8bf16_rowwise_batched(XQ, WQ, x_scale, w_scale, bias=None, use_fast_accum=True,
                              output=None) -> Tensor
-    ..._preshuffled variants of the four, taking preshuffle(WQ)
+    ..._preshuffled variants of the four, taking preshuffle(WQ); f8f8bf16_rowwise_preshuffle
+    and f8f8f16_rowwise_preshuffle are FBGEMM's ROCm names for ours (the layouts differ
+    between vendors: WQ must come from f8gemm's preshuffle)
+    x_scale may be XQ's leading shape, [M] or [M, 1]; w_scale [N], [N, 1] or [1, N]
+    (batched: [B, M] or [B, M, 1]; [B, N], [B, N, 1] or [B, 1, N])
     preshuffle(WQ) -> Tensor;  unshuffle(WQ_shuffled, K) -> Tensor
     quantize_fp8_row(a, scale_ub=None, use_triton=True, output=None) -> (Tensor, Tensor)
     precompile(shape, layout='preshuffled', use_fast_accum=True, out_dtype=None,
@@ -39,11 +48,17 @@ __all__ = [
     "f8f8bf16_rowwise_preshuffled_out",
     "f8f8f16_rowwise_preshuffled",
     "f8f8bf16_rowwise_batched_preshuffled",
+    "f8f8bf16_rowwise_preshuffle",
+    "f8f8f16_rowwise_preshuffle",
     "preshuffle",
     "unshuffle",
     "quantize_fp8_row",
     "precompile",
     "library_path",
+    "info",
+    "PRESHUFFLE_LAYOUT_VERSION",
+    "build_info",
+    "__version__",
     "nn",
 ]
 
@@ -74,7 +89,25 @@ def _find_library():
         "&& ninja -C build f8gemm_torch")
 
 
+def _load_build_info():
+    """The versions a pip-installed package was built against (None in a checkout)."""
+    try:
+        from . import _build_info
+    except ImportError:
+        return None
+    return {"version": _build_info.VERSION, "torch": _build_info.TORCH_VERSION,
+            "cuda": _build_info.CUDA_VERSION}
+
+
+build_info = _load_build_info()
 library_path = _find_library()
+if build_info is not None and os.path.dirname(library_path) == _HERE:
+    _running = torch.__version__.split("+")[0]
+    if build_info["torch"] and _running != build_info["torch"]:
+        raise ImportError(
+            f"f8gemm: this package was built against torch {build_info['torch']}, but torch "
+            f"{torch.__version__} is imported; torch's C++ ABI differs between versions. "
+            "Reinstall f8gemm with `pip install --no-build-isolation .` under this torch")
 if not hasattr(torch.ops.f8gemm, "f8f8bf16_rowwise"):  # loading twice would re-register
     torch.ops.load_library(library_path)
 
@@ -87,9 +120,21 @@ f8f8bf16_rowwise_preshuffled = _ops.f8f8bf16_rowwise_preshuffled
 f8f8bf16_rowwise_preshuffled_out = _ops.f8f8bf16_rowwise_preshuffled_out
 f8f8f16_rowwise_preshuffled = _ops.f8f8f16_rowwise_preshuffled
 f8f8bf16_rowwise_batched_preshuffled = _ops.f8f8bf16_rowwise_batched_preshuffled
+f8f8bf16_rowwise_preshuffle = _ops.f8f8bf16_rowwise_preshuffle
+f8f8f16_rowwise_preshuffle = _ops.f8f8f16_rowwise_preshuffle
 preshuffle = _ops.preshuffle
 unshuffle = _ops.unshuffle
 quantize_fp8_row = _ops.quantize_fp8_row
+
+# The preshuffled weight layout's version (README "Preshuffled weight layout"); FP8Linear's
+# state_dict records it.
+PRESHUFFLE_LAYOUT_VERSION = int(_ops.preshuffle_layout_version())
+__version__ = build_info["version"] if build_info else None
+
+
+def info():
+    """What `f8gemm info` prints: library version, NVRTC, CUDA runtime, driver, cache, GPU."""
+    return _ops.info()
 
 
 def precompile(shapes, layout="preshuffled", use_fast_accum=True, out_dtype=torch.bfloat16,

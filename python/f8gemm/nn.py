@@ -57,6 +57,9 @@ class FP8Linear(torch.nn.Module):
         if activation_scale_ub is not None:
             self.activation_scale_ub = torch.tensor(float(activation_scale_ub),
                                                     dtype=torch.float32)
+        self._register_state_dict_hook(FP8Linear._state_dict_layout_hook)
+        self._register_load_state_dict_pre_hook(FP8Linear._load_state_dict_layout_hook,
+                                                with_module=True)
 
     @classmethod
     @torch.no_grad()
@@ -82,6 +85,44 @@ class FP8Linear(torch.nn.Module):
             mod.bias.copy_(bias.to(bias_dtype))
         return mod
 
+    # --- checkpoints: state_dict()[prefix + LAYOUT_KEY] is the preshuffle layout version, an
+    # int32 scalar tensor (safetensors-friendly). load_state_dict() accepts this module's own
+    # state (any recorded version equal to ours; none means version 1, the first layout), and
+    # the plain form that FBGEMM, torchao and compressed-tensors checkpoints carry: weight
+    # e4m3fn [N, K] with weight_scale [N] or [N, 1], which is preshuffled on load.
+    LAYOUT_KEY = "weight_layout_version"
+
+    @staticmethod
+    def _state_dict_layout_hook(module, state_dict, prefix, local_metadata):
+        state_dict[prefix + FP8Linear.LAYOUT_KEY] = torch.tensor(
+            _layout_version(), dtype=torch.int32)
+        return state_dict
+
+    @staticmethod
+    def _load_state_dict_layout_hook(module, state_dict, prefix, local_metadata, strict,
+                                     missing_keys, unexpected_keys, error_msgs):
+        version = state_dict.pop(prefix + FP8Linear.LAYOUT_KEY, None)
+        weight = state_dict.get(prefix + "weight")
+        scale = state_dict.get(prefix + "weight_scale")
+        n, k = module.out_features, module.in_features
+        if scale is not None and tuple(scale.shape) == (n, 1):
+            state_dict[prefix + "weight_scale"] = scale.reshape(n)
+        if weight is None:
+            return
+        if weight.dim() == 2:  # plain [N, K]: preshuffle it here (CPU or GPU, where it is)
+            if weight.dtype != torch.float8_e4m3fn or tuple(weight.shape) != (n, k):
+                error_msgs.append(
+                    f"{prefix}weight: a plain weight must be torch.float8_e4m3fn [{n}, {k}] "
+                    f"(out_features, in_features), got {weight.dtype} {list(weight.shape)}")
+                return
+            state_dict[prefix + "weight"] = _OPS.preshuffle(weight.contiguous())
+            return
+        if version is not None and int(version) != _layout_version():
+            error_msgs.append(
+                f"{prefix}weight: preshuffle layout version {int(version)} in the checkpoint, "
+                f"this f8gemm reads version {_layout_version()}: load the plain weight "
+                "(torch.ops.f8gemm.unshuffle with the version that wrote it) instead")
+
     def forward(self, x):
         if x.shape[-1] != self.in_features:
             raise ValueError(f"FP8Linear: the input's last dimension must be in_features = "
@@ -101,6 +142,10 @@ class FP8Linear(torch.nn.Module):
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
                 f"bias={self.bias is not None}, use_fast_accum={self.use_fast_accum}, "
                 f"weight=preshuffled e4m3fn")
+
+
+def _layout_version():
+    return int(_OPS.preshuffle_layout_version())
 
 
 def swap_linears(module, filter_fn=None, **kwargs):

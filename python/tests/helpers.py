@@ -1,13 +1,16 @@
 """Shared helpers of the f8gemm PyTorch tests: paths, skip conditions, problem generation, the
 fp64 reference and the accuracy bounds."""
 
+import contextlib
 import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYDIR = os.path.dirname(HERE)
 REPO = os.path.dirname(PYDIR)
-for _p in (PYDIR, HERE):
+# F8GEMM_TEST_INSTALLED=1 tests the pip-installed package instead of this checkout's python/.
+INSTALLED = os.environ.get("F8GEMM_TEST_INSTALLED") == "1"
+for _p in (HERE,) if INSTALLED else (PYDIR, HERE):
     if _p not in sys.path:
         sys.path.insert(0, _p)
 
@@ -128,3 +131,23 @@ def make_linear(k, n, bias=True, dtype=torch.bfloat16, seed=0, device=DEVICE):
         if bias:
             lin.bias.copy_(torch.randn(n, generator=g) * 0.1)
     return lin.to(device, dtype)
+
+
+@contextlib.contextmanager
+def fp8_comparable():
+    """opcheck's schema test detects mutation with torch.allclose, which has no float8 kernels:
+    compare float8 tensors bit for bit instead (what "not mutated" means)."""
+    original = torch.allclose
+    fp8 = (torch.float8_e4m3fn, torch.float8_e5m2)
+
+    def allclose(a, b, *args, **kwargs):
+        if a.dtype in fp8 or b.dtype in fp8:
+            return a.dtype == b.dtype and a.shape == b.shape and \
+                torch.equal(a.view(torch.uint8), b.view(torch.uint8))
+        return original(a, b, *args, **kwargs)
+
+    torch.allclose = allclose
+    try:
+        yield
+    finally:
+        torch.allclose = original

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Runs the f8gemm PyTorch tests: with pytest when it is installed, else (or with --mini) with a
 minimal runner that imports each test module, expands mark.parametrize and calls every test_*
-function. Test modules skip themselves without an sm_90 GPU (test_tp without two).
+function. test_cpu_ops and the CPU parts of test_interop run anywhere; the other test modules
+skip themselves without an sm_90 GPU (test_tp without two).
 
     python3 python/tests/run_all.py            # pytest -q -rs python/tests, or the mini runner
     python3 python/tests/run_all.py --mini     # the mini runner even if pytest is installed
@@ -18,7 +19,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
-MODULES = ["test_ops", "test_errors", "test_compile", "test_graphs", "test_fp8linear", "test_tp"]
+MODULES = ["test_cpu_ops", "test_interop", "test_ops", "test_errors", "test_compile", "test_graphs",
+           "test_fp8linear", "test_tp"]
 
 
 def _is_skip(exc):

@@ -1,0 +1,31 @@
+"""`python -m f8gemm info`: what the CLI's `f8gemm info` prints (library version, NVRTC, CUDA
+runtime, driver, cache folder, GPU). `python -m f8gemm version`: the package, where its
+extension was loaded from, and the torch and CUDA versions it was built against."""
+
+import sys
+
+USAGE = "usage: python -m f8gemm {info|version}"
+
+
+def main(argv):
+    if len(argv) != 1 or argv[0] not in ("info", "version"):
+        print(USAGE, file=sys.stderr)
+        return 2
+    import torch
+
+    import f8gemm
+    if argv[0] == "info":
+        sys.stdout.write(f8gemm.info())
+        return 0
+    built = f8gemm.build_info
+    print(f"f8gemm {f8gemm.__version__ or '(checkout)'}, preshuffle layout "
+          f"{f8gemm.PRESHUFFLE_LAYOUT_VERSION}")
+    print(f"extension: {f8gemm.library_path}")
+    print(f"torch: {torch.__version__} (built against "
+          f"{built['torch'] if built else 'the torch of that build'})")
+    print(f"CUDA toolkit at build time: {built['cuda'] if built else 'see the build'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,293 @@
+"""The torch side without a GPU (CI runs this module): the package and its extension load, op
+schemas, Meta kernels and FakeTensor tracing, opcheck of the ops that run on the CPU, CPU
+preshuffle and quantize_fp8_row against Python references, the scale shapes other callers
+pass, and error messages."""
+
+import os
+import subprocess
+import sys
+
+import helpers
+from helpers import make_single, pytest
+
+import torch  # noqa: E402
+
+import f8gemm  # noqa: E402
+
+OPS = torch.ops.f8gemm
+CPU = "cpu"
+E4M3 = torch.float8_e4m3fn
+
+# FBGEMM's (and MSLK's) schemas for the ops that share its names: the drop-in promise.
+GEMM_ARGS = ("(Tensor XQ, Tensor WQ, Tensor x_scale, Tensor w_scale, Tensor? bias=None, "
+             "bool use_fast_accum=True) -> Tensor")
+FBGEMM_SCHEMAS = {
+    "f8f8bf16_rowwise": GEMM_ARGS,
+    "f8f8f16_rowwise": GEMM_ARGS,
+    "f8f8bf16_rowwise_preshuffle": GEMM_ARGS,
+    "f8f8f16_rowwise_preshuffle": GEMM_ARGS,
+    "f8f8bf16_rowwise_out": "(Tensor XQ, Tensor WQ, Tensor x_scale, Tensor w_scale, "
+                            "Tensor(a!) output, Tensor? bias=None, bool use_fast_accum=True) -> ()",
+    "f8f8bf16_rowwise_batched": "(Tensor XQ, Tensor WQ, Tensor x_scale, Tensor w_scale, "
+                                "Tensor? bias=None, bool use_fast_accum=True, "
+                                "Tensor(a!)? output=None) -> Tensor",
+    "quantize_fp8_row": "(Tensor a, Tensor? scale_ub=None, bool use_triton=True, "
+                        "Tensor(a!)? output=None) -> (Tensor, Tensor)",
+}
+
+
+def _schema_text(name):
+    schema = str(getattr(OPS, name).default._schema)
+    return schema[schema.index("("):]
+
+
+# ---------------------------------------------------------------------------------- package
+
+def test_installed_package_is_the_one_under_test():
+    if not helpers.INSTALLED:
+        pytest.skip("F8GEMM_TEST_INSTALLED is not set: testing the checkout")
+    here = os.path.realpath(os.path.dirname(f8gemm.__file__))
+    assert not here.startswith(os.path.realpath(helpers.PYDIR)), here
+    assert f8gemm.build_info is not None
+    assert os.path.dirname(f8gemm.library_path) == os.path.dirname(f8gemm.__file__)
+    assert f8gemm.build_info["torch"] == torch.__version__.split("+")[0]
+
+
+def test_info_is_the_cli_text():
+    text = f8gemm.info()
+    lines = text.splitlines()
+    assert lines[0].startswith("f8gemm "), text
+    assert lines[1].startswith("NVRTC "), text
+    assert lines[2].startswith("cache: "), text
+    assert lines[3].startswith("GPU"), text
+    env = dict(os.environ)
+    if not helpers.INSTALLED:
+        env["PYTHONPATH"] = helpers.PYDIR + os.pathsep + env.get("PYTHONPATH", "")
+    out = subprocess.run([sys.executable, "-m", "f8gemm", "info"], env=env, check=True,
+                         capture_output=True, text=True).stdout
+    assert out == text
+    cli = [os.path.join(helpers.REPO, d, "f8gemm") for d in sorted(os.listdir(helpers.REPO))
+           if d.startswith("build")]
+    cli = [c for c in cli if os.path.isfile(c) and os.access(c, os.X_OK)]
+    if cli:
+        out = subprocess.run([cli[0], "info"], check=True, capture_output=True, text=True).stdout
+        if out.splitlines()[0] == lines[0]:  # same library version
+            assert out == text
+
+
+def test_layout_version():
+    assert f8gemm.PRESHUFFLE_LAYOUT_VERSION == OPS.preshuffle_layout_version() >= 1
+
+
+# ---------------------------------------------------------------------------------- schemas
+
+@pytest.mark.parametrize("name", sorted(FBGEMM_SCHEMAS))
+def test_schema_matches_fbgemm(name):
+    assert _schema_text(name) == FBGEMM_SCHEMAS[name]
+
+
+def test_aliases_share_our_preshuffled_schemas():
+    assert _schema_text("f8f8bf16_rowwise_preshuffle") == \
+        _schema_text("f8f8bf16_rowwise_preshuffled")
+    assert _schema_text("f8f8f16_rowwise_preshuffle") == \
+        _schema_text("f8f8f16_rowwise_preshuffled")
+    assert f8gemm.f8f8bf16_rowwise_preshuffle is OPS.f8f8bf16_rowwise_preshuffle
+
+
+# ------------------------------------------------------------------------- Meta and fakes
+
+def _meta(*shape, dtype=E4M3):
+    return torch.empty(*shape, dtype=dtype, device="meta")
+
+
+@pytest.mark.parametrize("name,out_dtype", [
+    ("f8f8bf16_rowwise", torch.bfloat16), ("f8f8f16_rowwise", torch.float16),
+    ("f8f8bf16_rowwise_preshuffled", torch.bfloat16), ("f8f8f16_rowwise_preshuffled", torch.float16),
+    ("f8f8bf16_rowwise_preshuffle", torch.bfloat16), ("f8f8f16_rowwise_preshuffle", torch.float16)])
+def test_meta_single(name, out_dtype):
+    plain = "preshuffle" not in name
+    wq = _meta(256, 384) if plain else _meta(3, 32, 1024)
+    xq = _meta(2, 5, 384)
+    y = getattr(OPS, name)(xq, wq, _meta(2, 5, dtype=torch.float32),
+                           _meta(256, dtype=torch.float32))
+    assert y.shape == (2, 5, 256) and y.dtype == out_dtype and y.device.type == "meta"
+
+
+@pytest.mark.parametrize("preshuffled", [False, True])
+def test_meta_batched(preshuffled):
+    wq = _meta(4, 2, 16, 1024) if preshuffled else _meta(4, 128, 256)
+    op = OPS.f8f8bf16_rowwise_batched_preshuffled if preshuffled else OPS.f8f8bf16_rowwise_batched
+    y = op(_meta(4, 7, 256), wq, _meta(4, 7, dtype=torch.float32),
+           _meta(4, 128, dtype=torch.float32))
+    assert y.shape == (4, 7, 128) and y.dtype == torch.bfloat16
+
+
+def test_meta_preshuffle_unshuffle_quantize():
+    assert OPS.preshuffle(_meta(264, 200)).shape == (2, 33, 1024)
+    assert OPS.preshuffle(_meta(3, 16, 128)).shape == (3, 1, 2, 1024)
+    assert OPS.unshuffle(_meta(2, 33, 1024), 200).shape == (264, 200)
+    q, s = OPS.quantize_fp8_row(_meta(3, 4, 64, dtype=torch.bfloat16))
+    assert q.shape == (3, 4, 64) and q.dtype == E4M3 and s.shape == (3, 4)
+    assert s.dtype == torch.float32
+
+
+def test_fake_tensor_trace_of_fp8linear():
+    """FakeTensor (torch.compile's and torch.export's tracer) runs every op of FP8Linear's
+    forward through its Meta kernel: no GPU, no compile."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    with FakeTensorMode():
+        x = torch.empty(3, 7, 256, dtype=torch.bfloat16)
+        xq, xs = OPS.quantize_fp8_row(x)
+        wp = OPS.preshuffle(torch.empty(64, 256, dtype=E4M3))
+        y = OPS.f8f8bf16_rowwise_preshuffled(xq, wp, xs, torch.empty(64), None, True)
+        assert y.shape == (3, 7, 64) and y.dtype == torch.bfloat16
+
+
+@pytest.mark.parametrize("name,args", [
+    ("preshuffle", lambda: (torch.randint(-100, 100, (24, 160)).to(E4M3),)),
+    ("preshuffle", lambda: (torch.randint(-100, 100, (2, 16, 272)).to(E4M3),)),
+    ("unshuffle", lambda: (OPS.preshuffle(torch.randint(-100, 100, (24, 160)).to(E4M3)), 160)),
+    ("quantize_fp8_row", lambda: (torch.randn(5, 3, 64, dtype=torch.bfloat16),)),
+    ("quantize_fp8_row", lambda: (torch.randn(7, 32), torch.tensor(2.0))),
+])
+def test_opcheck_cpu(name, args):
+    """torch.library.opcheck runs these ops for real on the CPU and through their fakes."""
+    with helpers.fp8_comparable():
+        torch.library.opcheck(getattr(OPS, name).default, args())
+
+
+# ------------------------------------------------------------- CPU kernels vs references
+
+def _preshuffle_reference(w):
+    """README "Preshuffled weight layout": byte r*128 + ((c/16) ^ r)*16 + c%16 of slab (kb, nb)
+    holds W[nb*8 + r, kb*128 + c], zero past K."""
+    n, k = w.shape
+    kb_count = (k + 127) // 128
+    padded = torch.zeros(n, kb_count * 128, dtype=torch.uint8)
+    padded[:, :k] = w.view(torch.uint8)
+    out = torch.zeros(kb_count, n // 8, 8, 128, dtype=torch.uint8)
+    c = torch.arange(128)
+    for r in range(8):
+        dst = ((c // 16) ^ r) * 16 + c % 16
+        rows = padded[r::8].view(n // 8, kb_count, 128).permute(1, 0, 2)  # [kb, nb, 128]
+        out[:, :, r, dst] = rows
+    return out.view(kb_count, n // 8, 1024)
+
+
+@pytest.mark.parametrize("n,k", [(8, 16), (24, 160), (64, 256), (40, 400)])
+def test_preshuffle_cpu_matches_reference(n, k):
+    w = torch.randint(0, 256, (n, k), dtype=torch.uint8, generator=helpers.gen(n + k)).view(E4M3)
+    shuffled = OPS.preshuffle(w)
+    assert torch.equal(shuffled.view(torch.uint8), _preshuffle_reference(w))
+    assert torch.equal(OPS.unshuffle(shuffled, k).view(torch.uint8), w.view(torch.uint8))
+
+
+def _quantize_reference(a, scale_ub=None, eps=1e-12):
+    """README "quantize_rows": fp32 amax (clamped to scale_ub), inv = 448 / max(amax, eps),
+    q = e4m3 RNE saturated (x * inv), scale = max(amax, eps) / 448."""
+    x = a.float()
+    amax = x.abs().amax(-1)
+    if scale_ub is not None:
+        amax = amax.clamp(max=scale_ub)
+    d = amax.clamp(min=eps)
+    q = (x * (448.0 / d).unsqueeze(-1)).clamp(-448.0, 448.0).to(E4M3)
+    return q, d / 448.0
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+def test_quantize_cpu_matches_reference(dtype):
+    g = helpers.gen(7)
+    a = (torch.randn(6, 5, 96, generator=g) *
+         torch.exp2(torch.randint(-6, 7, (6, 5, 1), generator=g))).to(dtype)
+    a[0, 0] = 0  # an all-zero row: scale eps / 448, q all zero
+    q, s = OPS.quantize_fp8_row(a)
+    rq, rs = _quantize_reference(a)
+    assert torch.equal(s, rs)
+    assert torch.equal(q.view(torch.uint8), rq.view(torch.uint8))
+
+
+def test_quantize_cpu_scale_ub_matches_reference():
+    a = torch.randn(9, 64, generator=helpers.gen(3)) * 10
+    q, s = OPS.quantize_fp8_row(a, torch.tensor(5.0))
+    rq, rs = _quantize_reference(a, scale_ub=5.0)
+    assert torch.equal(s, rs)
+    assert torch.equal(q.view(torch.uint8), rq.view(torch.uint8))
+
+
+# ------------------------------------------------------------- scale shapes other callers use
+
+def _cpu_single(m=16, n=64, k=128):
+    return make_single(m, n, k, device=CPU)
+
+
+@pytest.mark.parametrize("xs_form,ws_form", [
+    ("flat", "flat"), ("keepdim", "flat"), ("flat", "column"), ("flat", "row"),
+    ("keepdim", "column"), ("keepdim", "row")])
+def test_scale_shapes_are_accepted(xs_form, ws_form):
+    """Every accepted scale shape passes validation: on the CPU the first error is then the
+    device ("XQ must be in GPU memory"), which comes after every shape check."""
+    xq, wq, xs, ws, _ = _cpu_single()
+    xs = {"flat": xs, "keepdim": xs.unsqueeze(-1)}[xs_form]
+    ws = {"flat": ws, "column": ws.unsqueeze(-1), "row": ws.unsqueeze(0)}[ws_form]
+    for op, w in ((OPS.f8f8bf16_rowwise, wq), (OPS.f8f8bf16_rowwise_preshuffled,
+                                                OPS.preshuffle(wq))):
+        with pytest.raises(ValueError, match="XQ must be in GPU memory"):
+            op(xq, w, xs, ws)
+
+
+@pytest.mark.parametrize("xs_form,ws_form", [
+    ("flat", "flat"), ("keepdim", "column"), ("keepdim", "row"), ("flat", "row")])
+def test_batched_scale_shapes_are_accepted(xs_form, ws_form):
+    xq, wq, xs, ws, _ = helpers.make_batched(2, 16, 64, 128, device=CPU)
+    xs = {"flat": xs, "keepdim": xs.unsqueeze(-1)}[xs_form]
+    ws = {"flat": ws, "column": ws.unsqueeze(-1), "row": ws.unsqueeze(1)}[ws_form]
+    with pytest.raises(ValueError, match="XQ must be in GPU memory"):
+        OPS.f8f8bf16_rowwise_batched(xq, wq, xs, ws)
+
+
+def test_leading_shape_keepdim_x_scale_is_accepted():
+    xq, wq, xs, ws, _ = make_single(6, 64, 128, lead=(2, 3), device=CPU)
+    assert xs.shape == (2, 3)
+    for x_scale in (xs, xs.reshape(6), xs.reshape(6, 1), xs.unsqueeze(-1)):
+        with pytest.raises(ValueError, match="XQ must be in GPU memory"):
+            OPS.f8f8bf16_rowwise(xq, wq, x_scale, ws)
+
+
+@pytest.mark.parametrize("which,bad", [("x", (16, 2)), ("x", (1, 16)), ("w", (64, 2)),
+                                       ("w", (2, 32)), ("w", (65, 1))])
+def test_wrong_scale_shapes_name_the_accepted_forms(which, bad):
+    xq, wq, xs, ws, _ = _cpu_single()
+    scale = torch.ones(bad)
+    args = (xq, wq, scale, ws) if which == "x" else (xq, wq, xs, scale)
+    with pytest.raises(ValueError, match=rf"{which}_scale .*w_scale \[N\], \[N, 1\] or \[1, N\]"):
+        OPS.f8f8bf16_rowwise(*args)
+
+
+def test_wrong_batched_scale_shape_names_the_accepted_forms():
+    xq, wq, xs, ws, _ = helpers.make_batched(2, 16, 64, 128, device=CPU)
+    with pytest.raises(ValueError, match=r"w_scale \[B, N\], \[B, N, 1\] or \[B, 1, N\]"):
+        OPS.f8f8bf16_rowwise_batched(xq, wq, xs, ws.unsqueeze(0))
+
+
+# ------------------------------------------------------------------------- error messages
+
+def test_cpu_error_messages():
+    xq, wq, xs, ws, _ = _cpu_single()
+    with pytest.raises(ValueError, match="XQ must be in GPU memory"):
+        OPS.f8f8bf16_rowwise(xq, wq, xs, ws)
+    with pytest.raises(ValueError, match=r"WQ looks like a plain weight"):
+        OPS.f8f8bf16_rowwise_preshuffled(xq, wq, xs, ws)
+    with pytest.raises(ValueError, match=r"WQ looks like a plain weight"):
+        OPS.f8f8bf16_rowwise_preshuffle(xq, wq, xs, ws)
+    with pytest.raises(ValueError, match=r"x_scale must have dtype"):
+        OPS.f8f8bf16_rowwise(xq, wq, xs.half(), ws)
+    with pytest.raises(ValueError, match=r"K \(XQ's last dimension\) must be a positive multiple"):
+        OPS.f8f8bf16_rowwise(xq[:, :40], wq[:, :40], xs, ws)
+    with pytest.raises(ValueError, match=r"preshuffle: invalid argument: WQ must be \[N, K\]"):
+        OPS.preshuffle(torch.zeros(128, dtype=E4M3))
+    with pytest.raises(ValueError, match=r"unshuffle: invalid argument: K must be a positive"):
+        OPS.unshuffle(OPS.preshuffle(wq), 40)
+    with pytest.raises(ValueError, match=r"quantize_fp8_row: invalid argument: a must have"):
+        OPS.quantize_fp8_row(torch.tensor(1.0))
+    with pytest.raises(ValueError, match=r"scale_ub must be a 1-element torch.float32"):
+        OPS.quantize_fp8_row(torch.ones(2, 16), torch.ones(2))
