@@ -186,6 +186,40 @@ double unit_roundoff(DType out_dtype) {
       detail::concat("unit_roundoff: out_dtype must be bf16 or fp16, got ", dtype_name(out_dtype)));
 }
 
+double accumulation_gamma(int64_t k, bool fast_accum) {
+  // Fast mode's step term (README "Accuracy"), in units of 2^-13 * abs_ref: at least the 4 steps
+  // of a precise block (up to K = 128 both modes do the same arithmetic) and at most 14, twice the
+  // largest error measured or emulated for random operands at any K.
+  constexpr double kFastStepsMin = 4.0, kFastStepsMax = 14.0;
+  const double steps = double((k + 31) / 32);
+  const double blocks = double((k + 127) / 128);
+  if (fast_accum) {
+    return std::clamp(steps, kFastStepsMin, kFastStepsMax) * 0x1p-13 + steps * 0x1p-23;
+  }
+  return 4.0 * 0x1p-13 + 4.0 * 0x1p-23 + blocks * 0x1p-24;
+}
+
+double subnormal_slack(DType out_dtype) {
+  return out_dtype == DType::kF16 ? 0x1p-25 : 0x1p-133;
+}
+
+double element_bound(double ref, double abs_ref, DType out_dtype, double gamma) {
+  const double u = unit_roundoff(out_dtype);
+  return u * std::fabs(ref) + (1.0 + u) * gamma * abs_ref + subnormal_slack(out_dtype);
+}
+
+double rel_rms_bound(int64_t k, bool fast_accum, DType out_dtype) {
+  const double rounding = 0.46 * unit_roundoff(out_dtype);
+  const double drift = fast_accum ? 1.5 * 0x1p-13 * std::sqrt(double((k + 31) / 32)) : 0.0;
+  return std::sqrt(rounding * rounding + drift * drift);
+}
+
+bool within_bounds(double rel_rms, double max_ratio, int64_t nonfinite, int64_t count, int64_t k,
+                   bool fast_accum, DType out_dtype) {
+  if (nonfinite != 0 || !(max_ratio <= 1.0)) return false;
+  return count < kMinCountForRms || rel_rms <= rel_rms_bound(k, fast_accum, out_dtype);
+}
+
 // GCC/Clang vector extensions: two doubles per value, lowered to SSE2 on x86-64 and NEON on
 // aarch64, so the micro-kernel's accumulators stay in registers without intrinsics.
 typedef double Vec2 __attribute__((vector_size(16)));

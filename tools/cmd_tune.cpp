@@ -1,9 +1,15 @@
 /// \brief `f8gemm tune`: times every legal candidate configuration of each shape on this GPU and
 /// writes the fastest as a table (tables/*.tsv format) that overrides the cost model.
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <memory>
 #include <thread>
 
 #include "bench_util.hpp"
@@ -13,10 +19,30 @@
 #include "config.hpp"
 #include "device.hpp"
 #include "fixture.hpp"
+#include "numerics.hpp"
 
 namespace f8gemm::cli {
 
 std::vector<std::vector<int64_t>> read_shapes_file(const std::string& path);
+
+namespace {
+
+/// Why `path` cannot be written (empty when it can): an existing file must be a writable regular
+/// file; a new one needs a writable directory. Nothing is created.
+std::string unwritable_reason(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path p(path);
+  if (fs::exists(p, ec)) {
+    if (fs::is_directory(p, ec)) return "it is a directory";
+    return access(path.c_str(), W_OK) == 0 ? "" : std::strerror(errno);
+  }
+  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  if (!fs::is_directory(dir, ec)) return "no directory " + dir.string();
+  return access(dir.c_str(), W_OK) == 0 ? "" : std::strerror(errno);
+}
+
+}  // namespace
 
 int cmd_tune(const Args& args) {
   Options opt(args, {"--shapes", "--out", "--iters", "--log"}, {"--plain", "--precise", "--both"},
@@ -24,6 +50,18 @@ int cmd_tune(const Args& args) {
   if (!opt.has("--shapes")) throw UsageError("tune: --shapes FILE is required");
   const auto shapes = read_shapes_file(opt.str("--shapes", ""));
   const std::string out_path = opt.str("--out", "tune.tsv");
+  const std::string log_path = opt.str("--log", "");
+  // A run takes minutes per shape: learn that a file cannot be written before it, not after.
+  const std::string why = unwritable_reason(out_path);
+  if (!why.empty()) throw UsageError("tune: cannot write --out " + out_path + ": " + why);
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> log_file(nullptr, std::fclose);
+  if (!log_path.empty()) {
+    log_file.reset(std::fopen(log_path.c_str(), "w"));
+    if (!log_file) {
+      throw UsageError("tune: cannot write --log " + log_path + ": " + std::strerror(errno));
+    }
+  }
+  std::FILE* log = log_file.get();
   const int iters = int(opt.integer("--iters", 40, 1, 10000));
   std::vector<bool> modes;
   if (opt.flag("--both")) modes = {true, false};
@@ -33,7 +71,6 @@ int cmd_tune(const Args& args) {
   int device = 0;
   F8GEMM_CHECK_CUDA(cudaGetDevice(&device));
   const auto& props = detail::require_sm90(device);
-  std::FILE* log = opt.has("--log") ? std::fopen(opt.str("--log", "").c_str(), "w") : nullptr;
   if (log) std::fprintf(log, "b,m,n,k,accum,config,graph_us,model_us\n");
 
   std::vector<std::string> lines;
@@ -85,20 +122,27 @@ int cmd_tune(const Args& args) {
       // The winner must also be right: poison, run, check against the fp64 reference.
       fx.poison(stream);
       fx.run(plain, fast, &best, stream);
+      // Both bounds of README "Accuracy": every element, and the relative RMS error.
       const auto check = fx.verify(fast, stream);
-      const bool ok = check.nonfinite == 0 && check.max_ratio <= 1.0;
+      const bool ok = numerics::within_bounds(check.rel_rms, check.max_ratio, check.nonfinite,
+                                              p.batch * p.m * p.n, p.k, fast, p.out_dtype);
       std::printf("%lld,%lld,%lld,%lld %-7s best %-36s %9.2f us (model's pick %s)%s\n",
                   (long long)p.batch, (long long)p.m, (long long)p.n, (long long)p.k,
                   fast ? "fast" : "precise", best.name().c_str(), best_us,
                   list.front().name().c_str(), ok ? "" : "  FAILED VERIFY, not written");
+      if (!ok) {
+        std::printf("  rel RMS %.3e (bound %.3e), max |err|/bound %.3f, non-finite %lld\n",
+                    check.rel_rms, numerics::rel_rms_bound(p.k, fast, p.out_dtype),
+                    check.max_ratio, (long long)check.nonfinite);
+      }
       std::fflush(stdout);
       if (ok) lines.push_back(detail::table_key(props.name, props.sm_count, p) + "\t" + best.name());
     }
   }
   F8GEMM_CHECK_CUDA(cudaStreamDestroy(stream));
-  if (log) std::fclose(log);
+  log_file.reset();
   std::ofstream out(out_path);
-  if (!out) throw Error(ErrorCode::kIo, "cannot write " + out_path);
+  if (!out) throw Error(ErrorCode::kIo, "cannot write " + out_path + ": " + std::strerror(errno));
   out << "# f8gemm tuned configurations: written by `f8gemm tune`; key<TAB>config\n";
   for (const auto& l : lines) out << l << "\n";
   std::printf("wrote %zu entries to %s\n", lines.size(), out_path.c_str());

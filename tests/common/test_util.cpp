@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 
 #include "check.hpp"
 #include "numerics.hpp"
@@ -137,10 +138,6 @@ std::ostream& operator<<(std::ostream& os, const CheckStats& s) {
 
 CheckStats compare_to_reference(const std::vector<double>& ref, const std::vector<double>& abs_ref,
                                 const uint16_t* y, DType out_dtype, double gamma) {
-  const double u = numerics::unit_roundoff(out_dtype);
-  // tiny: 2^-25 is half of fp16's smallest subnormal (2^-24) and 2^-133 is bf16's smallest
-  // subnormal; the same constants as src/reference_gpu.cpp.
-  const double tiny = out_dtype == DType::kF16 ? std::ldexp(1.0, -25) : std::ldexp(1.0, -133);
   double err2 = 0.0, ref2 = 0.0;
   CheckStats s;
   for (size_t i = 0; i < ref.size(); ++i) {
@@ -153,7 +150,7 @@ CheckStats compare_to_reference(const std::vector<double>& ref, const std::vecto
     }
     err2 += err * err;
     ref2 += ref[i] * ref[i];
-    const double bound = u * std::fabs(ref[i]) + (1.0 + u) * gamma * abs_ref[i] + tiny;
+    const double bound = numerics::element_bound(ref[i], abs_ref[i], out_dtype, gamma);
     s.max_ratio = std::max(s.max_ratio, std::fabs(err) / bound);
   }
   s.rel_rms = ref2 > 0.0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
@@ -169,6 +166,66 @@ CheckStats check_against_reference(int64_t batch, int64_t m, int64_t n, int64_t 
   numerics::reference_gemm(batch, m, n, k, x, w, xs, ws, bias, bias_dtype, ref.data(),
                            abs_ref.data());
   return compare_to_reference(ref, abs_ref, y, out_dtype, gamma);
+}
+
+namespace {
+
+/// v truncated toward zero to a multiple of q (a power of two).
+double truncate_to(double v, double q) { return std::trunc(v / q) * q; }
+
+/// v truncated toward zero to fp32's 24 significant bits.
+double truncate_to_f32(double v) {
+  if (v == 0.0) return 0.0;
+  return truncate_to(v, std::ldexp(1.0, std::ilogb(v) - 23));
+}
+
+/// One k32 step of the tensor core: c + p[0..count) with every addend truncated to 13 bits below
+/// the largest exponent among them.
+double tensor_core_step(double c, const double* p, int64_t count) {
+  int top = c != 0.0 ? std::ilogb(c) : std::numeric_limits<int>::min();
+  for (int64_t i = 0; i < count; ++i) {
+    if (p[i] != 0.0) top = std::max(top, std::ilogb(p[i]));
+  }
+  if (top == std::numeric_limits<int>::min()) return 0.0;
+  const double q = std::ldexp(1.0, top - 13);
+  double sum = truncate_to(c, q);
+  for (int64_t i = 0; i < count; ++i) sum += truncate_to(p[i], q);  // exact: few bits each
+  return truncate_to_f32(sum);
+}
+
+}  // namespace
+
+std::vector<uint16_t> emulated_tensor_core_gemm(int64_t batch, int64_t m, int64_t n, int64_t k,
+                                                const uint8_t* x, const uint8_t* w,
+                                                const float* xs, const float* ws,
+                                                DType out_dtype, bool fast_accum) {
+  constexpr int64_t kStep = 32, kBlock = 128;
+  const float* table = numerics::e4m3_table();
+  std::vector<uint16_t> y(size_t(batch * m * n));
+  std::vector<double> p(static_cast<size_t>(k));
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t i = 0; i < m; ++i) {
+      const uint8_t* xr = x + (b * m + i) * k;
+      for (int64_t j = 0; j < n; ++j) {
+        const uint8_t* wr = w + (b * n + j) * k;
+        for (int64_t kk = 0; kk < k; ++kk) p[kk] = double(table[xr[kk]]) * double(table[wr[kk]]);
+        float acc = 0.0f;
+        const int64_t chain = fast_accum ? k : kBlock;
+        for (int64_t start = 0; start < k; start += chain) {
+          const int64_t end = std::min(k, start + chain);
+          double c = 0.0;
+          for (int64_t s = start; s < end; s += kStep) {
+            c = tensor_core_step(c, p.data() + s, std::min(kStep, end - s));
+          }
+          acc += float(c);  // fast: the one chain; precise: each block promoted into fp32
+        }
+        const float v = acc * xs[b * m + i] * ws[b * n + j];
+        y[size_t((b * m + i) * n + j)] = out_dtype == DType::kF16 ? numerics::double_to_f16(v)
+                                                                : numerics::double_to_bf16(v);
+      }
+    }
+  }
+  return y;
 }
 
 ScopedEnv::ScopedEnv(const char* name) : name_(name) {

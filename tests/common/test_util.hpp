@@ -72,7 +72,7 @@ std::vector<uint16_t> random_half_bits(std::mt19937_64& rng, size_t count, doubl
 /// detail::reference_check (src/reference_gpu.hpp) defines it on the GPU.
 struct CheckStats {
   double rel_rms = 0.0;    ///< ||y - ref|| / ||ref|| over finite y
-  double max_ratio = 0.0;  ///< max |y - ref| / (u*|ref| + (1+u)*gamma*abs_ref + tiny)
+  double max_ratio = 0.0;  ///< max |y - ref| / numerics::element_bound(ref, abs_ref, out, gamma)
   int64_t nonfinite = 0;   ///< y elements that are NaN or inf
 };
 std::ostream& operator<<(std::ostream& os, const CheckStats& s);
@@ -87,6 +87,19 @@ CheckStats check_against_reference(int64_t batch, int64_t m, int64_t n, int64_t 
                                    const uint8_t* x, const uint8_t* w, const float* xs,
                                    const float* ws, const void* bias, DType bias_dtype,
                                    const uint16_t* y, DType out_dtype, double gamma);
+
+/// The output of Hopper's FP8 tensor cores under the accumulation model of README "Accuracy",
+/// emulated on the host for x [B,M,K], plain w [B,N,K], xs [B,M], ws [B,N] (no bias): products
+/// exact; each k32 step aligns the accumulator and its 32 products to the largest exponent among
+/// them, truncates each to 13 bits below it, adds exactly and truncates the sum to fp32. Fast
+/// mode chains every step; precise mode restarts every 128 of K and adds the blocks in fp32.
+/// The epilogue computes acc * xs * ws in fp32 and rounds to out_dtype. The model reproduces the
+/// GPU's measured errors (docs/logs/2026-11-30-gpu-tests.log), so the checker's own tests can
+/// run on a result that is wrong the way the hardware is, without a GPU.
+std::vector<uint16_t> emulated_tensor_core_gemm(int64_t batch, int64_t m, int64_t n, int64_t k,
+                                                const uint8_t* x, const uint8_t* w,
+                                                const float* xs, const float* ws,
+                                                DType out_dtype, bool fast_accum);
 
 /// Sets or unsets an environment variable for a scope and restores the previous state after.
 class ScopedEnv {
