@@ -1,13 +1,21 @@
-"""A Llama-style MLP block (hidden 4096, intermediate 14336: down(silu(gate(x)) * up(x))) in bf16
-against the same block with its three projections swapped for f8gemm FP8Linear (weights
-quantised per row and preshuffled once; activations quantised per row on every call).
+"""A Llama-style MLP block (hidden 4096, intermediate 14336: down(silu(gate(x)) * up(x))) three
+ways, side by side:
 
-For each M (tokens) it prints the time of one block forward in bf16 and in FP8 (CUDA events
-around each call after a warm-up, median of --iters; with --cuda-graph, the median replay of a
-CUDA graph of one forward, which removes host launch overhead) and the relative error of the FP8
-block's output against the bf16 block's (||y8 - y16|| / ||y16||).
+- bf16: the torch block;
+- swap: its three projections swapped for f8gemm FP8Linear (f8gemm.nn.swap_linears: weights
+  quantised per row and preshuffled once; x quantised twice, SiLU and the product in torch, the
+  intermediate quantised: eight kernels);
+- fused: f8gemm.nn.FP8GatedMLP (gate and up merged into one N = 2I GEMM, x quantised once, the
+  fused silu_mul_quantize_fp8_row, the down GEMM: four kernels).
 
-    python3 examples/llama_mlp.py [--m 1 16 128 2048] [--iters 50] [--cuda-graph]
+For each M (tokens) it prints the time of one block forward (CUDA events around each call after
+a warm-up, median of --iters; with --cuda-graph, the median replay of a CUDA graph of one
+forward, which removes host launch overhead), the speedups over bf16 and the relative error of
+each FP8 block's output against the bf16 block's (||y8 - y16|| / ||y16||). --quantize also times
+quantize_fp8_row on [M, hidden] and [M, intermediate] bf16 against a device copy of the same
+bytes (the issue's bound: at most 1.5x for M <= 16).
+
+    python3 examples/llama_mlp.py [--m 1 16 128 2048] [--iters 50] [--cuda-graph] [--quantize]
 """
 
 import argparse
@@ -21,7 +29,7 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "python"))
 import f8gemm  # noqa: E402,F401  (loads the ops)
-from f8gemm.nn import swap_linears  # noqa: E402
+from f8gemm.nn import FP8GatedMLP, swap_linears  # noqa: E402
 
 
 class LlamaMLP(torch.nn.Module):
@@ -68,6 +76,21 @@ def time_graph_us(fn, warmup, iters):
     return time_eager_us(g.replay, warmup, iters)
 
 
+def quantize_table(args, timer):
+    """quantize_fp8_row against a device copy of its input bytes, both timed the same way."""
+    print(f"\nquantize_fp8_row (bf16 in) against a device copy of the input bytes; "
+          f"{'CUDA-graph replay' if args.cuda_graph else 'eager'} times")
+    print(f"{'M':>6} | {'K':>6} | {'quantize us':>11} | {'copy us':>8} | {'ratio':>6}")
+    print(f"{'-' * 6}-+-{'-' * 6}-+-{'-' * 11}-+-{'-' * 8}-+-{'-' * 6}")
+    for m in args.m:
+        for k in (args.hidden, args.intermediate):
+            x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+            dst = torch.empty_like(x)
+            tq = timer(lambda: torch.ops.f8gemm.quantize_fp8_row(x), args.warmup, args.iters)
+            tc = timer(lambda: dst.copy_(x), args.warmup, args.iters)
+            print(f"{m:>6} | {k:>6} | {tq:>11.2f} | {tc:>8.2f} | {tq / tc:>5.2f}x", flush=True)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--m", type=int, nargs="+", default=[1, 16, 128, 2048])
@@ -76,30 +99,43 @@ def main():
     p.add_argument("--iters", type=int, default=50)
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--cuda-graph", action="store_true", help="time CUDA-graph replays")
-    p.add_argument("--precise", action="store_true", help="use_fast_accum=False in FP8Linear")
+    p.add_argument("--precise", action="store_true", help="use_fast_accum=False in the FP8 blocks")
+    p.add_argument("--quantize", action="store_true",
+                   help="also time quantize_fp8_row against a device copy")
     args = p.parse_args()
     if not torch.cuda.is_available():
         sys.exit("needs a CUDA GPU (sm_90)")
 
     torch.manual_seed(0)
     bf16 = LlamaMLP(args.hidden, args.intermediate).eval()
-    fp8 = swap_linears(copy.deepcopy(bf16), use_fast_accum=not args.precise).eval()
+    swap = swap_linears(copy.deepcopy(bf16), use_fast_accum=not args.precise).eval()
+    fused = FP8GatedMLP.from_module(bf16, use_fast_accum=not args.precise).eval()
     timer = time_graph_us if args.cuda_graph else time_eager_us
     gpu = torch.cuda.get_device_name()
     print(f"Llama MLP block hidden={args.hidden} intermediate={args.intermediate} on {gpu}; "
-          f"{'CUDA-graph replay' if args.cuda_graph else 'eager'} times, median of {args.iters}")
-    print(f"{'M':>6} | {'bf16 us':>10} | {'fp8 us':>10} | {'speedup':>7} | {'rel err vs bf16':>15}")
-    print(f"{'-' * 6}-+-{'-' * 10}-+-{'-' * 10}-+-{'-' * 7}-+-{'-' * 15}")
+          f"{'CUDA-graph replay' if args.cuda_graph else 'eager'} times in us, median of "
+          f"{args.iters}; error = ||y - y_bf16|| / ||y_bf16||")
+    print(f"{'M':>6} | {'bf16':>8} | {'swap':>8} | {'fused':>8} | {'swap x':>6} | {'fused x':>7} "
+          f"| {'swap err':>9} | {'fused err':>9}")
+    print(f"{'-' * 6}-+-{'-' * 8}-+-{'-' * 8}-+-{'-' * 8}-+-{'-' * 6}-+-{'-' * 7}-+-{'-' * 9}-+-"
+          f"{'-' * 9}")
     with torch.inference_mode():
         for m in args.m:
             x = torch.randn(m, args.hidden, device="cuda", dtype=torch.bfloat16)
-            y16 = bf16(x)
-            y8 = fp8(x)
-            err = ((y8.double() - y16.double()).norm() / y16.double().norm()).item()
+            y16 = bf16(x).double()
+
+            def err(y):
+                return ((y.double() - y16).norm() / y16.norm()).item()
+
+            e_swap, e_fused = err(swap(x)), err(fused(x))
             t16 = timer(lambda: bf16(x), args.warmup, args.iters)
-            t8 = timer(lambda: fp8(x), args.warmup, args.iters)
-            print(f"{m:>6} | {t16:>10.1f} | {t8:>10.1f} | {t16 / t8:>6.2f}x | {err:>15.3e}",
-                  flush=True)
+            t_swap = timer(lambda: swap(x), args.warmup, args.iters)
+            t_fused = timer(lambda: fused(x), args.warmup, args.iters)
+            print(f"{m:>6} | {t16:>8.1f} | {t_swap:>8.1f} | {t_fused:>8.1f} | "
+                  f"{t16 / t_swap:>5.2f}x | {t16 / t_fused:>6.2f}x | {e_swap:>9.3e} | "
+                  f"{e_fused:>9.3e}", flush=True)
+        if args.quantize:
+            quantize_table(args, timer)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,10 @@
-/// \brief Device utilities: the preshuffle and its inverse, per-row FP8 quantisation, and the
-/// fp64 reference GEMM that checks large shapes on the GPU.
+/// \brief Device utilities: the preshuffle and its inverse, the fp64 reference GEMM that checks
+/// large shapes on the GPU, and (from their own files) the rowwise quantisation kernels.
 #pragma once
 
 #include "f8gemm_ptx.cuh"
+#include "quantize_rows.cuh"
+#include "silu_mul_quantize.cuh"
 
 namespace f8gemm {
 namespace dev {
@@ -48,52 +50,6 @@ extern "C" __global__ void f8gemm_unshuffle(const u8* __restrict__ shuffled, u8*
       *reinterpret_cast<uint4*>(plain + offset) = reinterpret_cast<const uint4*>(shuffled)[c];
     }
   }
-}
-
-/// One block per row. The formula matches numerics::quantize_rows_host bit for bit:
-/// inv = 448 / max(amax, eps), q = e4m3_rn_sat(x * inv), scale = max(amax, eps) / 448.
-template <int kInType>  // 0: fp32, 1: bf16, 2: fp16
-__device__ __forceinline__ float load_in(const void* in, i64 i) {
-  if (kInType == 0) return static_cast<const float*>(in)[i];
-  if (kInType == 1) return bf16_to_float(static_cast<const u16*>(in)[i]);
-  return f16_to_float(static_cast<const u16*>(in)[i]);
-}
-
-template <int kInType>
-__device__ __forceinline__ void quantize_row(const void* in, u8* q, float* scale, i64 cols,
-                                             float eps, float scale_ub) {
-  __shared__ float partial[32];
-  const i64 row = blockIdx.x;
-  const i64 base = row * cols;
-  float amax = 0.0f;
-  for (i64 c = threadIdx.x; c < cols; c += blockDim.x) {
-    amax = fmaxf(amax, fabsf(load_in<kInType>(in, base + c)));
-  }
-  for (int off = 16; off > 0; off /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
-  if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = amax;
-  __syncthreads();
-  amax = 0.0f;
-  for (int w = 0; w < int(blockDim.x / 32); ++w) amax = fmaxf(amax, partial[w]);
-  if (scale_ub > 0.0f) amax = fminf(amax, scale_ub);
-  const float clamped = fmaxf(amax, eps);
-  const float inv = 448.0f / clamped;
-  if (threadIdx.x == 0) scale[row] = clamped / 448.0f;
-  for (i64 c = threadIdx.x; c < cols; c += blockDim.x) {
-    q[base + c] = u8(pack_e4m3x2(load_in<kInType>(in, base + c) * inv, 0.0f) & 0xff);
-  }
-}
-
-extern "C" __global__ void f8gemm_quantize_f32(const void* in, u8* q, float* scale, i64 cols,
-                                               float eps, float scale_ub) {
-  quantize_row<0>(in, q, scale, cols, eps, scale_ub);
-}
-extern "C" __global__ void f8gemm_quantize_bf16(const void* in, u8* q, float* scale, i64 cols,
-                                                float eps, float scale_ub) {
-  quantize_row<1>(in, q, scale, cols, eps, scale_ub);
-}
-extern "C" __global__ void f8gemm_quantize_f16(const void* in, u8* q, float* scale, i64 cols,
-                                               float eps, float scale_ub) {
-  quantize_row<2>(in, q, scale, cols, eps, scale_ub);
 }
 
 /// The fp64 reference on plain X [B,M,K] and W [B,N,K], checking an output y [B,M,N] (bf16 or

@@ -7,6 +7,7 @@
 #include "config.hpp"
 #include "device.hpp"
 #include "numerics.hpp"
+#include "quantize.hpp"
 
 namespace f8gemm {
 
@@ -144,29 +145,7 @@ void quantize_rows(const TensorView& input, const TensorView& out_q, const Tenso
   require_same_place(input, "input", out_q, "out_q");
   require_same_place(input, "input", out_scale, "out_scale");
   if (rows == 0 || cols == 0) return;
-  if (input.device == kHost) {
-    numerics::quantize_rows_host(input.data, input.dtype, rows, cols, opt.eps, opt.scale_ub,
-                                 static_cast<uint8_t*>(out_q.data),
-                                 static_cast<float*>(out_scale.data));
-    return;
-  }
-  const char* name = input.dtype == DType::kF32    ? "f8gemm_quantize_f32"
-                     : input.dtype == DType::kBF16 ? "f8gemm_quantize_bf16"
-                                                   : "f8gemm_quantize_f16";
-  const auto& props = detail::require_sm90(input.device);
-  (void)props;
-  auto instance = detail::util_instance();
-  cudaKernel_t kernel = instance->kernel(name);
-  const void* in = input.data;
-  void* q = out_q.data;
-  void* scale = out_scale.data;
-  int64_t c = cols;
-  float eps = opt.eps, ub = opt.scale_ub;
-  void* args[] = {&in, &q, &scale, &c, &eps, &ub};
-  detail::DeviceGuard guard(input.device);
-  F8GEMM_CHECK_CUDA(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(unsigned(rows)),
-                                     dim3(256), args, 0, opt.stream));
-  F8GEMM_CHECK_CUDA(cudaGetLastError());
+  detail::quantize_rows_checked(input, rows, cols, out_q, out_scale, opt);
 }
 
 Config choose_config(const ProblemShape& problem) {

@@ -139,10 +139,22 @@ void unshuffle(const TensorView& shuffled, const TensorView& out, cudaStream_t s
 struct QuantizeOptions {
   float eps = 1e-12f;
   float scale_ub = 0.0f;  ///< upper bound on amax; <= 0 means none
+  /// The upper bound on amax as one fp32 in the input's memory, read by the kernel itself (on a
+  /// GPU: no host sync, legal inside CUDA-graph capture); when set, it replaces scale_ub. A value
+  /// there that is <= 0 or NaN means no bound.
+  const TensorView* scale_ub_tensor = nullptr;
   cudaStream_t stream = nullptr;
 };
 void quantize_rows(const TensorView& input, const TensorView& out_q, const TensorView& out_scale,
                    const QuantizeOptions& options = {});
+
+/// The fused activation of a gated MLP, in one kernel: gate_up [..., 2I] (bf16/fp16/fp32, gate in
+/// columns [0, I), up in [I, 2I): a merged gate|up GEMM's output) gives h = SiLU(gate) * up in
+/// fp32, quantised per row exactly as quantize_rows() quantises: out_q [..., I] e4m3,
+/// out_scale [...] fp32. SiLU(g) = g / (1 + exp(-g)) with the library's exp (within 2 ulp); the
+/// GPU and the CPU (host views) compute bit-identical results.
+void silu_mul_quantize_rows(const TensorView& gate_up, const TensorView& out_q,
+                            const TensorView& out_scale, const QuantizeOptions& options = {});
 
 /// A problem for configuration choice and precompilation.
 struct ProblemShape {

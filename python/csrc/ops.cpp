@@ -587,8 +587,9 @@ at::Tensor unshuffle(const at::Tensor& WQ_shuffled, int64_t K) {
 
 /// Rowwise quantisation (FBGEMM's quantize_fp8_row): returns (a_fp8, scale) with scale of shape
 /// a.shape[:-1] (fp32, the dequantisation multiplier). use_triton is accepted and ignored.
-/// scale_ub, a 1-element fp32 tensor, is read on the host when given: a device-to-host copy and
-/// a sync for a CUDA tensor (refused inside CUDA-graph capture), free for a CPU tensor.
+/// scale_ub, a 1-element fp32 tensor: on a's CUDA device the kernel reads it (no host sync, legal
+/// inside CUDA-graph capture; a value <= 0 or NaN there means no bound); anywhere else it is read
+/// on the host: free for a CPU tensor, a sync for one on another GPU (refused during capture).
 std::tuple<at::Tensor, at::Tensor> quantize_fp8_row(const at::Tensor& a,
                                                     const std::optional<at::Tensor>& scale_ub,
                                                     bool use_triton,
@@ -600,6 +601,7 @@ std::tuple<at::Tensor, at::Tensor> quantize_fp8_row(const at::Tensor& a,
                                 "1 dimension ([..., K]), got a 0-dimensional tensor");
   }
   f8gemm::QuantizeOptions opt;
+  TensorView ub_view;
   if (scale_ub.has_value() && scale_ub->defined()) {
     const at::Tensor& ub = *scale_ub;
     if (ub.numel() != 1 || ub.scalar_type() != at::ScalarType::Float) {
@@ -608,11 +610,18 @@ std::tuple<at::Tensor, at::Tensor> quantize_fp8_row(const at::Tensor& a,
                                            ub.sizes(), " and dtype ",
                                            torch_dtype_name(ub.scalar_type())));
     }
+  }
+  if (scale_ub.has_value() && scale_ub->defined() && a.is_cuda() &&
+      scale_ub->device() == a.device()) {
+    ub_view = view_of(*scale_ub, op, "scale_ub", "torch.float32");
+    opt.scale_ub_tensor = &ub_view;
+  } else if (scale_ub.has_value() && scale_ub->defined()) {
+    const at::Tensor& ub = *scale_ub;
     if (ub.is_cuda()) {
       if (stream_is_capturing(c10::cuda::getCurrentCUDAStream(ub.get_device()).stream())) {
         C10_THROW_ERROR(Error, "f8gemm.quantize_fp8_row: scale_ub is a CUDA tensor, and reading "
                                "it on the host (a sync) is not allowed during CUDA-graph capture; "
-                               "pass scale_ub as a CPU tensor");
+                               "pass scale_ub on a's device or as a CPU tensor");
       }
     }
     const float value = ub.item<float>();  // a sync for a CUDA tensor

@@ -1,4 +1,5 @@
-"""FP8Linear: an inference drop-in for nn.Linear on f8gemm's preshuffled FP8 GEMM.
+"""FP8Linear: an inference drop-in for nn.Linear on f8gemm's preshuffled FP8 GEMM; FP8GatedMLP
+(and fuse_gate_up): a gated MLP block with gate and up merged into one GEMM, in four kernels.
 
 The weight is quantised once per output row (quantize_fp8_row) and preshuffled once; each
 forward quantises the activations per row and calls f8f8bf16_rowwise_preshuffled (or the fp16
@@ -7,7 +8,7 @@ op). No autograd: use it for inference (under torch.no_grad() / torch.inference_
 
 import torch
 
-__all__ = ["FP8Linear", "swap_linears"]
+__all__ = ["FP8Linear", "swap_linears", "FP8GatedMLP", "fuse_gate_up"]
 
 _OPS = torch.ops.f8gemm
 
@@ -156,4 +157,144 @@ def swap_linears(module, filter_fn=None, **kwargs):
             setattr(module, name, FP8Linear.from_linear(child, **kwargs))
         else:
             swap_linears(child, filter_fn, **kwargs)
+    return module
+
+
+class FP8GatedMLP(torch.nn.Module):
+    """A gated MLP block, down(SiLU(gate(x)) * up(x)), in four kernels on f8gemm:
+
+    1. quantize_fp8_row(x): x quantised once, per row;
+    2. one preshuffled GEMM with gate and up merged along N (N = 2I: gate rows, then up rows),
+       giving gate_up [M, 2I] in bf16 (fp16 for an fp16 input);
+    3. silu_mul_quantize_fp8_row(gate_up): SiLU(gate) * up in fp32, quantised per row;
+    4. the down GEMM, [M, I] x [H, I]^T.
+
+    Merging gate and up changes no number: rowwise weight quantisation treats each output row
+    alone, so the merged weight and scales are exactly the two stacked. Buffers: gate_up_weight
+    (preshuffled e4m3fn [ceil(H/128), 2I/8, 1024]), gate_up_scale (fp32 [2I]), down_weight
+    (preshuffled [ceil(I/128), H/8, 1024]), down_scale (fp32 [H]), and fp32 biases or None.
+    hidden and intermediate must be multiples of 16. Inference only (no autograd).
+    activation_scale_ub bounds the row maxima of x and intermediate_scale_ub those of
+    SiLU(gate) * up (FBGEMM's scale_ub); each is kept as a 0-dimensional CPU tensor, read on the
+    host at no cost (the ops also take one on the GPU, read by the kernel).
+    """
+
+    def __init__(self, hidden, intermediate, bias=False, device=None, out_dtype=None,
+                 use_fast_accum=True, activation_scale_ub=None, intermediate_scale_ub=None):
+        super().__init__()
+        for name, value in (("hidden", hidden), ("intermediate", intermediate)):
+            if value <= 0 or value % 16 != 0:
+                raise ValueError(f"FP8GatedMLP: {name} must be a positive multiple of 16, got "
+                                 f"{value}")
+        if out_dtype not in (None, torch.bfloat16, torch.float16):
+            raise ValueError(f"FP8GatedMLP: out_dtype must be None, torch.bfloat16 or "
+                             f"torch.float16, got {out_dtype}")
+        self.hidden = hidden
+        self.intermediate = intermediate
+        self.out_dtype = out_dtype
+        self.use_fast_accum = use_fast_accum
+        e4m3 = dict(dtype=torch.float8_e4m3fn, device=device)
+        f32 = dict(dtype=torch.float32, device=device)
+        self.register_buffer("gate_up_weight", torch.zeros(
+            ((hidden + 127) // 128, 2 * intermediate // 8, 1024), **e4m3))
+        self.register_buffer("gate_up_scale", torch.ones(2 * intermediate, **f32))
+        self.register_buffer("down_weight", torch.zeros(
+            ((intermediate + 127) // 128, hidden // 8, 1024), **e4m3))
+        self.register_buffer("down_scale", torch.ones(hidden, **f32))
+        if bias:
+            self.register_buffer("gate_up_bias", torch.zeros(2 * intermediate, **f32))
+            self.register_buffer("down_bias", torch.zeros(hidden, **f32))
+        else:
+            self.gate_up_bias = None
+            self.down_bias = None
+        self.activation_scale_ub = None
+        if activation_scale_ub is not None:
+            self.activation_scale_ub = torch.tensor(float(activation_scale_ub),
+                                                    dtype=torch.float32)
+        self.intermediate_scale_ub = None
+        if intermediate_scale_ub is not None:
+            self.intermediate_scale_ub = torch.tensor(float(intermediate_scale_ub),
+                                                      dtype=torch.float32)
+
+    @classmethod
+    @torch.no_grad()
+    def from_linears(cls, gate_proj, up_proj, down_proj, out_dtype=None, use_fast_accum=True,
+                     activation_scale_ub=None, intermediate_scale_ub=None):
+        """The block of three nn.Linear: gate_proj and up_proj [I, H], down_proj [H, I]; their
+        weights are quantised per row and preshuffled once, on gate_proj's device."""
+        for name, lin in (("gate_proj", gate_proj), ("up_proj", up_proj),
+                          ("down_proj", down_proj)):
+            if not isinstance(lin, torch.nn.Linear):
+                raise TypeError(f"FP8GatedMLP.from_linears: {name} must be an nn.Linear, got "
+                                f"{type(lin)}")
+        hidden, intermediate = gate_proj.in_features, gate_proj.out_features
+        if (up_proj.in_features, up_proj.out_features) != (hidden, intermediate) or \
+                (down_proj.in_features, down_proj.out_features) != (intermediate, hidden):
+            raise ValueError(
+                "FP8GatedMLP.from_linears: shapes must be gate_proj and up_proj [I, H], down_proj "
+                f"[H, I]; got gate {tuple(gate_proj.weight.shape)}, up "
+                f"{tuple(up_proj.weight.shape)}, down {tuple(down_proj.weight.shape)}")
+        biases = [lin.bias is not None for lin in (gate_proj, up_proj, down_proj)]
+        if any(biases) and not all(biases):
+            raise ValueError("FP8GatedMLP.from_linears: either all three linears have a bias or "
+                             "none has")
+        device = gate_proj.weight.device
+        mod = cls(hidden, intermediate, bias=all(biases), device=device, out_dtype=out_dtype,
+                  use_fast_accum=use_fast_accum, activation_scale_ub=activation_scale_ub,
+                  intermediate_scale_ub=intermediate_scale_ub)
+        gate_up = torch.cat([gate_proj.weight.detach(), up_proj.weight.detach().to(device)], 0)
+        wq, ws = _OPS.quantize_fp8_row(gate_up.contiguous())
+        mod.gate_up_weight.copy_(_OPS.preshuffle(wq))
+        mod.gate_up_scale.copy_(ws)
+        wq, ws = _OPS.quantize_fp8_row(down_proj.weight.detach().to(device).contiguous())
+        mod.down_weight.copy_(_OPS.preshuffle(wq))
+        mod.down_scale.copy_(ws)
+        if all(biases):
+            mod.gate_up_bias.copy_(torch.cat([gate_proj.bias, up_proj.bias.to(device)]).float())
+            mod.down_bias.copy_(down_proj.bias.float())
+        return mod
+
+    @classmethod
+    def from_module(cls, mlp, names=("gate_proj", "up_proj", "down_proj"), **kwargs):
+        """From a module holding the three linears under `names` (Llama's LlamaMLP layout)."""
+        return cls.from_linears(*(getattr(mlp, n) for n in names), **kwargs)
+
+    def forward(self, x):
+        if x.shape[-1] != self.hidden:
+            raise ValueError(f"FP8GatedMLP: the input's last dimension must be hidden = "
+                             f"{self.hidden}, got shape {tuple(x.shape)}")
+        lead = x.shape[:-1]
+        out_dtype = self.out_dtype
+        if out_dtype is None:
+            out_dtype = torch.float16 if x.dtype == torch.float16 else torch.bfloat16
+        gemm = _OPS.f8f8f16_rowwise_preshuffled if out_dtype == torch.float16 \
+            else _OPS.f8f8bf16_rowwise_preshuffled
+        xq, xs = _OPS.quantize_fp8_row(x.reshape(-1, self.hidden).contiguous(),
+                                       self.activation_scale_ub)
+        gate_up = gemm(xq, self.gate_up_weight, xs, self.gate_up_scale, self.gate_up_bias,
+                       self.use_fast_accum)
+        hq, hs = _OPS.silu_mul_quantize_fp8_row(gate_up, self.intermediate_scale_ub)
+        y = gemm(hq, self.down_weight, hs, self.down_scale, self.down_bias, self.use_fast_accum)
+        return y.view(*lead, self.hidden)
+
+    def extra_repr(self):
+        return (f"hidden={self.hidden}, intermediate={self.intermediate}, "
+                f"bias={self.down_bias is not None}, use_fast_accum={self.use_fast_accum}, "
+                f"gate|up merged (N={2 * self.intermediate}), weights preshuffled e4m3fn")
+
+
+def fuse_gate_up(module, names=("gate_proj", "up_proj", "down_proj"), filter_fn=None, **kwargs):
+    """Replaces, in place and recursively, every submodule of module (module itself excluded)
+    that holds nn.Linear children under `names` (gate, up, down) by FP8GatedMLP.from_module.
+    The replaced module must compute down(SiLU(gate(x)) * up(x)): if it has an `act_fn`, that
+    must be an nn.SiLU, else it is left alone. filter_fn(name, submodule), if given, must also
+    be true. Returns module. Use swap_linears afterwards for the linears that remain."""
+    for name, child in list(module.named_children()):
+        linears = [getattr(child, n, None) for n in names]
+        act = getattr(child, "act_fn", torch.nn.SiLU())
+        if all(isinstance(lin, torch.nn.Linear) for lin in linears) and \
+                isinstance(act, torch.nn.SiLU) and (filter_fn is None or filter_fn(name, child)):
+            setattr(module, name, FP8GatedMLP.from_module(child, names, **kwargs))
+        else:
+            fuse_gate_up(child, names, filter_fn, **kwargs)
     return module

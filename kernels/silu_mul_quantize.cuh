@@ -1,0 +1,44 @@
+/// \brief The fused SiLU·mul·quantise op (silu_mul_quantize_fp8_row): h = SiLU(gate) * up, then
+/// rowwise e4m3 quantisation of h, in one kernel (the row engine of quantize_rows.cuh).
+///
+/// gate_up is [rows, 2 * cols], a merged gate|up GEMM's output: gate is columns [0, cols) and up
+/// columns [cols, 2 * cols). h is computed in fp32 by rowq::silu_mul (quantize_shared.cuh), the
+/// same arithmetic the CPU reference runs, and it never leaves registers: the op reads 2 * cols
+/// values and writes cols codes and one scale per row.
+#pragma once
+
+#include "quantize_rows.cuh"
+
+namespace f8gemm {
+namespace dev {
+namespace rowq {
+
+template <int kIn>
+struct SiluMulOp {
+  template <int kW>
+  static __device__ __forceinline__ void load(const Params& p, i64 row, i64 col, float (&v)[kW]) {
+    float up[kW];
+    load_values<kIn, kW>(p.in, row * 2 * p.cols + col, v);
+    load_values<kIn, kW>(p.in, row * 2 * p.cols + p.cols + col, up);
+#pragma unroll
+    for (int e = 0; e < kW; ++e) v[e] = silu_mul(v[e], up[e]);
+  }
+};
+
+}  // namespace rowq
+
+extern "C" __global__ void __launch_bounds__(rowq::kMaxThreads)
+    f8gemm_silu_mul_quantize_f32(const __grid_constant__ rowq::Params p) {
+  rowq::quantize_rows_entry<rowq::SiluMulOp<rowq::kF32>>(p);
+}
+extern "C" __global__ void __launch_bounds__(rowq::kMaxThreads)
+    f8gemm_silu_mul_quantize_bf16(const __grid_constant__ rowq::Params p) {
+  rowq::quantize_rows_entry<rowq::SiluMulOp<rowq::kBF16>>(p);
+}
+extern "C" __global__ void __launch_bounds__(rowq::kMaxThreads)
+    f8gemm_silu_mul_quantize_f16(const __grid_constant__ rowq::Params p) {
+  rowq::quantize_rows_entry<rowq::SiluMulOp<rowq::kF16>>(p);
+}
+
+}  // namespace dev
+}  // namespace f8gemm

@@ -1,0 +1,187 @@
+/// \brief The fused activation ops of f8gemm's PyTorch extension: the schema (a
+/// TORCH_LIBRARY_FRAGMENT of the f8gemm namespace), the CUDA and CPU implementation over the C++
+/// API, and the Meta (fake) implementation.
+///
+///   silu_mul_quantize_fp8_row(Tensor gate_up, Tensor? scale_ub=None) -> (Tensor, Tensor)
+///
+/// gate_up [..., 2I] bf16/fp16/fp32 (gate | up, a merged gate_up GEMM's output) gives
+/// (q [..., I] float8_e4m3fn, scale [...] fp32): h = SiLU(gate) * up in fp32, then rowwise e4m3
+/// exactly as quantize_fp8_row. scale_ub (an upper bound on each row's max |h|, one fp32) may
+/// live on gate_up's device, where the kernel reads it: no host sync, legal in CUDA-graph capture
+/// (a value <= 0 or NaN there means no bound); a CPU scale_ub for a CUDA gate_up is read on the
+/// host (free) and must be positive and finite. Bad arguments raise ValueError.
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
+#include <c10/core/ScalarType.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <c10/util/Exception.h>
+#include <torch/library.h>
+
+#include <cstring>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "f8gemm/f8gemm.hpp"
+
+namespace f8gemm_torch_fused {
+namespace {
+
+using f8gemm::DType;
+using f8gemm::TensorView;
+
+constexpr const char* kOp = "silu_mul_quantize_fp8_row";
+
+[[noreturn]] void invalid(const std::string& message) {
+  C10_THROW_ERROR(ValueError, std::string("f8gemm.") + kOp + ": invalid argument: " + message);
+}
+
+/// A torch tensor as a TensorView (CPU tensors as host views); ValueError for what a view
+/// cannot express.
+TensorView view_of(const at::Tensor& t, const char* name) {
+  TensorView v;
+  switch (t.scalar_type()) {
+    case at::ScalarType::Float8_e4m3fn: v.dtype = DType::kE4M3; break;
+    case at::ScalarType::BFloat16: v.dtype = DType::kBF16; break;
+    case at::ScalarType::Half: v.dtype = DType::kF16; break;
+    case at::ScalarType::Float: v.dtype = DType::kF32; break;
+    default:
+      invalid(c10::str(name, " must be torch.bfloat16, torch.float16 or torch.float32, got ",
+                       t.scalar_type()));
+  }
+  if (t.dim() > f8gemm::kMaxRank) {
+    invalid(c10::str(name, " has ", t.dim(), " dimensions (shape ", t.sizes(), "); at most ",
+                     f8gemm::kMaxRank, " are supported: flatten the leading ones"));
+  }
+  if (t.is_cuda()) {
+    v.device = t.get_device();
+  } else if (t.is_cpu()) {
+    v.device = f8gemm::kHost;
+  } else {
+    invalid(c10::str(name, " must be a CUDA or CPU tensor, got one on ", t.device()));
+  }
+  v.rank = static_cast<int>(t.dim());
+  int64_t stride = 1;
+  for (int i = v.rank - 1; i >= 0; --i) {
+    v.shape[i] = t.size(i);
+    // An empty tensor addresses nothing: give it the row-major strides the library expects.
+    v.stride[i] = t.numel() == 0 ? stride : t.stride(i);
+    stride *= t.size(i);
+  }
+  v.data = t.numel() > 0 ? t.data_ptr() : nullptr;
+  return v;
+}
+
+/// Library messages in the op's names: input -> gate_up, out_q -> q, out_scale -> scale.
+std::string op_names(std::string text) {
+  const std::pair<const char*, const char*> names[] = {
+      {"out_q", "q"}, {"out_scale", "scale"}, {"the input's", "gate_up's"}};
+  for (const auto& [from, to] : names) {
+    for (size_t pos = text.find(from); pos != std::string::npos;
+         pos = text.find(from, pos + std::strlen(to))) {
+      text.replace(pos, std::strlen(from), to);
+    }
+  }
+  const char* prefix = "f8gemm: ";
+  if (text.compare(0, std::strlen(prefix), prefix) == 0) text.erase(0, std::strlen(prefix));
+  return text;
+}
+
+std::tuple<at::Tensor, at::Tensor> silu_mul_quantize_fp8_row(
+    const at::Tensor& gate_up, const std::optional<at::Tensor>& scale_ub) {
+  if (gate_up.dim() < 1) invalid("gate_up must be [..., 2I], got a 0-dimensional tensor");
+  const int64_t width = gate_up.size(-1);
+  if (width % 2 != 0) {
+    invalid(c10::str("gate_up's last dimension must be even (gate | up, 2I), got shape ",
+                     gate_up.sizes()));
+  }
+  const TensorView in = view_of(gate_up, "gate_up");
+  f8gemm::QuantizeOptions opt;
+  TensorView ub_view;
+  if (scale_ub.has_value() && scale_ub->defined()) {
+    const at::Tensor& ub = *scale_ub;
+    if (ub.numel() != 1 || ub.scalar_type() != at::ScalarType::Float) {
+      invalid(c10::str("scale_ub must be a 1-element torch.float32 tensor, got shape ", ub.sizes(),
+                       " and dtype ", ub.scalar_type()));
+    }
+    if (ub.device() == gate_up.device()) {
+      ub_view = view_of(ub, "scale_ub");  // read where the data is: by the kernel on a GPU
+      opt.scale_ub_tensor = &ub_view;
+    } else if (ub.is_cpu()) {
+      const float value = ub.item<float>();  // host memory: no sync
+      if (!(value > 0.0f) || value > 3.0e38f) {
+        invalid(c10::str("scale_ub must be positive and finite, got ", value));
+      }
+      opt.scale_ub = value;
+    } else {
+      invalid(c10::str("scale_ub must be on gate_up's device (", gate_up.device(),
+                       ") or on the CPU, got ", ub.device()));
+    }
+  }
+  std::vector<int64_t> q_shape(gate_up.sizes().begin(), gate_up.sizes().end());
+  q_shape.back() = width / 2;
+  at::Tensor q = at::empty(q_shape, gate_up.options().dtype(at::ScalarType::Float8_e4m3fn));
+  at::Tensor scale = at::empty(gate_up.sizes().slice(0, gate_up.dim() - 1),
+                               gate_up.options().dtype(at::ScalarType::Float));
+  c10::cuda::OptionalCUDAGuard guard;
+  if (gate_up.is_cuda()) {
+    guard.set_index(gate_up.get_device());
+    opt.stream = c10::cuda::getCurrentCUDAStream(gate_up.get_device()).stream();
+  }
+  try {
+    f8gemm::silu_mul_quantize_rows(in, view_of(q, "q"), view_of(scale, "scale"), opt);
+  } catch (const f8gemm::Error& e) {
+    const std::string message = std::string("f8gemm.") + kOp + ": " + op_names(e.what());
+    if (e.code() == f8gemm::ErrorCode::kInvalidArgument) C10_THROW_ERROR(ValueError, message);
+    C10_THROW_ERROR(Error, message);
+  }
+  return std::make_tuple(q, scale);
+}
+
+/// Shapes and dtypes only (symbolic sizes allowed), with the same shape errors.
+std::tuple<at::Tensor, at::Tensor> silu_mul_quantize_fp8_row_meta(
+    const at::Tensor& gate_up, const std::optional<at::Tensor>&) {
+  if (gate_up.dim() < 1) invalid("gate_up must be [..., 2I], got a 0-dimensional tensor");
+  const auto dtype = gate_up.scalar_type();
+  if (dtype != at::ScalarType::BFloat16 && dtype != at::ScalarType::Half &&
+      dtype != at::ScalarType::Float) {
+    invalid(c10::str("gate_up must be torch.bfloat16, torch.float16 or torch.float32, got ",
+                     dtype));
+  }
+  const auto sizes = gate_up.sym_sizes();
+  const c10::SymInt width = sizes[sizes.size() - 1];
+  if (width % 2 != 0) {
+    invalid(c10::str("gate_up's last dimension must be even (gate | up, 2I), got ", width));
+  }
+  std::vector<c10::SymInt> q_shape(sizes.begin(), sizes.end());
+  q_shape.back() = width / 2;
+  at::Tensor q =
+      at::empty_symint(q_shape, gate_up.options().dtype(at::ScalarType::Float8_e4m3fn));
+  at::Tensor scale = at::empty_symint(sizes.slice(0, sizes.size() - 1),
+                                      gate_up.options().dtype(at::ScalarType::Float));
+  return std::make_tuple(q, scale);
+}
+
+}  // namespace
+}  // namespace f8gemm_torch_fused
+
+TORCH_LIBRARY_FRAGMENT(f8gemm, m) {
+  // Inductor hands the op contiguous inputs (the library validates, it never copies).
+  m.def("silu_mul_quantize_fp8_row(Tensor gate_up, Tensor? scale_ub=None) -> (Tensor, Tensor)",
+        {at::Tag::needs_contiguous_strides});
+}
+
+TORCH_LIBRARY_IMPL(f8gemm, CUDA, m) {
+  m.impl("silu_mul_quantize_fp8_row", TORCH_FN(f8gemm_torch_fused::silu_mul_quantize_fp8_row));
+}
+
+TORCH_LIBRARY_IMPL(f8gemm, CPU, m) {
+  m.impl("silu_mul_quantize_fp8_row", TORCH_FN(f8gemm_torch_fused::silu_mul_quantize_fp8_row));
+}
+
+TORCH_LIBRARY_IMPL(f8gemm, Meta, m) {
+  m.impl("silu_mul_quantize_fp8_row",
+         TORCH_FN(f8gemm_torch_fused::silu_mul_quantize_fp8_row_meta));
+}

@@ -1,0 +1,224 @@
+/// \brief Rowwise e4m3 quantisation on the host side: the launch plan and launcher of the row
+/// engine (quantize_rows() and silu_mul_quantize_rows()), and the CPU reference of the fused op.
+#include "quantize.hpp"
+
+#include <algorithm>
+#include <vector>
+
+#include "../kernels/quantize_shared.cuh"
+#include "check.hpp"
+#include "codegen.hpp"
+#include "device.hpp"
+#include "numerics.hpp"
+
+namespace f8gemm {
+
+namespace rowq = dev::rowq;
+
+namespace detail {
+namespace {
+
+/// Packs each thread keeps in registers: mirrors kRegPacks in quantize_rows_engine.
+int register_packs(bool vectorized) {
+  return vectorized ? rowq::kRegisterValues / rowq::kPackValues : 4;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+/// The bound on amax that the host path applies, and a check of scale_ub_tensor.
+float host_scale_ub(const TensorView& input, const QuantizeOptions& opt) {
+  if (opt.scale_ub_tensor == nullptr) return opt.scale_ub;
+  const TensorView& ub = *opt.scale_ub_tensor;
+  F8GEMM_REQUIRE(ub.dtype == DType::kF32 && ub.numel() == 1, kInvalidArgument,
+                 "scale_ub must be one float32 value, got ", ub.numel(), " values of ",
+                 to_string(ub.dtype));
+  F8GEMM_REQUIRE(ub.data != nullptr && reinterpret_cast<uintptr_t>(ub.data) % 4 == 0,
+                 kInvalidArgument, "scale_ub must be a 4-byte aligned, non-null pointer");
+  F8GEMM_REQUIRE(ub.device == input.device, kInvalidArgument,
+                 "scale_ub must be in the input's memory (", input.device == kHost ? "host" : "GPU",
+                 " ", input.device == kHost ? "" : std::to_string(input.device), "), got ",
+                 ub.device == kHost ? std::string("host memory") : "GPU " + std::to_string(ub.device));
+  if (input.device != kHost) return 0.0f;  // read by the kernel
+  return *static_cast<const float*>(ub.data);
+}
+
+/// Launches the row engine's entry `name` over rows x cols (gate_up: in holds 2 * cols values a
+/// row).
+void launch_rows(const char* name, const TensorView& input, int64_t rows, int64_t cols,
+                 const TensorView& out_q, const TensorView& out_scale, const QuantizeOptions& opt) {
+  const auto& props = require_sm90(input.device);
+  const bool vectorized = cols % rowq::kPackValues == 0 && aligned16(input.data) &&
+                          aligned16(out_q.data);
+  const RowQuantizePlan plan = plan_row_quantize(rows, cols, vectorized, props.sm_count);
+  rowq::Params p{};
+  p.in = input.data;
+  p.q = static_cast<unsigned char*>(out_q.data);
+  p.scale = static_cast<float*>(out_scale.data);
+  p.scale_ub = opt.scale_ub_tensor ? static_cast<const float*>(opt.scale_ub_tensor->data) : nullptr;
+  p.rows = rows;
+  p.cols = cols;
+  p.chunk = plan.chunk;
+  p.eps = opt.eps;
+  p.scale_ub_value = opt.scale_ub;
+  p.vectorized = plan.vectorized ? 1 : 0;
+  cudaKernel_t kernel = util_instance()->kernel(name);
+  void* args[] = {&p};
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = unsigned(plan.cluster);
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(unsigned(plan.clusters * plan.cluster));
+  config.blockDim = dim3(unsigned(plan.threads));
+  config.dynamicSmemBytes = 0;
+  config.stream = opt.stream;
+  config.attrs = attr;
+  config.numAttrs = 1;
+  DeviceGuard guard(input.device);
+  F8GEMM_CHECK_CUDA(cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(kernel), args));
+  F8GEMM_CHECK_CUDA(cudaGetLastError());
+}
+
+const char* entry_name(DType in, bool silu) {
+  if (silu) {
+    return in == DType::kF32    ? "f8gemm_silu_mul_quantize_f32"
+           : in == DType::kBF16 ? "f8gemm_silu_mul_quantize_bf16"
+                                : "f8gemm_silu_mul_quantize_f16";
+  }
+  return in == DType::kF32 ? "f8gemm_quantize_f32"
+         : in == DType::kBF16 ? "f8gemm_quantize_bf16"
+                              : "f8gemm_quantize_f16";
+}
+
+void require_contiguous(const TensorView& t, const char* name, int alignment) {
+  F8GEMM_REQUIRE(t.is_contiguous(), kInvalidArgument, name, " must be contiguous");
+  F8GEMM_REQUIRE(t.numel() == 0 || t.data != nullptr, kInvalidArgument, name,
+                 " has a null data pointer");
+  F8GEMM_REQUIRE(reinterpret_cast<uintptr_t>(t.data) % alignment == 0, kInvalidArgument, name,
+                 " must be ", alignment, "-byte aligned");
+}
+
+}  // namespace
+
+RowQuantizePlan plan_row_quantize(int64_t rows, int64_t cols, bool vectorized, int sm_count) {
+  RowQuantizePlan plan;
+  plan.vectorized = vectorized;
+  const int64_t packs = vectorized ? cols / rowq::kPackValues : cols;
+  const int64_t per_thread = register_packs(vectorized);
+  const int64_t per_cta = int64_t(rowq::kMaxThreads) * per_thread;  // held in registers
+  int cluster = 1;
+  while (cluster < rowq::kMaxCluster && ceil_div(packs, cluster) > per_cta) cluster *= 2;
+  // Small M: the grid leaves SMs idle, so spread each row wider while a CTA keeps >= 4 warps.
+  while (cluster < rowq::kMaxCluster && rows * cluster * 2 <= sm_count &&
+         ceil_div(packs, cluster * 2) >= 128 * per_thread) {
+    cluster *= 2;
+  }
+  plan.cluster = cluster;
+  plan.chunk = ceil_div(packs, cluster);
+  const int64_t threads = ceil_div(ceil_div(plan.chunk, per_thread), 32) * 32;
+  plan.threads = int(std::clamp<int64_t>(threads, 32, rowq::kMaxThreads));
+  // 16 CTAs per SM is more than can be resident: the grid is never the limit, and a huge M is
+  // walked grid-stride rather than launched as billions of CTAs.
+  plan.clusters = std::min<int64_t>(rows, std::max<int64_t>(1, int64_t(sm_count) * 16 / cluster));
+  return plan;
+}
+
+void quantize_rows_checked(const TensorView& input, int64_t rows, int64_t cols,
+                           const TensorView& out_q, const TensorView& out_scale,
+                           const QuantizeOptions& opt) {
+  const float ub = host_scale_ub(input, opt);
+  if (input.device == kHost) {
+    numerics::quantize_rows_host(input.data, input.dtype, rows, cols, opt.eps, ub,
+                                 static_cast<uint8_t*>(out_q.data),
+                                 static_cast<float*>(out_scale.data));
+    return;
+  }
+  launch_rows(entry_name(input.dtype, false), input, rows, cols, out_q, out_scale, opt);
+}
+
+}  // namespace detail
+
+void silu_mul_quantize_rows(const TensorView& gate_up, const TensorView& out_q,
+                            const TensorView& out_scale, const QuantizeOptions& opt) {
+  F8GEMM_REQUIRE(gate_up.dtype == DType::kBF16 || gate_up.dtype == DType::kF16 ||
+                     gate_up.dtype == DType::kF32,
+                 kInvalidArgument, "gate_up must be bfloat16, float16 or float32, got ",
+                 to_string(gate_up.dtype));
+  F8GEMM_REQUIRE(gate_up.rank >= 1 && gate_up.rank <= kMaxRank, kInvalidArgument,
+                 "gate_up must be [..., 2I] with 1 to ", kMaxRank, " dimensions, got rank ",
+                 gate_up.rank);
+  const int64_t width = gate_up.shape[gate_up.rank - 1];
+  F8GEMM_REQUIRE(width % 2 == 0, kInvalidArgument,
+                 "gate_up's last dimension must be even (gate | up, 2I), got ", width);
+  F8GEMM_REQUIRE(out_q.dtype == DType::kE4M3, kInvalidArgument,
+                 "out_q must be float8_e4m3fn, got ", to_string(out_q.dtype));
+  F8GEMM_REQUIRE(out_scale.dtype == DType::kF32, kInvalidArgument,
+                 "out_scale must be float32, got ", to_string(out_scale.dtype));
+  const int64_t cols = width / 2;
+  bool q_ok = out_q.rank == gate_up.rank;
+  for (int i = 0; q_ok && i < gate_up.rank; ++i) {
+    q_ok = out_q.shape[i] == (i + 1 == gate_up.rank ? cols : gate_up.shape[i]);
+  }
+  F8GEMM_REQUIRE(q_ok, kInvalidArgument, "out_q must have gate_up's shape with the last dimension "
+                 "halved (I = ", cols, ")");
+  int64_t rows = 1;
+  for (int i = 0; i + 1 < gate_up.rank; ++i) rows *= gate_up.shape[i];
+  bool s_ok = out_scale.numel() == rows;
+  if (s_ok && out_scale.rank == gate_up.rank - 1) {
+    for (int i = 0; s_ok && i < out_scale.rank; ++i) s_ok = out_scale.shape[i] == gate_up.shape[i];
+  }
+  F8GEMM_REQUIRE(s_ok, kInvalidArgument, "out_scale must hold one value per row (", rows,
+                 "), got ", out_scale.numel());
+  F8GEMM_REQUIRE(opt.eps > 0.0f, kInvalidArgument, "eps must be positive, got ", opt.eps);
+  F8GEMM_REQUIRE(rows <= INT32_MAX, kInvalidArgument, "too many rows: ", rows);
+  detail::require_contiguous(gate_up, "gate_up", dtype_size(gate_up.dtype));
+  detail::require_contiguous(out_q, "out_q", 1);
+  detail::require_contiguous(out_scale, "out_scale", 4);
+  F8GEMM_REQUIRE(gate_up.device == out_q.device && gate_up.device == out_scale.device,
+                 kInvalidArgument, "gate_up, out_q and out_scale must be in the same memory "
+                 "(host or one GPU)");
+  const float ub = detail::host_scale_ub(gate_up, opt);
+  if (rows == 0 || cols == 0) return;
+  if (gate_up.device == kHost) {
+    numerics::silu_mul_quantize_rows_host(gate_up.data, gate_up.dtype, rows, cols, opt.eps, ub,
+                                          static_cast<uint8_t*>(out_q.data),
+                                          static_cast<float*>(out_scale.data));
+    return;
+  }
+  detail::launch_rows(detail::entry_name(gate_up.dtype, true), gate_up, rows, cols, out_q,
+                      out_scale, opt);
+}
+
+namespace numerics {
+
+float silu_mul(float g, float u) { return rowq::silu_mul(g, u); }
+
+void silu_mul_quantize_rows_host(const void* gate_up, DType in_dtype, int64_t rows, int64_t cols,
+                                 float eps, float scale_ub, uint8_t* q, float* scale) {
+  F8GEMM_REQUIRE(in_dtype == DType::kBF16 || in_dtype == DType::kF16 || in_dtype == DType::kF32,
+                 kInvalidArgument, "silu_mul_quantize_rows_host: in_dtype must be bf16, fp16 or "
+                 "fp32, got ", to_string(in_dtype));
+  F8GEMM_REQUIRE(rows >= 0 && cols >= 0, kInvalidArgument,
+                 "silu_mul_quantize_rows_host: negative size (rows=", rows, ", cols=", cols, ")");
+  auto value = [&](int64_t i) -> float {
+    switch (in_dtype) {
+      case DType::kF32: return static_cast<const float*>(gate_up)[i];
+      case DType::kBF16: return float(bf16_to_double(static_cast<const uint16_t*>(gate_up)[i]));
+      default: return float(f16_to_double(static_cast<const uint16_t*>(gate_up)[i]));
+    }
+  };
+  std::vector<float> h(static_cast<size_t>(cols));
+  for (int64_t row = 0; row < rows; ++row) {
+    const int64_t base = row * 2 * cols;
+    for (int64_t c = 0; c < cols; ++c) h[c] = silu_mul(value(base + c), value(base + cols + c));
+    // The same fp32 operations as quantize_rows_host on h (so one definition of the rounding).
+    quantize_rows_host(h.data(), DType::kF32, 1, cols, eps, scale_ub, q + row * cols,
+                       scale + row);
+  }
+}
+
+}  // namespace numerics
+}  // namespace f8gemm

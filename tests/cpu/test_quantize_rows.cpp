@@ -1,0 +1,342 @@
+/// \brief CPU tests of the rowwise quantisation kernels' host side: the exact SiLU against fp64, the
+/// fused op's CPU reference against fp64, silu_mul_quantize_rows() and quantize_rows() with a
+/// scale_ub tensor on host views, their argument checks, the launch plan, and the NVRTC compile of
+/// the kernels (no spills).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <iostream>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../../kernels/quantize_shared.cuh"
+#include "codegen.hpp"
+#include "common/test_util.hpp"
+#include "f8gemm/f8gemm.hpp"
+#include "jit/jit.hpp"
+#include "numerics.hpp"
+#include "quantize.hpp"
+
+namespace f8gemm {
+namespace {
+
+/// Distance in fp32 units in the last place between a float and an exact value.
+double ulps(float got, double exact) {
+  if (exact == 0.0) return got == 0.0f ? 0.0 : std::numeric_limits<double>::infinity();
+  int e = 0;
+  std::frexp(exact, &e);  // |exact| in [2^(e-1), 2^e)
+  const double ulp = std::ldexp(1.0, std::max(e - 24, -149));
+  return std::fabs(double(got) - exact) / ulp;
+}
+
+double silu64(double g) { return g / (1.0 + std::exp(-g)); }
+
+/// One e4m3 unit in the last place at |v| (normal binades: 2^(e-3); subnormals: 2^-9).
+double e4m3_ulp(double v) {
+  const double a = std::fabs(v);
+  if (a < 0.015625) return 0.001953125;
+  int e = 0;
+  std::frexp(a, &e);
+  return std::ldexp(1.0, e - 4);
+}
+
+TEST(SiluExact, ExpIsWithinTwoUlpsOverItsWholeRange) {
+  // Every 1/4096 of [-17, 88.7], plus random points: the reduced-range Taylor polynomial and the
+  // two-part ln 2 keep the result within 2 ulp of exp (the header's claim).
+  double worst = 0.0;
+  float worst_t = 0.0f;
+  auto check = [&](float t) {
+    const float got = dev::rowq::silu_exp(t);
+    const double u = ulps(got, std::exp(double(t)));
+    if (u > worst) {
+      worst = u;
+      worst_t = t;
+    }
+  };
+  for (int i = -17 * 4096; i <= 887 * 4096 / 10; ++i) check(float(i) / 4096.0f);
+  std::mt19937_64 rng(1);
+  std::uniform_real_distribution<float> dist(-17.0f, 88.7f);
+  for (int i = 0; i < 200000; ++i) check(dist(rng));
+  std::cout << "[ silu ] worst exp error " << worst << " ulp at t=" << worst_t << "\n";
+  EXPECT_LE(worst, 2.0) << "at t=" << worst_t;
+  EXPECT_EQ(dev::rowq::silu_exp(-17.5f), 0.0f);
+  EXPECT_TRUE(std::isinf(dev::rowq::silu_exp(89.5f)));
+  EXPECT_TRUE(std::isinf(dev::rowq::silu_exp(88.75f)));  // exp(88.75) > FLT_MAX
+  EXPECT_TRUE(std::isnan(dev::rowq::silu_exp(std::nanf(""))));
+}
+
+TEST(SiluExact, SiluMulIsWithinFourUlpsOfFp64) {
+  // exp within 2 ulp; 1 + e, the division and the product each add half an ulp: |rel err| <=
+  // (2 + 3 * 0.5) * 2^-23 + O(2^-46), under 4 ulp of the exact fp64 value.
+  std::mt19937_64 rng(2);
+  std::normal_distribution<float> normal(0.0f, 4.0f);
+  double worst = 0.0;
+  for (int i = 0; i < 500000; ++i) {
+    const float g = normal(rng), u = normal(rng);
+    const double exact = silu64(double(g)) * double(u);
+    if (std::fabs(exact) < 1e-30) continue;
+    worst = std::max(worst, ulps(numerics::silu_mul(g, u), exact));
+  }
+  for (float g : {-100.0f, -88.0f, -30.0f, -17.0f, -16.9f, 1e-20f, -1e-20f, 0.5f, 20.0f, 90.0f}) {
+    const double exact = silu64(double(g)) * 1.5;
+    if (std::fabs(exact) > 1e-37) worst = std::max(worst, ulps(numerics::silu_mul(g, 1.5f), exact));
+  }
+  std::cout << "[ silu ] worst silu*mul error " << worst << " ulp\n";
+  EXPECT_LE(worst, 4.0);
+  EXPECT_EQ(numerics::silu_mul(0.0f, 3.0f), 0.0f);
+  EXPECT_EQ(numerics::silu_mul(std::numeric_limits<float>::infinity(), 1.0f),
+            std::numeric_limits<float>::infinity());
+  EXPECT_TRUE(std::isnan(numerics::silu_mul(-std::numeric_limits<float>::infinity(), 1.0f)));
+  EXPECT_TRUE(std::isnan(numerics::silu_mul(std::nanf(""), 1.0f)));
+}
+
+/// The fused op's CPU reference against fp64: the scale within 4 fp32 ulp of max|h| / 448, and
+/// each code within one e4m3 ulp of h * 448 / amax (the half ulp of rounding, plus a possible
+/// flip at a near-tie from h's own fp32 error, of relative size 2^-21 << one e4m3 ulp).
+TEST(SiluMulQuantizeHost, MatchesFp64WithinOneE4m3Ulp) {
+  std::mt19937_64 rng(3);
+  const int64_t rows = 7, cols = 1000;
+  std::vector<float> in(static_cast<size_t>(rows * 2 * cols));
+  std::normal_distribution<double> normal(0.0, 1.0);
+  for (size_t i = 0; i < in.size(); ++i) {
+    in[i] = float(std::ldexp(normal(rng), int(int64_t(i) / (2 * cols)) - 3));
+  }
+  for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
+    SCOPED_TRACE(to_string(dtype));
+    std::vector<uint16_t> half(in.size());
+    std::vector<double> exact_in(in.size());
+    for (size_t i = 0; i < in.size(); ++i) {
+      half[i] = dtype == DType::kBF16 ? numerics::double_to_bf16(in[i]) : numerics::double_to_f16(in[i]);
+      exact_in[i] = dtype == DType::kF32 ? double(in[i])
+                    : dtype == DType::kBF16 ? numerics::bf16_to_double(half[i])
+                                            : numerics::f16_to_double(half[i]);
+    }
+    const void* data = dtype == DType::kF32 ? static_cast<const void*>(in.data()) : half.data();
+    std::vector<uint8_t> q(static_cast<size_t>(rows * cols));
+    std::vector<float> scale(static_cast<size_t>(rows));
+    numerics::silu_mul_quantize_rows_host(data, dtype, rows, cols, 1e-12f, 0.0f, q.data(),
+                                          scale.data());
+    int bad = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      std::vector<double> h(static_cast<size_t>(cols));
+      double amax = 0.0;
+      for (int64_t c = 0; c < cols; ++c) {
+        h[c] = silu64(exact_in[r * 2 * cols + c]) * exact_in[r * 2 * cols + cols + c];
+        amax = std::max(amax, std::fabs(h[c]));
+      }
+      EXPECT_LE(ulps(scale[r], amax / 448.0), 4.0) << "row " << r;
+      for (int64_t c = 0; c < cols; ++c) {
+        const double want = h[c] * 448.0 / amax;
+        const double got = numerics::e4m3_to_float(q[r * cols + c]);
+        bad += std::fabs(got - want) > e4m3_ulp(want);
+      }
+    }
+    EXPECT_EQ(bad, 0);
+  }
+}
+
+TEST(SiluMulQuantizeHost, IsSiluMulThenQuantizeRowsBitForBit) {
+  std::mt19937_64 rng(4);
+  const int64_t rows = 5, cols = 48;
+  std::vector<float> in = test::random_f32(rng, size_t(rows * 2 * cols), 3.0);
+  in[7] = std::numeric_limits<float>::quiet_NaN();  // row 0: a NaN gate
+  for (int64_t c = 0; c < 2 * cols; ++c) in[size_t(2 * cols + c)] = 0.0f;  // row 1: all zero
+  for (float ub : {0.0f, 0.25f}) {
+    std::vector<uint8_t> q(static_cast<size_t>(rows * cols)), q_ref(q.size());
+    std::vector<float> s(static_cast<size_t>(rows)), s_ref(s.size());
+    numerics::silu_mul_quantize_rows_host(in.data(), DType::kF32, rows, cols, 1e-12f, ub, q.data(),
+                                          s.data());
+    std::vector<float> h(static_cast<size_t>(rows * cols));
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < cols; ++c) {
+        h[r * cols + c] = numerics::silu_mul(in[r * 2 * cols + c], in[r * 2 * cols + cols + c]);
+      }
+    }
+    numerics::quantize_rows_host(h.data(), DType::kF32, rows, cols, 1e-12f, ub, q_ref.data(),
+                                 s_ref.data());
+    EXPECT_EQ(q, q_ref);
+    EXPECT_EQ(0, std::memcmp(s.data(), s_ref.data(), s.size() * sizeof(float)));
+    EXPECT_EQ(q[7], 0x7f);                     // NaN stays NaN
+    EXPECT_EQ(s[1], 1e-12f / 448.0f);          // the eps path
+  }
+}
+
+// ---- the public API on host views --------------------------------------------------------------
+
+TEST(SiluMulQuantizeApi, HostViewsRunTheReference) {
+  std::mt19937_64 rng(5);
+  const int64_t lead0 = 2, lead1 = 3, cols = 40;
+  const int64_t rows = lead0 * lead1;
+  std::vector<uint16_t> in = test::random_half_bits(rng, size_t(rows * 2 * cols), 2.0, DType::kBF16);
+  std::vector<uint8_t> q(static_cast<size_t>(rows * cols)), q_ref(q.size());
+  std::vector<float> s(static_cast<size_t>(rows)), s_ref(s.size());
+  float ub_value = 0.5f;
+  QuantizeOptions o;
+  const TensorView ub = make_view(&ub_value, DType::kF32, {1});
+  o.scale_ub_tensor = &ub;
+  silu_mul_quantize_rows(make_view(in.data(), DType::kBF16, {lead0, lead1, 2 * cols}),
+                         make_view(q.data(), DType::kE4M3, {lead0, lead1, cols}),
+                         make_view(s.data(), DType::kF32, {lead0, lead1}), o);
+  numerics::silu_mul_quantize_rows_host(in.data(), DType::kBF16, rows, cols, 1e-12f, 0.5f,
+                                        q_ref.data(), s_ref.data());
+  EXPECT_EQ(q, q_ref);
+  EXPECT_EQ(0, std::memcmp(s.data(), s_ref.data(), s.size() * sizeof(float)));
+}
+
+TEST(QuantizeRowsApi, ScaleUbTensorOnTheHostIsTheBound) {
+  std::mt19937_64 rng(6);
+  const int64_t rows = 4, cols = 64;
+  std::vector<float> in = test::random_f32(rng, size_t(rows * cols), 2.0);
+  for (float value : {0.5f, 0.0f, -1.0f, std::numeric_limits<float>::quiet_NaN()}) {
+    std::vector<uint8_t> q(static_cast<size_t>(rows * cols)), q_ref(q.size());
+    std::vector<float> s(static_cast<size_t>(rows)), s_ref(s.size());
+    QuantizeOptions o;
+    o.scale_ub = 100.0f;  // replaced by the tensor
+    const TensorView ub = make_view(&value, DType::kF32, {1});
+    o.scale_ub_tensor = &ub;
+    quantize_rows(make_view(in.data(), DType::kF32, {rows, cols}),
+                  make_view(q.data(), DType::kE4M3, {rows, cols}),
+                  make_view(s.data(), DType::kF32, {rows}), o);
+    // <= 0 and NaN mean no bound, exactly as a scale_ub of 0 does.
+    const float host_ub = value > 0.0f ? value : 0.0f;
+    numerics::quantize_rows_host(in.data(), DType::kF32, rows, cols, 1e-12f, host_ub,
+                                 q_ref.data(), s_ref.data());
+    EXPECT_EQ(q, q_ref) << value;
+    EXPECT_EQ(0, std::memcmp(s.data(), s_ref.data(), s.size() * sizeof(float))) << value;
+  }
+}
+
+#define EXPECT_INVALID(stmt, text)                                                   \
+  do {                                                                               \
+    try {                                                                            \
+      stmt;                                                                          \
+      ADD_FAILURE() << "no error from " #stmt;                                       \
+    } catch (const Error& e) {                                                       \
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();                  \
+      EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();    \
+    }                                                                                \
+  } while (0)
+
+TEST(SiluMulQuantizeApi, RejectsBadArguments) {
+  std::vector<float> in(2 * 3 * 32);
+  std::vector<uint8_t> q(2 * 3 * 16);
+  std::vector<float> s(6), s2(6);
+  const TensorView gu = make_view(in.data(), DType::kF32, {6, 32});
+  const TensorView qv = make_view(q.data(), DType::kE4M3, {6, 16});
+  const TensorView sv = make_view(s.data(), DType::kF32, {6});
+  EXPECT_INVALID(silu_mul_quantize_rows(make_view(in.data(), DType::kE4M3, {6, 32}), qv, sv),
+                 "gate_up must be bfloat16, float16 or float32");
+  EXPECT_INVALID(silu_mul_quantize_rows(make_view(in.data(), DType::kF32, {6, 31}), qv, sv),
+                 "must be even");
+  EXPECT_INVALID(silu_mul_quantize_rows(gu, make_view(q.data(), DType::kU8, {6, 16}), sv),
+                 "out_q must be float8_e4m3fn");
+  EXPECT_INVALID(silu_mul_quantize_rows(gu, make_view(q.data(), DType::kE4M3, {6, 32}), sv),
+                 "out_q must have gate_up's shape with the last dimension halved");
+  EXPECT_INVALID(silu_mul_quantize_rows(gu, qv, make_view(s.data(), DType::kF32, {5})),
+                 "out_scale must hold one value per row");
+  EXPECT_INVALID(silu_mul_quantize_rows(gu, qv, make_view(s.data(), DType::kBF16, {6})),
+                 "out_scale must be float32");
+  TensorView strided = make_view(in.data(), DType::kF32, {3, 32});
+  strided.stride[0] = 64;
+  EXPECT_INVALID(silu_mul_quantize_rows(strided, make_view(q.data(), DType::kE4M3, {3, 16}),
+                                        make_view(s.data(), DType::kF32, {3})),
+                 "gate_up must be contiguous");
+  TensorView on_gpu = qv;
+  on_gpu.device = 0;
+  EXPECT_INVALID(silu_mul_quantize_rows(gu, on_gpu, sv), "must be in the same memory");
+  QuantizeOptions o;
+  o.eps = 0.0f;
+  EXPECT_INVALID(silu_mul_quantize_rows(gu, qv, sv, o), "eps must be positive");
+  QuantizeOptions u;
+  const TensorView two = make_view(s2.data(), DType::kF32, {2});
+  u.scale_ub_tensor = &two;
+  EXPECT_INVALID(silu_mul_quantize_rows(gu, qv, sv, u), "scale_ub must be one float32 value");
+  TensorView ub_gpu = make_view(s2.data(), DType::kF32, {1});
+  ub_gpu.device = 0;
+  u.scale_ub_tensor = &ub_gpu;
+  EXPECT_INVALID(silu_mul_quantize_rows(gu, qv, sv, u), "scale_ub must be in the input's memory");
+  EXPECT_INVALID(quantize_rows(make_view(in.data(), DType::kF32, {6, 32}),
+                               make_view(q.data(), DType::kE4M3, {6, 32}), sv, u),
+                 "scale_ub must be in the input's memory");
+  // Empty work is valid and touches nothing.
+  silu_mul_quantize_rows(make_view(in.data(), DType::kF32, {0, 32}),
+                         make_view(q.data(), DType::kE4M3, {0, 16}),
+                         make_view(s.data(), DType::kF32, {0}));
+}
+
+// ---- the launch plan ---------------------------------------------------------------------------
+
+TEST(RowQuantizePlan, SmallMSpreadsARowOverAClusterAndEveryPlanCoversTheRow) {
+  using detail::plan_row_quantize;
+  // Decode: one row of 16384 bf16 is 1024 packs over 8 CTAs of 128 threads, one pack each.
+  auto p = plan_row_quantize(1, 16384, true, 132);
+  EXPECT_EQ(p.cluster, 8);
+  EXPECT_EQ(p.threads, 128);
+  EXPECT_EQ(p.chunk, 128);
+  EXPECT_EQ(p.clusters, 1);
+  EXPECT_EQ(plan_row_quantize(16, 16384, true, 132).cluster, 8);   // 128 CTAs on 132 SMs
+  // 896 packs: 4 CTAs of 224 threads; 8 would leave each under 4 warps.
+  EXPECT_EQ(plan_row_quantize(16, 14336, true, 132).cluster, 4);
+  EXPECT_EQ(plan_row_quantize(16, 14336, true, 132).threads, 224);
+  // Prefill: a row per CTA, one pack per thread, no cluster; the grid walks the rows.
+  p = plan_row_quantize(2048, 4096, true, 132);
+  EXPECT_EQ(p.cluster, 1);
+  EXPECT_EQ(p.threads, 256);
+  EXPECT_EQ(p.clusters, 2048);
+  EXPECT_EQ(plan_row_quantize(1 << 20, 4096, true, 132).clusters, 132 * 16);
+  // Long rows at large M take as many CTAs as hold them in registers.
+  EXPECT_EQ(plan_row_quantize(2048, 14336, true, 132).cluster, 4);
+  for (bool vec : {true, false}) {
+    for (int64_t rows : {1, 2, 3, 16, 17, 64, 133, 4096}) {
+      for (int64_t cols : {16, 48, 1008, 4096, 8192, 14336, 16384, 28672, 65536, 262144}) {
+        const auto q = plan_row_quantize(rows, vec ? cols : cols + 3, vec, 132);
+        const int64_t packs = vec ? cols / 16 : cols + 3;
+        SCOPED_TRACE(testing::Message() << "rows=" << rows << " cols=" << cols << " vec=" << vec);
+        EXPECT_TRUE(q.cluster == 1 || q.cluster == 2 || q.cluster == 4 || q.cluster == 8);
+        EXPECT_GE(q.chunk * q.cluster, packs);
+        EXPECT_LT(q.chunk * (q.cluster - 1), packs);  // no CTA of a cluster is left without work
+        EXPECT_EQ(q.threads % 32, 0);
+        EXPECT_GE(q.threads, 32);
+        EXPECT_LE(q.threads, 256);
+        EXPECT_GE(q.clusters, 1);
+        EXPECT_LE(q.clusters, rows);
+      }
+    }
+  }
+}
+
+// ---- the kernels compile for sm_90a without spills ------------------------------------------------
+
+TEST(QuantizeKernels, CompileWithoutSpills) {
+  test::TempDir dir("f8gemm_quantize_kernels_test");
+  test::ScopedEnv cache("F8GEMM_CACHE_DIR");
+  cache.set(dir.path());
+  jit::clear_memory_cache();
+  auto inst = detail::util_instance();
+  ASSERT_NE(inst, nullptr);
+  EXPECT_EQ(inst->spill_bytes(), 0) << inst->log();
+  for (const char* entry :
+       {"f8gemm_quantize_f32", "f8gemm_quantize_bf16", "f8gemm_quantize_f16",
+        "f8gemm_silu_mul_quantize_f32", "f8gemm_silu_mul_quantize_bf16",
+        "f8gemm_silu_mul_quantize_f16"}) {
+    int registers = -1;
+    for (const jit::KernelResources& r : inst->resources()) {
+      if (r.is_entry && r.entry == entry) {
+        registers = r.registers;
+        EXPECT_EQ(r.stack_frame, 0) << entry;
+      }
+    }
+    // At 256 threads, 80 registers still leave 3 CTAs (24 warps) per SM for a memory-bound loop.
+    EXPECT_GT(registers, 0) << entry << "\n" << inst->log();
+    EXPECT_LE(registers, 80) << entry;
+    std::cout << "[ instance ] util." << entry << " regs=" << registers << "\n";
+  }
+  jit::clear_memory_cache();
+}
+
+}  // namespace
+}  // namespace f8gemm
