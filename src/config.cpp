@@ -2,7 +2,9 @@
 #include "config.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -21,18 +23,52 @@ std::string Config::name() const {
   return os.str();
 }
 
+namespace {
+/// Reads a config name left to right. Numbers are runs of digits parsed with from_chars, so a
+/// value past int is reported as such instead of overflowing (sscanf's %d has undefined
+/// behaviour there).
+class NameReader {
+ public:
+  explicit NameReader(const std::string& name) : name_(name) {}
+  bool literal(const char* text) {
+    const size_t n = std::strlen(text);
+    if (name_.compare(pos_, n, text) != 0) return false;
+    pos_ += n;
+    return true;
+  }
+  bool number(int* value, const char* field) {
+    const char* begin = name_.data() + pos_;
+    const char* end = begin;
+    while (end < name_.data() + name_.size() && *end >= '0' && *end <= '9') ++end;
+    if (end == begin) return false;
+    const auto r = std::from_chars(begin, end, *value);
+    F8GEMM_REQUIRE(r.ec == std::errc(), kInvalidArgument, "config name '", name_, "': ", field,
+                   " = ", std::string(begin, end), " is out of range");
+    pos_ += size_t(end - begin);
+    return true;
+  }
+  bool at_end() const { return pos_ == name_.size(); }
+
+ private:
+  const std::string& name_;
+  size_t pos_ = 0;
+};
+}  // namespace
+
 Config Config::parse(const std::string& name) {
   Config c;
-  char path[16] = {0};
-  char tail = 0;
-  const int got = std::sscanf(name.c_str(), "sm90_%15[a-z]_%dx%dx%d_s%d_c%dx%d_r%d%c", path, &c.bm,
-                              &c.bn, &c.bk, &c.stages, &c.cluster_m, &c.cluster_n, &c.raster,
-                              &tail);
-  const std::string p = path;
-  F8GEMM_REQUIRE(got == 8 && (p == "tiled" || p == "swap"), kInvalidArgument, "config name '",
-                 name, "' does not match sm90_<tiled|swap>_<bm>x<bn>x<bk>_s<stages>_c<m>x<n>_r<raster>");
-  c.path = p == "swap" ? KernelPath::kSwapAB : KernelPath::kTiled;
-  // Parse is exact: the name must be the canonical one (no leading zeros, no '+').
+  NameReader r(name);
+  bool ok = r.literal("sm90_");
+  const bool swap = ok && r.literal("swap_");
+  ok = ok && (swap || r.literal("tiled_")) && r.number(&c.bm, "bm") && r.literal("x") &&
+       r.number(&c.bn, "bn") && r.literal("x") && r.number(&c.bk, "bk") && r.literal("_s") &&
+       r.number(&c.stages, "stages") && r.literal("_c") && r.number(&c.cluster_m, "cluster_m") &&
+       r.literal("x") && r.number(&c.cluster_n, "cluster_n") && r.literal("_r") &&
+       r.number(&c.raster, "raster") && r.at_end();
+  F8GEMM_REQUIRE(ok, kInvalidArgument, "config name '", name,
+                 "' does not match sm90_<tiled|swap>_<bm>x<bn>x<bk>_s<stages>_c<m>x<n>_r<raster>");
+  c.path = swap ? KernelPath::kSwapAB : KernelPath::kTiled;
+  // Parse is exact: the name must be the canonical one (no leading zeros).
   F8GEMM_REQUIRE(c.name() == name, kInvalidArgument, "config name '", name,
                  "' is not canonical; did you mean '", c.name(), "'?");
   return c;

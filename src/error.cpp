@@ -29,10 +29,11 @@ static const char* base_name(const char* file) {
 }
 
 void throw_cuda(cudaError_t status, const char* expr, const char* file, int line) {
-  // "insufficient driver" and "no device" mean there is no usable GPU here: say so plainly.
-  ErrorCode code = (status == cudaErrorInsufficientDriver || status == cudaErrorNoDevice)
-                       ? ErrorCode::kNoDevice
-                       : ErrorCode::kCuda;
+  // No driver, an old one, the toolkit's stub libcuda in place of a driver, or no device: there
+  // is no usable GPU here, so say so plainly.
+  const bool no_device = status == cudaErrorInsufficientDriver || status == cudaErrorNoDevice ||
+                         status == cudaErrorStubLibrary;
+  const ErrorCode code = no_device ? ErrorCode::kNoDevice : ErrorCode::kCuda;
   throw Error(code, concat(cudaGetErrorName(status), " (", cudaGetErrorString(status), ") in ",
                            expr, " at ", base_name(file), ":", line));
 }

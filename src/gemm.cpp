@@ -4,7 +4,6 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
-#include <climits>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -16,180 +15,12 @@
 #include "config.hpp"
 #include "device.hpp"
 #include "launch.hpp"
+#include "validate.hpp"
 
 namespace f8gemm {
 namespace detail {
 
 namespace {
-
-std::string shape_str(const TensorView& t) {
-  std::string s = "[";
-  for (int i = 0; i < t.rank; ++i) s += (i ? ", " : "") + std::to_string(t.shape[i]);
-  return s + "]";
-}
-
-void require_dtype(const TensorView& t, const char* name, DType a, DType b = DType::kU8,
-                   bool allow_b = false) {
-  F8GEMM_REQUIRE(t.dtype == a || (allow_b && t.dtype == b), kInvalidArgument, name,
-                 " must have dtype ", to_string(a), allow_b ? " or " : "",
-                 allow_b ? to_string(b) : "", ", got ", to_string(t.dtype));
-}
-
-void require_rank(const TensorView& t, const char* name, int rank, const char* layout) {
-  F8GEMM_REQUIRE(t.rank == rank, kInvalidArgument, name, " must be ", rank, "-D ", layout,
-                 ", got shape ", shape_str(t));
-}
-
-void require_shape(const TensorView& t, const char* name, std::initializer_list<int64_t> dims,
-                   const char* layout) {
-  bool ok = t.rank == int(dims.size());
-  int i = 0;
-  for (int64_t d : dims) ok = ok && t.shape[i++] == d;
-  if (!ok) {
-    std::string want = "[";
-    i = 0;
-    for (int64_t d : dims) want += (i++ ? ", " : "") + std::to_string(d);
-    throw Error(ErrorCode::kInvalidArgument, concat(name, " must have shape ", want, "] (", layout,
-                                                    "), got ", shape_str(t)));
-  }
-}
-
-void require_memory(const TensorView& t, const char* name, int alignment) {
-  F8GEMM_REQUIRE(t.is_contiguous(), kInvalidArgument, name,
-                 " must be contiguous (row-major), got shape ", shape_str(t), " with other strides");
-  F8GEMM_REQUIRE(t.numel() == 0 || t.data != nullptr, kInvalidArgument, name,
-                 " has a null data pointer");
-  F8GEMM_REQUIRE(reinterpret_cast<uintptr_t>(t.data) % alignment == 0, kInvalidArgument, name,
-                 " must be ", alignment, "-byte aligned, got address ", t.data);
-}
-
-struct Validated {
-  ProblemShape shape;
-  int device = 0;
-};
-
-constexpr int64_t kIndexLimit = INT32_MAX;
-
-/// Checks every argument; `batched` selects the [B,...] forms, else the single-GEMM forms.
-Validated validate(const TensorView& x, const TensorView& w, WeightLayout layout,
-                   const TensorView& xs, const TensorView& ws, const TensorView& out,
-                   const GemmOptions& opt, bool batched) {
-  const bool shuffled = layout == WeightLayout::kPreshuffled;
-  F8GEMM_REQUIRE(layout == WeightLayout::kPlain || shuffled, kInvalidArgument,
-                 "w_layout must be kPlain or kPreshuffled");
-  require_dtype(x, "x", DType::kE4M3);
-  require_dtype(w, "w", DType::kE4M3, DType::kU8, shuffled);
-  require_dtype(xs, "x_scale", DType::kF32);
-  require_dtype(ws, "w_scale", DType::kF32);
-  F8GEMM_REQUIRE(out.dtype == DType::kBF16 || out.dtype == DType::kF16, kInvalidArgument,
-                 "out must have dtype bfloat16 or float16, got ", to_string(out.dtype));
-  const TensorView* bias = opt.bias && opt.bias->defined() ? opt.bias : nullptr;
-  if (bias) require_dtype(*bias, "bias", DType::kF32, DType::kBF16, true);
-
-  Validated v;
-  ProblemShape& p = v.shape;
-  if (batched) {
-    require_rank(x, "x", 3, "[B, M, K]");
-    p.batch = x.shape[0];
-    p.m = x.shape[1];
-    p.k = x.shape[2];
-  } else {
-    F8GEMM_REQUIRE(x.rank >= 1, kInvalidArgument, "x must be [..., K] with at least 1 dimension");
-    p.batch = 1;
-    p.k = x.shape[x.rank - 1];
-    p.m = x.numel() / (p.k ? p.k : 1);
-    if (p.k == 0) {
-      p.m = 1;
-      for (int i = 0; i + 1 < x.rank; ++i) p.m *= x.shape[i];
-    }
-  }
-  F8GEMM_REQUIRE(p.k > 0 && p.k % 16 == 0, kInvalidArgument, "K (x's last dimension) must be a ",
-                 "positive multiple of 16 (TMA moves 16-byte rows), got ", p.k);
-  const int lead = batched ? 1 : 0;  // index of N (or K-blocks) in w's shape
-  if (shuffled) {
-    require_rank(w, "w", 3 + lead, batched ? "preshuffled [B, ceil(K/128), N/8, 1024]"
-                                           : "preshuffled [ceil(K/128), N/8, 1024]");
-    p.n = w.shape[lead + 1] * 8;
-    if (batched) {
-      require_shape(w, "w", {p.batch, (p.k + 127) / 128, w.shape[2], 1024},
-                    "preshuffled [B, ceil(K/128), N/8, 1024] matching x");
-    } else {
-      require_shape(w, "w", {(p.k + 127) / 128, w.shape[1], 1024},
-                    "preshuffled [ceil(K/128), N/8, 1024] matching x's K");
-    }
-  } else {
-    require_rank(w, "w", 2 + lead, batched ? "[B, N, K] (a plain weight)" : "[N, K] (a plain weight)");
-    p.n = w.shape[lead];
-    if (batched) {
-      require_shape(w, "w", {p.batch, p.n, p.k}, "[B, N, K] matching x [B, M, K]");
-    } else {
-      require_shape(w, "w", {p.n, p.k}, "[N, K] matching x's K");
-    }
-  }
-  F8GEMM_REQUIRE(p.n > 0 && p.n % 8 == 0, kInvalidArgument,
-                 "N (w's rows) must be a positive multiple of 8, got ", p.n);
-
-  if (batched) {
-    require_shape(xs, "x_scale", {p.batch, p.m}, "[B, M]");
-    require_shape(ws, "w_scale", {p.batch, p.n}, "[B, N]");
-    require_shape(out, "out", {p.batch, p.m, p.n}, "[B, M, N]");
-    if (bias) require_shape(*bias, "bias", {p.batch, p.n}, "[B, N]");
-  } else {
-    // x_scale has x's leading shape (what quantize_rows produces), or is 1-D [M].
-    bool xs_ok = xs.numel() == p.m && (xs.rank == 1 || xs.rank == x.rank - 1);
-    for (int i = 0; xs_ok && xs.rank == x.rank - 1 && i < xs.rank; ++i) {
-      xs_ok = xs.shape[i] == x.shape[i];
-    }
-    F8GEMM_REQUIRE(xs_ok, kInvalidArgument, "x_scale must have x's leading shape (M = ", p.m,
-                   " values), got ", shape_str(xs), " for x ", shape_str(x));
-    require_shape(ws, "w_scale", {p.n}, "[N]");
-    bool out_ok = out.rank == x.rank && out.shape[out.rank - 1] == p.n;
-    for (int i = 0; out_ok && i + 1 < x.rank; ++i) out_ok = out.shape[i] == x.shape[i];
-    if (!out_ok && out.rank == 2) out_ok = out.shape[0] == p.m && out.shape[1] == p.n;
-    F8GEMM_REQUIRE(out_ok, kInvalidArgument, "out must have shape x.shape[:-1] + [N] (N = ", p.n,
-                   "), got ", shape_str(out), " for x ", shape_str(x));
-    if (bias) require_shape(*bias, "bias", {p.n}, "[N]");
-  }
-
-  F8GEMM_REQUIRE(p.batch >= 0 && p.m >= 0, kInvalidArgument, "sizes must be non-negative, got B=",
-                 p.batch, " M=", p.m);
-  // Kernel indices: batch, rows, columns and K are int32 (TMA coordinates), tiles too; M + 256
-  // (a tile's reach past M) must stay in range as well.
-  F8GEMM_REQUIRE(p.batch <= kIndexLimit && p.m <= kIndexLimit - 256 && p.n <= kIndexLimit &&
-                     p.k <= kIndexLimit,
-                 kInvalidArgument, "sizes exceed the int32 index range: B,M,N,K = ", p.batch, ",",
-                 p.m, ",", p.n, ",", p.k);
-  F8GEMM_REQUIRE(p.batch * ((p.m + 7) / 8) <= kIndexLimit / ((p.n + 7) / 8), kInvalidArgument,
-                 "sizes exceed the int32 tile index range: B,M,N,K = ", p.batch, ",", p.m, ",",
-                 p.n, ",", p.k);
-
-  require_memory(x, "x", 16);
-  require_memory(w, "w", 16);
-  require_memory(xs, "x_scale", 4);
-  require_memory(ws, "w_scale", 4);
-  require_memory(out, "out", 16);
-  if (bias) require_memory(*bias, "bias", dtype_size(bias->dtype));
-
-  v.device = x.device;
-  F8GEMM_REQUIRE(v.device >= 0, kInvalidArgument, "x must be in GPU memory, got host memory");
-  auto same = [&](const TensorView& t, const char* name) {
-    F8GEMM_REQUIRE(t.device == v.device, kInvalidArgument, name, " is on ",
-                   t.device < 0 ? std::string("the host") : "cuda:" + std::to_string(t.device),
-                   " but x is on cuda:", v.device);
-  };
-  same(w, "w");
-  same(xs, "x_scale");
-  same(ws, "w_scale");
-  same(out, "out");
-  if (bias) same(*bias, "bias");
-
-  p.w_layout = layout;
-  p.out_dtype = out.dtype;
-  p.has_bias = bias != nullptr;
-  p.bias_dtype = bias ? bias->dtype : DType::kF32;
-  p.fast_accum = opt.fast_accum;
-  return v;
-}
 
 /// Everything the launch of one (problem, device) needs that does not depend on pointers.
 /// The tensor map of the last pointer seen: a plan's dimensions are fixed, so the map depends
@@ -333,7 +164,7 @@ std::shared_ptr<Plan> get_plan(const ProblemShape& p, int device, const Config* 
 
 void run(const TensorView& x, const TensorView& w, WeightLayout layout, const TensorView& xs,
          const TensorView& ws, const TensorView& out, const GemmOptions& opt, bool batched) {
-  const Validated v = validate(x, w, layout, xs, ws, out, opt, batched);
+  const Validated v = validate_call(x, w, layout, xs, ws, out, opt, batched);
   const ProblemShape& p = v.shape;
   if (p.m == 0 || p.batch == 0) {
     require_sm90(v.device);  // the same answer with or without work: no sm_90, no success

@@ -8,6 +8,7 @@
 #include "device.hpp"
 #include "numerics.hpp"
 #include "quantize.hpp"
+#include "validate.hpp"
 
 namespace f8gemm {
 
@@ -61,6 +62,8 @@ ShuffleDims check_shuffle_pair(const TensorView& plain, const char* plain_name,
   F8GEMM_REQUIRE(shuffled.dtype == DType::kE4M3 || shuffled.dtype == DType::kU8, kInvalidArgument,
                  "the preshuffled weight must be float8_e4m3fn (or uint8), got ",
                  to_string(shuffled.dtype));
+  detail::require_view(plain, plain_name);
+  detail::require_view(shuffled, "the preshuffled weight");
   F8GEMM_REQUIRE(plain.rank == 2 || plain.rank == 3, kInvalidArgument,
                  pn, " must be [N, K] or [B, N, K], got rank ", plain.rank);
   ShuffleDims d;
@@ -128,6 +131,9 @@ void quantize_rows(const TensorView& input, const TensorView& out_q, const Tenso
                  "out_q must be float8_e4m3fn, got ", to_string(out_q.dtype));
   F8GEMM_REQUIRE(out_scale.dtype == DType::kF32, kInvalidArgument,
                  "out_scale must be float32, got ", to_string(out_scale.dtype));
+  detail::require_view(input, "input");
+  detail::require_view(out_q, "out_q");
+  detail::require_view(out_scale, "out_scale");
   bool q_ok = out_q.rank == input.rank;
   for (int i = 0; q_ok && i < input.rank; ++i) q_ok = out_q.shape[i] == input.shape[i];
   F8GEMM_REQUIRE(q_ok, kInvalidArgument, "out_q must have the input's shape");
@@ -149,6 +155,7 @@ void quantize_rows(const TensorView& input, const TensorView& out_q, const Tenso
 }
 
 Config choose_config(const ProblemShape& problem) {
+  validate_problem(problem);
   int device = 0;
   F8GEMM_CHECK_CUDA(cudaGetDevice(&device));
   const auto& props = detail::require_sm90(device);
@@ -156,6 +163,9 @@ Config choose_config(const ProblemShape& problem) {
 }
 
 void precompile(const std::vector<ProblemShape>& problems) {
+  // Every problem is checked before the first compile: a bad one in a list fails fast, and
+  // sizes past the kernel's int32 limits never reach the cost model or NVRTC.
+  for (const ProblemShape& p : problems) validate_problem(p);
   std::string gpu = kAssumedGpu;
   int sms = kAssumedSmCount;
   int device = -1;
@@ -172,9 +182,6 @@ void precompile(const std::vector<ProblemShape>& problems) {
   }
   cudaGetLastError();
   for (const ProblemShape& p : problems) {
-    F8GEMM_REQUIRE(p.batch >= 0 && p.m >= 0 && p.n > 0 && p.n % 8 == 0 && p.k > 0 && p.k % 16 == 0,
-                   kInvalidArgument, "precompile: N must be a positive multiple of 8 and K of 16, "
-                   "B and M non-negative; got B,M,N,K=", p.batch, ",", p.m, ",", p.n, ",", p.k);
     if (device >= 0) {
       detail::prepare(p, device);  // compiled, loaded and attributes set: is_ready() holds
     } else {
@@ -189,6 +196,7 @@ DeviceInfo device_info() {
   DeviceInfo info;
   nvrtcVersion(&info.nvrtc_major, &info.nvrtc_minor);
   info.cache_dir = jit::cache_dir();
+  info.cache_problem = jit::cache_problem();
   cudaRuntimeGetVersion(&info.runtime_version);
   cudaDriverGetVersion(&info.driver_version);
   int count = 0;

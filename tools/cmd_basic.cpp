@@ -1,5 +1,8 @@
 /// \brief `f8gemm info` and `f8gemm precompile`.
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "cli_args.hpp"
@@ -15,7 +18,12 @@ int cmd_info(const Args& args) {
   std::printf("f8gemm %s\n", kVersion);
   std::printf("NVRTC %d.%d, CUDA runtime %d, driver %d\n", info.nvrtc_major, info.nvrtc_minor,
               info.runtime_version, info.driver_version);
-  std::printf("cache: %s\n", info.cache_dir.c_str());
+  if (info.cache_problem.empty()) {
+    std::printf("cache: %s\n", info.cache_dir.c_str());
+  } else {
+    std::printf("cache: %s (unusable: %s; every process compiles its kernels again)\n",
+                info.cache_dir.c_str(), info.cache_problem.c_str());
+  }
   if (!info.has_device) {
     std::printf("GPU: none (%s); kernels still compile for sm_90a\n", info.reason.c_str());
     return 0;
@@ -26,10 +34,14 @@ int cmd_info(const Args& args) {
   return 0;
 }
 
-/// Reads "B,M,N,K" lines ('#' comments, blank lines skipped).
+/// Reads "B,M,N,K" lines ('#' comments, blank lines skipped); a file without one is an error.
 std::vector<std::vector<int64_t>> read_shapes_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw UsageError("shapes file '" + path + "' is a directory; give a file of B,M,N,K lines");
+  }
   std::ifstream in(path);
-  if (!in) throw UsageError("cannot read shapes file '" + path + "'");
+  if (!in) throw UsageError("cannot read shapes file '" + path + "': " + std::strerror(errno));
   std::vector<std::vector<int64_t>> shapes;
   std::string line;
   int n = 0;
@@ -40,6 +52,10 @@ std::vector<std::vector<int64_t>> read_shapes_file(const std::string& path) {
     line.erase(0, line.find_first_not_of(" \t"));
     line.erase(line.find_last_not_of(" \t\r") + 1);
     shapes.push_back(parse_shape(line, path + ":" + std::to_string(n)));
+  }
+  if (in.bad()) throw UsageError("cannot read shapes file '" + path + "': read error");
+  if (shapes.empty()) {
+    throw UsageError("shapes file '" + path + "' holds no shapes (expected lines B,M,N,K)");
   }
   return shapes;
 }

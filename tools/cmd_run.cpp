@@ -140,9 +140,18 @@ int cmd_run(const Args& args) {
   Config forced;
   if (opt.has("--config")) forced = Config::parse(opt.str("--config", ""));
   const Config* config = opt.has("--config") ? &forced : nullptr;
-  // Reject what the kernels cannot take before allocating gigabytes for it.
-  if (s.k % 16 != 0) throw Error(ErrorCode::kInvalidArgument, "K must be a multiple of 16, got " + std::to_string(s.k));
-  if (s.n % 8 != 0) throw Error(ErrorCode::kInvalidArgument, "N must be a multiple of 8, got " + std::to_string(s.n));
+  // Reject what the kernels cannot take before looking for a GPU or allocating gigabytes.
+  const ProblemShape shape = problem_of(s, plain, fast);
+  validate_problem(shape);
+  if (config) {
+    const std::string why = detail::config_illegal_reason(*config, shape);
+    if (!why.empty()) {
+      throw Error(ErrorCode::kUnsupported, "config " + config->name() + " cannot run B,M,N,K=" +
+                                               std::to_string(s.batch) + "," + std::to_string(s.m) +
+                                               "," + std::to_string(s.n) + "," +
+                                               std::to_string(s.k) + ": " + why);
+    }
+  }
 
   std::string reason;
   if (!have_gpu(reason)) throw Error(ErrorCode::kNoDevice, "run needs an sm_90 GPU: " + reason);

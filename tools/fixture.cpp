@@ -61,18 +61,22 @@ Fixture::Fixture(const FixtureSpec& s)
   F8GEMM_CHECK_CUDA(cudaDeviceSynchronize());
 }
 
-ProblemShape Fixture::problem(bool plain_w, bool fast_accum) const {
+ProblemShape problem_of(const FixtureSpec& spec, bool plain_w, bool fast_accum) {
   ProblemShape p;
-  p.batch = spec_.batch;
-  p.m = spec_.m;
-  p.n = spec_.n;
-  p.k = spec_.k;
+  p.batch = spec.batch;
+  p.m = spec.m;
+  p.n = spec.n;
+  p.k = spec.k;
   p.w_layout = plain_w ? WeightLayout::kPlain : WeightLayout::kPreshuffled;
-  p.out_dtype = spec_.out_dtype;
-  p.has_bias = spec_.bias;
-  p.bias_dtype = spec_.bias_dtype;
+  p.out_dtype = spec.out_dtype;
+  p.has_bias = spec.bias;
+  p.bias_dtype = spec.bias_dtype;
   p.fast_accum = fast_accum;
   return p;
+}
+
+ProblemShape Fixture::problem(bool plain_w, bool fast_accum) const {
+  return problem_of(spec_, plain_w, fast_accum);
 }
 
 double Fixture::bytes() const {

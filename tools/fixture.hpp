@@ -18,6 +18,9 @@ struct FixtureSpec {
   uint64_t seed = 1;
 };
 
+/// The problem a fixture of this spec runs (no allocation: for checks before one is made).
+ProblemShape problem_of(const FixtureSpec& spec, bool plain_w, bool fast_accum);
+
 class Fixture {
  public:
   explicit Fixture(const FixtureSpec& spec);

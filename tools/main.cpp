@@ -1,5 +1,5 @@
 /// \brief The `f8gemm` command-line tool: dispatch to the subcommands; errors become one line
-/// on stderr (exit 2 for usage, 1 for everything else).
+/// on stderr (exit 2 for a bad argument, 1 for everything else).
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -51,7 +51,12 @@ int main(int argc, char** argv) {
     const char* log = std::getenv("F8GEMM_LOG");
     if (!(log && *log && std::strcmp(log, "0") != 0)) message = message.substr(0, message.find('\n'));
     std::fprintf(stderr, "%s\n", message.c_str());
-    return 1;
+    // kInvalidArgument is a bad argument by definition; kUnsupported comes from a configuration
+    // the user forced (--config, F8GEMM_CONFIG) that cannot run the problem.
+    const f8gemm::ErrorCode code = e.code();
+    return code == f8gemm::ErrorCode::kInvalidArgument || code == f8gemm::ErrorCode::kUnsupported
+               ? 2
+               : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "f8gemm: %s\n", e.what());
     return 1;

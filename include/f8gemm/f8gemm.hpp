@@ -166,6 +166,11 @@ struct ProblemShape {
   bool fast_accum = true;
 };
 
+/// Throws Error(kInvalidArgument) naming the size at fault when gemm()/batched_gemm() would
+/// reject this problem for its sizes, layout or dtypes alone (B, M >= 0; N % 8 == 0; K % 16 == 0;
+/// the kernel's int32 index limits). precompile() and choose_config() check it first.
+void validate_problem(const ProblemShape& problem);
+
 /// The configuration gemm()/batched_gemm() would use for this problem on the current device.
 Config choose_config(const ProblemShape& problem);
 
@@ -190,6 +195,7 @@ struct DeviceInfo {
   int driver_version = 0, runtime_version = 0;
   int nvrtc_major = 0, nvrtc_minor = 0;
   std::string cache_dir;
+  std::string cache_problem;  ///< why the disk cache cannot be written; empty when it can
 };
 DeviceInfo device_info();
 

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -17,6 +18,7 @@
 #include <functional>
 #include <future>
 #include <thread>
+#include <set>
 #include <unordered_map>
 #include <utility>
 
@@ -122,19 +124,37 @@ std::string cache_dir_path() {
   return home.empty() ? std::string() : home + "/.cache/f8gemm";
 }
 
-/// Creates dir (recursively). A cache that cannot be created only costs recompiles, so this
-/// never throws; F8GEMM_LOG says why.
-bool ensure_dir(const std::string& dir, const char* what) {
-  if (dir.empty()) {
-    log_line(detail::concat("f8gemm: jit ", what, " off: no directory (HOME is not set)"));
-    return false;
+/// Says once per directory and process, on stderr, that the disk cache cannot be used and why.
+/// A cache that does not work only costs recompiles, so it never throws; but a user who set
+/// F8GEMM_CACHE_DIR (or precompiled for a server) must hear that every process compiles again.
+void warn_cache_unusable(const std::string& dir, const std::string& why) {
+  static std::mutex mutex;
+  static auto* warned = new std::set<std::string>;  // never destroyed: used until exit
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!warned->insert(dir).second) return;
   }
+  print_line(detail::concat("f8gemm: warning: the JIT disk cache '", dir, "' is unusable (", why,
+                            "); compiled kernels are kept in memory only"));
+}
+
+/// Creates dir (recursively); empty when it is a directory now, else why not.
+std::string make_dir(const std::string& dir) {
+  if (dir.empty()) return "no directory: HOME is not set and F8GEMM_CACHE_DIR is empty";
   std::error_code ec;
+  if (std::filesystem::exists(dir, ec) && !std::filesystem::is_directory(dir, ec)) {
+    return "it exists and is not a directory";
+  }
   std::filesystem::create_directories(dir, ec);
-  if (!ec && std::filesystem::is_directory(dir, ec)) return true;
-  log_line(detail::concat("f8gemm: jit ", what, " off: cannot create ", dir, ": ",
-                          ec ? ec.message() : std::string("not a directory")));
-  return false;
+  if (!ec && std::filesystem::is_directory(dir, ec)) return {};
+  return ec ? "cannot create it: " + ec.message() : std::string("it is not a directory");
+}
+
+/// Creates dir, warning once when that fails.
+bool ensure_dir(const std::string& dir) {
+  const std::string why = make_dir(dir);
+  if (!why.empty()) warn_cache_unusable(dir, why);
+  return why.empty();
 }
 
 /// A label as a file name: anything outside [A-Za-z0-9._-] becomes '_'.
@@ -351,7 +371,28 @@ std::string first_error_line(const std::string& log) {
   return first.empty() ? std::string("(empty log)") : first;
 }
 
+/// The first warning in an NVRTC log (front end "warning #NNN-D", ptxas "ptxas warning"), or "".
+/// NVRTC 13 has no option that turns every warning into an error (-Werror is refused), so the
+/// log is read instead. The "Remark: The warnings can be suppressed" footer is not a warning.
+std::string first_warning_line(const std::string& log) {
+  size_t start = 0;
+  while (start < log.size()) {
+    size_t end = log.find('\n', start);
+    if (end == std::string::npos) end = log.size();
+    const std::string line = log.substr(start, end - start);
+    std::string lower = line;
+    for (char& ch : lower) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+    if (lower.find("warning") != std::string::npos && lower.compare(0, 6, "remark") != 0) {
+      return line;
+    }
+    start = end + 1;
+  }
+  return {};
+}
+
 /// Compiles source; throws Error(kCompile) naming label, with the first error line then the log.
+/// A warning is an error too: f8gemm's sources compile cleanly, and a warning such as #61-D (an
+/// int32 overflow in a template constant) means a kernel that computes garbage.
 /// `on_failure` sees the log before the throw (the dump uses it).
 void compile_program(Program& prog, const std::string& label, const std::string& source,
                      const std::vector<std::string>& options, std::string* log,
@@ -373,6 +414,13 @@ void compile_program(Program& prog, const std::string& label, const std::string&
                 detail::concat("instance ", label, " failed to compile (",
                                nvrtcGetErrorString(status), "): ", first_error_line(*log), "\n",
                                *log));
+  }
+  const std::string warning = first_warning_line(*log);
+  if (!warning.empty()) {
+    if (on_failure) on_failure(*log);
+    throw Error(ErrorCode::kCompile,
+                detail::concat("instance ", label, " failed to compile (a warning is an error ",
+                               "for f8gemm's sources): ", warning, "\n", *log));
   }
 }
 
@@ -430,12 +478,17 @@ std::shared_ptr<const Instance> build(const std::string& label, const std::strin
                                       const std::string& source,
                                       const std::vector<std::string>& options) {
   std::string dir = cache_dir_path();
-  bool disk = ensure_dir(dir, "disk cache");
+  bool disk = ensure_dir(dir);
   std::string path = dir + "/" + key + ".cubin";
   if (disk) {
     std::vector<char> cubin;
     std::string log, why;
     DiskResult r = load_file(path, key, &cubin, &log, &why);
+    if (r == DiskResult::kHit && !first_warning_line(log).empty()) {
+      // Written before warnings were errors: compile again, which reports the warning.
+      why = "compiled with a warning";
+      r = DiskResult::kCorrupt;
+    }
     if (r == DiskResult::kHit) {
       g_disk_hits.fetch_add(1);
       auto inst = std::make_shared<const Instance>(key, std::move(cubin), std::move(log), true);
@@ -487,8 +540,7 @@ std::shared_ptr<const Instance> build(const std::string& label, const std::strin
   if (disk) {
     std::string why;
     if (!store_file(dir, key, inst->cubin(), inst->log(), &why)) {
-      log_line(detail::concat("f8gemm: jit cannot write ", path, ": ", why,
-                              " (kept in memory only)"));
+      warn_cache_unusable(dir, detail::concat("cannot write ", path, ": ", why));
     }
   }
   return inst;
@@ -658,8 +710,21 @@ std::shared_ptr<const Instance> get_instance(const std::string& label, const std
 
 std::string cache_dir() {
   std::string dir = cache_dir_path();
-  ensure_dir(dir, "disk cache");
+  make_dir(dir);
   return dir;
+}
+
+std::string cache_problem() {
+  const std::string dir = cache_dir_path();
+  std::string why = make_dir(dir);
+  if (!why.empty()) return why;
+  // Only a write shows whether one is allowed: root ignores permission bits, a read-only mount
+  // stops everyone.
+  const std::string probe = detail::concat(dir, "/.probe.", getpid(), ".",
+                                           std::hash<std::thread::id>()(std::this_thread::get_id()));
+  if (!write_file(probe, {}, &why)) return "cannot write in it: " + why;
+  std::remove(probe.c_str());
+  return {};
 }
 
 Stats stats() {

@@ -79,6 +79,10 @@ std::shared_ptr<const Instance> get_instance(const std::string& label, const std
 /// The cache directory in use (created on demand).
 std::string cache_dir();
 
+/// Why the disk cache cannot be written (it cannot be created, is not a directory, or refuses a
+/// new file), or "" when it works. A build that cannot use it warns once on stderr.
+std::string cache_problem();
+
 /// Counters for tests: how many NVRTC compilations / disk hits this process has done.
 struct Stats {
   int64_t compiles = 0;

@@ -222,6 +222,30 @@ TEST(ConfigName, NonCanonicalSuggestsTheCanonicalName) {
   }
 }
 
+// Issue 8, defect 8: sscanf's %d overflowed on these and suggested a nonsense canonical name.
+TEST(ConfigName, NumbersPastIntAreOutOfRangeWithoutASuggestion) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"sm90_tiled_128x128x128_s4_c1x1_r99999999999", "raster = 99999999999 is out of range"},
+      {"sm90_tiled_4294967424x128x128_s4_c1x1_r8", "bm = 4294967424 is out of range"},
+      {"sm90_swap_64x8x128_s2147483648_c1x1_r0", "stages = 2147483648 is out of range"},
+  };
+  for (const auto& [name, needle] : cases) {
+    try {
+      Config::parse(name);
+      ADD_FAILURE() << "accepted '" << name << "'";
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << what;
+      EXPECT_NE(what.find(std::string("config name '") + name + "': " + needle), std::string::npos)
+          << what;
+      EXPECT_EQ(what.find("did you mean"), std::string::npos) << what;
+    }
+  }
+  // The largest int is a number (legality, not parsing, rejects it); a sign is not part of one.
+  EXPECT_EQ(Config::parse("sm90_tiled_128x128x128_s4_c1x1_r2147483647").raster, 2147483647);
+  EXPECT_THROW(Config::parse("sm90_tiled_128x-8x128_s4_c1x1_r8"), Error);
+}
+
 // ---- legality ------------------------------------------------------------------------------
 
 TEST(ConfigLegality, SharedMemoryLimit) {

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
@@ -344,6 +345,140 @@ TEST_F(JitTest, UnwritableCacheDirectoryKeepsTheMemoryCache) {
   EXPECT_FALSE(b->from_disk());
   EXPECT_EQ(stats().compiles, before.compiles + 2);
   EXPECT_EQ(stats().disk_hits, before.disk_hits);
+}
+
+// Issue 8, defect 1: NVRTC only warns about an int32 overflow in a template constant (#61-D) and
+// builds a kernel that computes garbage. Any warning fails the compile of f8gemm's sources.
+TEST_F(JitTest, AWarningIsACompileError) {
+  const std::string overflow =
+      "// " + test_name() + "\n"
+      "template <int kK> struct Blocks { static constexpr int kValue = (kK + 127) / 128; };\n"
+      "extern \"C\" __global__ void f8gemm_jit_test(int* y) { y[0] = Blocks<2147483632>::kValue; }\n";
+  const std::string unused = "// " + test_name() +
+                             "\nextern \"C\" __global__ void f8gemm_jit_test(int* y) { int u; }\n";
+  for (const std::string* src : {&overflow, &unused}) {
+    try {
+      get(*src);
+      FAIL() << "no exception for\n" << *src;
+    } catch (const f8gemm::Error& e) {
+      EXPECT_EQ(e.code(), f8gemm::ErrorCode::kCompile) << e.what();
+      const std::string what = e.what();
+      const std::string first_line = what.substr(0, what.find('\n'));
+      EXPECT_NE(first_line.find(test_name()), std::string::npos) << what;
+      EXPECT_NE(first_line.find("a warning is an error"), std::string::npos) << what;
+      EXPECT_NE(first_line.find(src == &overflow ? "#61-D" : "#177-D"), std::string::npos) << what;
+    }
+  }
+  // Nothing was cached: neither file exists on disk.
+  EXPECT_FALSE(fs::exists(cache() + "/" + f8gemm::jit::make_key(overflow, default_options()) + ".cubin"));
+}
+
+TEST_F(JitTest, ACachedCubinWhoseLogHasAWarningIsCompiledAgain) {
+  // A cache written before warnings were errors: the file is valid, its log holds a warning.
+  const std::string src = tiny_source(test_name());
+  auto good = get(src);
+  const std::string path = cubin_path(*good);
+  std::vector<char> bytes = read_bytes(path);
+  const std::string old_log = good->log();
+  const std::string new_log = "x.cu(1): warning #61-D: integer operation result is out of range\n";
+  // Rewrite the file with the warning as its log: header fields are native-endian integers.
+  ASSERT_EQ(bytes.size(), 8 + 4 + 4 + 32 + 8 + 8 + 8 + good->cubin().size() + old_log.size());
+  bytes.resize(bytes.size() - old_log.size());
+  bytes.insert(bytes.end(), new_log.begin(), new_log.end());
+  const uint64_t log_size = new_log.size();
+  std::memcpy(bytes.data() + 8 + 4 + 4 + 32 + 8, &log_size, 8);
+  uint64_t h = 0xcbf29ce484222325ull;  // the payload checksum: FNV-1a over cubin then log
+  for (char c : good->cubin()) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
+  for (char c : new_log) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
+  std::memcpy(bytes.data() + 8 + 4 + 4 + 32 + 16, &h, 8);
+  write_bytes(path, bytes);
+
+  clear_memory_cache();
+  auto before = stats();
+  auto again = get(src);
+  EXPECT_FALSE(again->from_disk());
+  EXPECT_EQ(stats().compiles, before.compiles + 1);
+  EXPECT_NE(again->log().find("Compiling entry function 'f8gemm_jit_test'"), std::string::npos)
+      << again->log();
+}
+
+// Issue 8, defect 4: a disk cache that cannot be used costs a compile in every process; that is
+// said once on stderr, naming the directory and the reason, and cache_problem() says it too.
+void expect_one_warning(const std::string& err, const std::string& dir, const std::string& reason) {
+  const std::string needle = "f8gemm: warning: the JIT disk cache '" + dir + "' is unusable (";
+  const size_t at = err.find(needle);
+  ASSERT_NE(at, std::string::npos) << "stderr: " << err;
+  EXPECT_EQ(err.find(needle, at + 1), std::string::npos) << "warned twice: " << err;
+  EXPECT_NE(err.find(reason, at), std::string::npos) << "no reason '" << reason << "': " << err;
+}
+
+TEST_F(JitTest, CacheDirNamingAFileWarnsOnceWithThePathAndTheReason) {
+  const std::string file = dir_ + "/a_file";
+  write_bytes(file, {'x'});
+  cache_env_.set(file);  // a regular file: not a directory, for root as for anyone
+  ::testing::internal::CaptureStderr();
+  auto a = get(tiny_source(test_name() + "1"));
+  auto b = get(tiny_source(test_name() + "2"));
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  expect_one_warning(err, file, "it exists and is not a directory");
+  EXPECT_FALSE(a->from_disk());
+  EXPECT_EQ(f8gemm::jit::cache_problem(), "it exists and is not a directory");
+  EXPECT_NE(f8gemm::device_info().cache_problem, "");
+
+  // Under a file: create_directories fails with "Not a directory".
+  cache_env_.set(file + "/sub");
+  ::testing::internal::CaptureStderr();
+  get(tiny_source(test_name() + "3"));
+  expect_one_warning(::testing::internal::GetCapturedStderr(), file + "/sub", "Not a directory");
+}
+
+TEST_F(JitTest, ReadOnlyCacheDirectoryWarnsOnceWithThePathAndTheReason) {
+  if (geteuid() == 0) {
+    GTEST_SKIP() << "root writes into a mode-0555 directory; "
+                    "ReadOnlyMountedCacheDirectoryWarnsEvenForRoot covers root";
+  }
+  const std::string ro = dir_ + "/read_only";
+  ASSERT_TRUE(fs::create_directories(ro));
+  fs::permissions(ro, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read |
+                          fs::perms::group_exec | fs::perms::others_read | fs::perms::others_exec);
+  cache_env_.set(ro);
+  ::testing::internal::CaptureStderr();
+  auto a = get(tiny_source(test_name() + "1"));
+  get(tiny_source(test_name() + "2"));
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  fs::permissions(ro, fs::perms::owner_all);
+  expect_one_warning(err, ro, "Permission denied");
+  EXPECT_NE(err.find(ro + "/" + a->key() + ".cubin"), std::string::npos) << err;
+  cache_env_.set(ro);
+  fs::permissions(ro, fs::perms::owner_read | fs::perms::owner_exec);
+  EXPECT_NE(f8gemm::jit::cache_problem().find("cannot write in it: Permission denied"),
+            std::string::npos);
+  fs::permissions(ro, fs::perms::owner_all);
+}
+
+TEST_F(JitTest, ReadOnlyMountedCacheDirectoryWarnsEvenForRoot) {
+  // procfs refuses new files to everyone, root included: a directory that exists and cannot be
+  // written, whoever runs the test.
+  const std::string proc = "/proc/self";
+  if (!fs::is_directory(proc)) GTEST_SKIP() << "no procfs";
+  cache_env_.set(proc);
+  ::testing::internal::CaptureStderr();
+  get(tiny_source(test_name() + "1"));
+  get(tiny_source(test_name() + "2"));
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  expect_one_warning(err, proc, "cannot write " + proc + "/");
+  EXPECT_NE(f8gemm::jit::cache_problem().find("cannot write in it"), std::string::npos);
+}
+
+TEST_F(JitTest, AWritableCacheHasNoProblemAndNoWarning) {
+  ::testing::internal::CaptureStderr();
+  get(tiny_source(test_name()));
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err.find("warning"), std::string::npos) << err;
+  EXPECT_EQ(f8gemm::jit::cache_problem(), "");
+  for (const auto& e : fs::directory_iterator(cache())) {
+    EXPECT_EQ(e.path().filename().string().find(".probe"), std::string::npos) << e.path();
+  }
 }
 
 TEST_F(JitTest, DumpDirectoryGetsSourcePtxAndLog) {

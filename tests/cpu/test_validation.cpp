@@ -453,7 +453,9 @@ TEST(Validation, SizesBeyondInt32AreRejectedBeforeAnything) {
   constexpr int64_t kBig = int64_t(1) << 31;  // INT32_MAX + 1
   {
     Args t = batched_args(1, kBig, 8, 16);
-    EXPECT_INVALID(t.batched(), "sizes exceed the int32 index range: B,M,N,K = 1,2147483648,8,16");
+    EXPECT_INVALID(t.batched(), "sizes exceed the int32 index range: M = 2147483648 is more than "
+                                "2147483392 (a tile's rows past M stay in int32; "
+                                "B,M,N,K = 1,2147483648,8,16)");
   }
   {
     Args t = batched_args(1, 1, 8, kBig);
@@ -477,6 +479,107 @@ TEST(Validation, SizesBeyondInt32AreRejectedBeforeAnything) {
     Args s = single_args({int64_t(1) << 16, int64_t(1) << 16}, 8, 16);
     EXPECT_INVALID(s.single(), "int32 index range");
   }
+}
+
+// Issue 8, defect 1: sizes inside int32 whose kernel expressions are not. kKBlocks = (K + 127)
+// / 128, kWTiles = (N + BN - 1) / BN and the rasterisation group (up to 64 x N/8 tiles) are int
+// template constants; NVRTC only warned (#61-D) and built a kernel without a single wgmma.
+TEST(Validation, SizesWhoseKernelIndicesOverflowInt32AreRejectedWithTheLimit) {
+  {
+    // The issue's repro: K = 2^31 - 16 fits int32, K + 127 does not.
+    Args t = batched_args(1, 1, 8, 2147483632);
+    EXPECT_INVALID(t.batched(), "K = 2147483632 is more than 2147483392");
+  }
+  {
+    Args t = batched_args(1, 1, 2147483640, 16);  // N + BN - 1 overflows for any BN > 8
+    EXPECT_INVALID(t.batched(), "N = 2147483640 is more than 268435200");
+  }
+  {
+    Args t = batched_args(1, 1, int64_t(1) << 28, 16);  // raster 64 x 2^25 tiles = 2^31
+    EXPECT_INVALID(t.batched(), "N = 268435456 is more than 268435200");
+  }
+  {
+    Args t = batched_args(1, 2147483520, 8, 16);  // M + 255 overflows
+    EXPECT_INVALID(t.batched(), "M = 2147483520 is more than 2147483392");
+  }
+  {
+    // 2^30 + 2^12 tiles of 8 x 8: t + gridDim.x could pass 2^31.
+    Args t = batched_args(1, (int64_t(1) << 21) + 8, int64_t(1) << 15, 16);
+    EXPECT_INVALID(t.batched(), "B * ceil(M/8) * ceil(N/8) is more than 1073741824");
+  }
+  if (have_sm90()) return;  // the limits themselves pass: they would launch on fake pointers
+  EXPECT_PASSES_VALIDATION(batched_args(1, 1, 8, 2147483392).batched());
+  EXPECT_PASSES_VALIDATION(batched_args(1, 1, 268435200, 16).batched());
+  EXPECT_PASSES_VALIDATION(batched_args(1, 2147483392, 8, 16).batched());
+  EXPECT_PASSES_VALIDATION(batched_args(1, int64_t(1) << 21, int64_t(1) << 15, 16).batched());
+}
+
+// Issue 8, defect 2: precompile() and choose_config() check sizes as a call does, before the cost
+// model (signed overflow in estimate_us) or NVRTC sees them, and compile nothing for a bad list.
+TEST(Validation, PrecompileAndChooseConfigCheckSizesLikeACall) {
+  struct Case {
+    int64_t b, m, n, k;
+    const char* needle;
+  };
+  const Case cases[] = {
+      {INT64_MAX, 1, 8, 16, "B = 9223372036854775807 is more than 2147483647"},
+      {100000, 100000, 256, 100000, "B * ceil(M/8) * ceil(N/8) is more than"},
+      {1, 1, 8, int64_t(1) << 32, "K = 4294967296 is more than 2147483392"},
+      {1, 1, 8, 2147483632, "K = 2147483632 is more than"},
+      {1, 16, 256, 40, "K must be a positive multiple of 16"},
+      {1, 16, 20, 256, "N must be a positive multiple of 8"},
+      {-1, 16, 256, 256, "B and M must be non-negative"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::to_string(c.b) + "," + std::to_string(c.m) + "," + std::to_string(c.n) +
+                 "," + std::to_string(c.k));
+    ProblemShape p;
+    p.batch = c.b;
+    p.m = c.m;
+    p.n = c.n;
+    p.k = c.k;
+    EXPECT_INVALID(precompile({p}), c.needle);
+    EXPECT_INVALID(choose_config(p), c.needle);
+    // The same answer as the call: batched_gemm rejects the first three for their sizes too.
+  }
+  // A bad problem anywhere in the list is reported before the good one before it is compiled.
+  ProblemShape bad;
+  bad.n = 128;
+  bad.k = 40;
+  ProblemShape good;
+  good.n = 128;
+  good.k = 128;
+  EXPECT_INVALID(precompile({good, bad}), "K must be a positive multiple of 16");
+}
+
+TEST(Validation, ValidateProblemChecksEveryField) {
+  ProblemShape p;
+  p.n = 128;
+  p.k = 256;
+  EXPECT_NO_THROW(validate_problem(p));
+  ProblemShape layout = p;
+  layout.w_layout = static_cast<WeightLayout>(7);
+  EXPECT_INVALID(validate_problem(layout), "w_layout must be kPlain or kPreshuffled");
+  ProblemShape out = p;
+  out.out_dtype = DType::kF32;
+  EXPECT_INVALID(validate_problem(out), "the output dtype must be bfloat16 or float16");
+  ProblemShape bias = p;
+  bias.has_bias = true;
+  bias.bias_dtype = DType::kF16;
+  EXPECT_INVALID(validate_problem(bias), "the bias dtype must be float32 or bfloat16");
+  ProblemShape m = p;
+  m.m = -1;
+  EXPECT_INVALID(validate_problem(m), "B and M must be non-negative");
+  ProblemShape stride = p;  // every size within its limit, one batch of X past TMA's 2^40 bytes
+  stride.m = int64_t(1) << 25;
+  stride.n = 8;
+  stride.k = int64_t(1) << 16;
+  EXPECT_INVALID(validate_problem(stride), "TMA's stride limit");
+  ProblemShape empty = p;  // B = 0 or M = 0 is a valid problem with no work
+  empty.m = 0;
+  EXPECT_NO_THROW(validate_problem(empty));
+  empty.batch = 0;
+  EXPECT_NO_THROW(validate_problem(empty));
 }
 
 // ---- layouts -----------------------------------------------------------------------------
@@ -576,6 +679,48 @@ TEST(Validation, NegativeDimensionsInHandBuiltViewsAreRejected) {
   Args nb = batched_args(B, M, N, K);
   for (TensorView* v : {&nb.x, &nb.w, &nb.xs, &nb.ws, &nb.out}) v->shape[0] = -B;
   EXPECT_INVALID(nb.batched(), "");
+}
+
+// Issue 8, defect 8: a single-form x [-2, -3, K] with strides to match flattened into M = 6 and
+// passed, with x_scale [6] and out [6, N].
+TEST(Validation, NegativeDimensionsWhoseProductIsPositiveAreRejected) {
+  Args s = single_args({6}, N, K);
+  s.x.rank = 3;
+  s.x.shape[0] = -2;
+  s.x.shape[1] = -3;
+  s.x.shape[2] = K;
+  s.x.stride[0] = -3 * K;
+  s.x.stride[1] = K;
+  s.x.stride[2] = 1;
+  ASSERT_TRUE(s.x.is_contiguous());
+  EXPECT_INVALID(s.single(), "x has a negative dimension: shape [-2, -3, 256]");
+  // The same for every tensor of every entry point.
+  Args b = batched_args(B, M, N, K);
+  b.bias.shape[0] = -B;
+  b.bias.shape[1] = -N;
+  b.with_bias = true;
+  EXPECT_INVALID(b.batched(), "bias has a negative dimension");
+  TensorView w = dev_view(kW, DType::kE4M3, {N, K});
+  TensorView shuffled = dev_view(kOut, DType::kE4M3, preshuffled_shape(1, N, K));
+  shuffled.shape[0] = -shuffled.shape[0];
+  shuffled.shape[1] = -shuffled.shape[1];
+  EXPECT_INVALID(preshuffle(w, shuffled), "the preshuffled weight has a negative dimension");
+  TensorView in = dev_view(kX, DType::kBF16, {2, 3, 64});
+  TensorView q = dev_view(kW, DType::kE4M3, {2, 3, 64});
+  TensorView sc = dev_view(kXs, DType::kF32, {6});
+  sc.shape[0] = -6;
+  EXPECT_INVALID(quantize_rows(in, q, sc), "out_scale has a negative dimension");
+}
+
+TEST(Validation, ViewsWithARankPastTheMaximumOrTooManyElementsAreRejected) {
+  Args s = single_args({M}, N, K);
+  s.x.rank = kMaxRank + 1;  // would read past shape[]
+  EXPECT_INVALID(s.single(), "x must have rank 0..4, got 5");
+  Args big = single_args({M}, N, K);
+  big.x.rank = 4;
+  big.x.shape[0] = big.x.shape[1] = big.x.shape[2] = int64_t(1) << 30;  // 2^90 elements
+  big.x.shape[3] = 0;  // numel() 0, but its running product overflows before the zero
+  EXPECT_INVALID(big.single(), "x has more than 2^63 elements");
 }
 
 // ---- preshuffle / unshuffle --------------------------------------------------------------

@@ -1,0 +1,228 @@
+/// \brief Argument validation (validate.hpp): every check runs before any device access, and a
+/// failure throws Error(kInvalidArgument) naming the argument or the size at fault.
+#include "validate.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "check.hpp"
+
+namespace f8gemm {
+namespace detail {
+
+namespace {
+
+std::string shape_str(const TensorView& t) {
+  std::string s = "[";
+  for (int i = 0; i < t.rank; ++i) s += (i ? ", " : "") + std::to_string(t.shape[i]);
+  return s + "]";
+}
+
+std::string sizes_str(const ProblemShape& p) {
+  return concat("B,M,N,K = ", p.batch, ",", p.m, ",", p.n, ",", p.k);
+}
+
+void require_dtype(const TensorView& t, const char* name, DType a, DType b = DType::kU8,
+                   bool allow_b = false) {
+  F8GEMM_REQUIRE(t.dtype == a || (allow_b && t.dtype == b), kInvalidArgument, name,
+                 " must have dtype ", to_string(a), allow_b ? " or " : "",
+                 allow_b ? to_string(b) : "", ", got ", to_string(t.dtype));
+}
+
+void require_rank(const TensorView& t, const char* name, int rank, const char* layout) {
+  F8GEMM_REQUIRE(t.rank == rank, kInvalidArgument, name, " must be ", rank, "-D ", layout,
+                 ", got shape ", shape_str(t));
+}
+
+void require_shape(const TensorView& t, const char* name, std::initializer_list<int64_t> dims,
+                   const char* layout) {
+  bool ok = t.rank == int(dims.size());
+  int i = 0;
+  for (int64_t d : dims) ok = ok && t.shape[i++] == d;
+  if (!ok) {
+    std::string want = "[";
+    i = 0;
+    for (int64_t d : dims) want += (i++ ? ", " : "") + std::to_string(d);
+    throw Error(ErrorCode::kInvalidArgument, concat(name, " must have shape ", want, "] (", layout,
+                                                    "), got ", shape_str(t)));
+  }
+}
+
+void require_memory(const TensorView& t, const char* name, int alignment) {
+  F8GEMM_REQUIRE(t.is_contiguous(), kInvalidArgument, name,
+                 " must be contiguous (row-major), got shape ", shape_str(t), " with other strides");
+  F8GEMM_REQUIRE(t.numel() == 0 || t.data != nullptr, kInvalidArgument, name,
+                 " has a null data pointer");
+  F8GEMM_REQUIRE(reinterpret_cast<uintptr_t>(t.data) % alignment == 0, kInvalidArgument, name,
+                 " must be ", alignment, "-byte aligned, got address ", t.data);
+}
+
+/// Throws unless value <= limit, naming the size, the limit and the reason for it.
+void require_at_most(const char* what, int64_t value, int64_t limit, const char* why,
+                     const ProblemShape& p) {
+  F8GEMM_REQUIRE(value <= limit, kInvalidArgument, "sizes exceed the int32 index range: ", what,
+                 " = ", value, " is more than ", limit, " (", why, "; ", sizes_str(p), ")");
+}
+
+}  // namespace
+
+void require_view(const TensorView& t, const char* name) {
+  F8GEMM_REQUIRE(t.rank >= 0 && t.rank <= kMaxRank, kInvalidArgument, name, " must have rank 0..",
+                 kMaxRank, ", got ", t.rank);
+  int64_t product = 1;
+  for (int i = 0; i < t.rank; ++i) {
+    F8GEMM_REQUIRE(t.shape[i] >= 0, kInvalidArgument, name, " has a negative dimension: shape ",
+                   shape_str(t));
+    if (t.shape[i] == 0) continue;
+    F8GEMM_REQUIRE(!__builtin_mul_overflow(product, t.shape[i], &product), kInvalidArgument, name,
+                   " has more than 2^63 elements: shape ", shape_str(t));
+  }
+}
+
+Validated validate_call(const TensorView& x, const TensorView& w, WeightLayout layout,
+                        const TensorView& xs, const TensorView& ws, const TensorView& out,
+                        const GemmOptions& opt, bool batched) {
+  const bool shuffled = layout == WeightLayout::kPreshuffled;
+  F8GEMM_REQUIRE(layout == WeightLayout::kPlain || shuffled, kInvalidArgument,
+                 "w_layout must be kPlain or kPreshuffled");
+  require_dtype(x, "x", DType::kE4M3);
+  require_dtype(w, "w", DType::kE4M3, DType::kU8, shuffled);
+  require_dtype(xs, "x_scale", DType::kF32);
+  require_dtype(ws, "w_scale", DType::kF32);
+  F8GEMM_REQUIRE(out.dtype == DType::kBF16 || out.dtype == DType::kF16, kInvalidArgument,
+                 "out must have dtype bfloat16 or float16, got ", to_string(out.dtype));
+  const TensorView* bias = opt.bias && opt.bias->defined() ? opt.bias : nullptr;
+  if (bias) require_dtype(*bias, "bias", DType::kF32, DType::kBF16, true);
+  // Before any shape is read: a hand-built view may hold anything.
+  require_view(x, "x");
+  require_view(w, "w");
+  require_view(xs, "x_scale");
+  require_view(ws, "w_scale");
+  require_view(out, "out");
+  if (bias) require_view(*bias, "bias");
+
+  Validated v;
+  ProblemShape& p = v.shape;
+  if (batched) {
+    require_rank(x, "x", 3, "[B, M, K]");
+    p.batch = x.shape[0];
+    p.m = x.shape[1];
+    p.k = x.shape[2];
+  } else {
+    F8GEMM_REQUIRE(x.rank >= 1, kInvalidArgument, "x must be [..., K] with at least 1 dimension");
+    p.batch = 1;
+    p.k = x.shape[x.rank - 1];
+    p.m = 1;
+    for (int i = 0; i + 1 < x.rank; ++i) p.m *= x.shape[i];  // require_view: no overflow
+  }
+  F8GEMM_REQUIRE(p.k > 0 && p.k % 16 == 0, kInvalidArgument, "K (x's last dimension) must be a ",
+                 "positive multiple of 16 (TMA moves 16-byte rows), got ", p.k);
+  const int lead = batched ? 1 : 0;  // index of N (or K-blocks) in w's shape
+  if (shuffled) {
+    require_rank(w, "w", 3 + lead, batched ? "preshuffled [B, ceil(K/128), N/8, 1024]"
+                                           : "preshuffled [ceil(K/128), N/8, 1024]");
+    p.n = w.shape[lead + 1] * 8;
+    if (batched) {
+      require_shape(w, "w", {p.batch, (p.k + 127) / 128, w.shape[2], 1024},
+                    "preshuffled [B, ceil(K/128), N/8, 1024] matching x");
+    } else {
+      require_shape(w, "w", {(p.k + 127) / 128, w.shape[1], 1024},
+                    "preshuffled [ceil(K/128), N/8, 1024] matching x's K");
+    }
+  } else {
+    require_rank(w, "w", 2 + lead, batched ? "[B, N, K] (a plain weight)" : "[N, K] (a plain weight)");
+    p.n = w.shape[lead];
+    if (batched) {
+      require_shape(w, "w", {p.batch, p.n, p.k}, "[B, N, K] matching x [B, M, K]");
+    } else {
+      require_shape(w, "w", {p.n, p.k}, "[N, K] matching x's K");
+    }
+  }
+  F8GEMM_REQUIRE(p.n > 0 && p.n % 8 == 0, kInvalidArgument,
+                 "N (w's rows) must be a positive multiple of 8, got ", p.n);
+
+  if (batched) {
+    require_shape(xs, "x_scale", {p.batch, p.m}, "[B, M]");
+    require_shape(ws, "w_scale", {p.batch, p.n}, "[B, N]");
+    require_shape(out, "out", {p.batch, p.m, p.n}, "[B, M, N]");
+    if (bias) require_shape(*bias, "bias", {p.batch, p.n}, "[B, N]");
+  } else {
+    // x_scale has x's leading shape (what quantize_rows produces), or is 1-D [M].
+    bool xs_ok = xs.numel() == p.m && (xs.rank == 1 || xs.rank == x.rank - 1);
+    for (int i = 0; xs_ok && xs.rank == x.rank - 1 && i < xs.rank; ++i) {
+      xs_ok = xs.shape[i] == x.shape[i];
+    }
+    F8GEMM_REQUIRE(xs_ok, kInvalidArgument, "x_scale must have x's leading shape (M = ", p.m,
+                   " values), got ", shape_str(xs), " for x ", shape_str(x));
+    require_shape(ws, "w_scale", {p.n}, "[N]");
+    bool out_ok = out.rank == x.rank && out.shape[out.rank - 1] == p.n;
+    for (int i = 0; out_ok && i + 1 < x.rank; ++i) out_ok = out.shape[i] == x.shape[i];
+    if (!out_ok && out.rank == 2) out_ok = out.shape[0] == p.m && out.shape[1] == p.n;
+    F8GEMM_REQUIRE(out_ok, kInvalidArgument, "out must have shape x.shape[:-1] + [N] (N = ", p.n,
+                   "), got ", shape_str(out), " for x ", shape_str(x));
+    if (bias) require_shape(*bias, "bias", {p.n}, "[N]");
+  }
+
+  p.w_layout = layout;
+  p.out_dtype = out.dtype;
+  p.has_bias = bias != nullptr;
+  p.bias_dtype = bias ? bias->dtype : DType::kF32;
+  p.fast_accum = opt.fast_accum;
+  validate_problem(p);
+
+  require_memory(x, "x", 16);
+  require_memory(w, "w", 16);
+  require_memory(xs, "x_scale", 4);
+  require_memory(ws, "w_scale", 4);
+  require_memory(out, "out", 16);
+  if (bias) require_memory(*bias, "bias", dtype_size(bias->dtype));
+
+  v.device = x.device;
+  F8GEMM_REQUIRE(v.device >= 0, kInvalidArgument, "x must be in GPU memory, got host memory");
+  auto same = [&](const TensorView& t, const char* name) {
+    F8GEMM_REQUIRE(t.device == v.device, kInvalidArgument, name, " is on ",
+                   t.device < 0 ? std::string("the host") : "cuda:" + std::to_string(t.device),
+                   " but x is on cuda:", v.device);
+  };
+  same(w, "w");
+  same(xs, "x_scale");
+  same(ws, "w_scale");
+  same(out, "out");
+  if (bias) same(*bias, "bias");
+  return v;
+}
+
+}  // namespace detail
+
+void validate_problem(const ProblemShape& p) {
+  using detail::sizes_str;
+  F8GEMM_REQUIRE(p.w_layout == WeightLayout::kPlain || p.w_layout == WeightLayout::kPreshuffled,
+                 kInvalidArgument, "w_layout must be kPlain or kPreshuffled, got ", int(p.w_layout));
+  F8GEMM_REQUIRE(p.out_dtype == DType::kBF16 || p.out_dtype == DType::kF16, kInvalidArgument,
+                 "the output dtype must be bfloat16 or float16, got ", to_string(p.out_dtype));
+  F8GEMM_REQUIRE(!p.has_bias || p.bias_dtype == DType::kF32 || p.bias_dtype == DType::kBF16,
+                 kInvalidArgument, "the bias dtype must be float32 or bfloat16, got ",
+                 to_string(p.bias_dtype));
+  F8GEMM_REQUIRE(p.batch >= 0 && p.m >= 0, kInvalidArgument, "B and M must be non-negative (",
+                 sizes_str(p), ")");
+  F8GEMM_REQUIRE(p.n > 0 && p.n % 8 == 0, kInvalidArgument,
+                 "N must be a positive multiple of 8, got ", p.n, " (", sizes_str(p), ")");
+  F8GEMM_REQUIRE(p.k > 0 && p.k % 16 == 0, kInvalidArgument,
+                 "K must be a positive multiple of 16 (TMA moves 16-byte rows), got ", p.k, " (",
+                 sizes_str(p), ")");
+  detail::require_at_most("B", p.batch, detail::kMaxBatch, "the batch index is int32", p);
+  detail::require_at_most("M", p.m, detail::kMaxM, "a tile's rows past M stay in int32", p);
+  detail::require_at_most("N", p.n, detail::kMaxN, "the rasterisation group of up to 64 x N/8 tiles is int32", p);
+  detail::require_at_most("K", p.k, detail::kMaxK, "the k-block count (K + 127) / 128 is int32", p);
+  // B, M, N and K are now in int32, so these products fit in int64.
+  const int64_t tiles_bm = p.batch * ((p.m + 7) / 8), tiles_n = (p.n + 7) / 8;
+  F8GEMM_REQUIRE(tiles_bm <= detail::kMaxTiles / tiles_n, kInvalidArgument,
+                 "sizes exceed the int32 tile index range: B * ceil(M/8) * ceil(N/8) is more than ",
+                 detail::kMaxTiles, " (", sizes_str(p), ")");
+  const int64_t max_stride = std::max({p.m * p.k, p.n * p.k, p.m * p.n * 2});
+  F8GEMM_REQUIRE(max_stride < detail::kMaxBatchStrideBytes, kInvalidArgument,
+                 "sizes exceed TMA's stride limit: one batch of X, W or Y must be smaller than "
+                 "2^40 bytes, got ", max_stride, " (", sizes_str(p), ")");
+}
+
+}  // namespace f8gemm

@@ -1,0 +1,45 @@
+/// \brief Argument validation for every entry point: tensor views (rank, sizes, memory), the
+/// GEMM call's tensors, and the problem sizes against the kernel's int32 index limits.
+#pragma once
+
+#include <cstdint>
+
+#include "f8gemm/f8gemm.hpp"
+
+namespace f8gemm::detail {
+
+/// The kernel indexes in int32: TMA coordinates, tile counters, and N and K as template
+/// constants. These limits leave the margin that each int32 expression of the kernel needs.
+/// B: the batch coordinate of every TMA load and store.
+inline constexpr int64_t kMaxBatch = INT32_MAX;
+/// M and K: a tile reaches up to 255 rows past its first row (M + 255 in int32), and the
+/// k-block count is (K + 127) / 128 with kb * 128 up to K + 127.
+inline constexpr int64_t kMaxM = (int64_t(1) << 31) - 256;
+inline constexpr int64_t kMaxK = (int64_t(1) << 31) - 256;
+/// N: the rasterisation group spans raster (at most 64) x ceil(N / 8) tiles in int32, so
+/// N <= 8 * ((2^31 - 1) / 64) = 2^28 - 8; 256 less keeps every tile's reach past N in range too.
+inline constexpr int64_t kMaxN = (int64_t(1) << 28) - 256;
+/// Tiles: B * ceil(M / 8) * ceil(N / 8) bounds the tile count of every configuration (no tile is
+/// smaller than 8 x 8). The persistent loop computes t + gridDim.x with gridDim.x <= tiles, so
+/// tiles <= 2^30 keeps it below 2^31. That is 2^36 output elements, more than a GPU holds.
+inline constexpr int64_t kMaxTiles = int64_t(1) << 30;
+/// TMA's limit on a tensor map's strides: the batch stride of X, W and Y in bytes.
+inline constexpr int64_t kMaxBatchStrideBytes = int64_t(1) << 40;
+
+/// A TensorView whose fields may be read: rank 0..kMaxRank, every dimension >= 0, and the product
+/// of its nonzero dimensions within int64 (so numel() cannot overflow). Throws kInvalidArgument.
+void require_view(const TensorView& t, const char* name);
+
+/// A validated GEMM call: its problem and the device of its tensors.
+struct Validated {
+  ProblemShape shape;
+  int device = 0;
+};
+
+/// Checks every argument of gemm() (batched false) or batched_gemm() (batched true), then the
+/// problem with validate_problem(). Throws Error(kInvalidArgument) naming the argument.
+Validated validate_call(const TensorView& x, const TensorView& w, WeightLayout layout,
+                        const TensorView& x_scale, const TensorView& w_scale,
+                        const TensorView& out, const GemmOptions& options, bool batched);
+
+}  // namespace f8gemm::detail

@@ -1,0 +1,139 @@
+/// \brief The `f8gemm` CLI as a user meets it: exit codes (2 for a bad argument, one line on
+/// stderr), precompile's checks, shapes files and `info`'s cache line. Runs the built binary.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "common/test_util.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+/// The CLI binary: CMake puts it beside the test executable (both in the build directory).
+std::string cli_path() {
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string() : (self.parent_path() / "f8gemm").string();
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+struct Result {
+  int rc = -1;
+  std::string out, err;
+};
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    cli_ = cli_path();
+    ASSERT_TRUE(fs::is_regular_file(cli_)) << "the f8gemm binary is not built at '" << cli_ << "'";
+    char tmpl[] = "/tmp/f8gemm_cli_test.XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  /// Runs `f8gemm args` with its own cache directory (or `env` first on the command line).
+  Result run(const std::string& args, const std::string& env = "") {
+    const std::string out = dir_ + "/stdout", err = dir_ + "/stderr";
+    const std::string env_part = env.empty() ? "F8GEMM_CACHE_DIR='" + dir_ + "/cache'" : env;
+    const std::string command = "env " + env_part + " '" + cli_ + "' " + args + " >'" + out +
+                                "' 2>'" + err + "'";
+    const int status = std::system(command.c_str());
+    Result r;
+    r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = read_text(out);
+    r.err = read_text(err);
+    return r;
+  }
+
+  /// Exit 2 and exactly one line on stderr that contains `needle`.
+  void expect_bad_argument(const std::string& args, const std::string& needle) {
+    SCOPED_TRACE("f8gemm " + args);
+    const Result r = run(args);
+    EXPECT_EQ(r.rc, 2) << r.err;
+    ASSERT_FALSE(r.err.empty());
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "more than one line: " << r.err;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+  }
+
+  std::string cli_, dir_;
+};
+
+// Issue 8, defect 3: every kInvalidArgument (and a forced config that cannot run) is a bad
+// argument: exit 2 with one readable line, as the README says.
+TEST_F(CliTest, BadArgumentsExitTwoWithOneLine) {
+  expect_bad_argument("run --m 16 --n 256 --k 40", "K must be a positive multiple of 16");
+  expect_bad_argument("run --m 16 --n 20 --k 256", "N must be a positive multiple of 8");
+  expect_bad_argument("run --m 16 --n 256 --k 256 --config garbage",
+                      "config name 'garbage' does not match");
+  expect_bad_argument("run --m 16 --n 256 --k 256 --config sm90_tiled_128x256x128_s16_c1x1_r8",
+                      "config sm90_tiled_128x256x128_s16_c1x1_r8 cannot run");
+  expect_bad_argument("run --m 16 --n 256 --k 256 --config sm90_tiled_128x128x128_s4_c1x1_r99999999999",
+                      "raster = 99999999999 is out of range");
+  expect_bad_argument("precompile --shape 1,16,256,40", "K must be a positive multiple of 16");
+  // Unknown options and malformed values were exit 2 already.
+  expect_bad_argument("run --m 16 --n 256", "--m, --n and --k are required");
+  expect_bad_argument("precompile --frobnicate", "unknown option '--frobnicate'");
+}
+
+// Issue 8, defect 2: precompile runs the call's size checks; these exited 0 (with UBSan's signed
+// overflow in the cost model) or failed as an NVRTC error.
+TEST_F(CliTest, PrecompileRejectsSizesACallRejects) {
+  expect_bad_argument("precompile --shape 9223372036854775807,1,8,16",
+                      "B = 9223372036854775807 is more than 2147483647");
+  expect_bad_argument("precompile --shape 100000,100000,256,100000",
+                      "B * ceil(M/8) * ceil(N/8) is more than 1073741824");
+  expect_bad_argument("precompile --shape 1,1,8,4294967296", "K = 4294967296 is more than 2147483392");
+  expect_bad_argument("precompile --shape 1,1,8,2147483632", "K = 2147483632 is more than 2147483392");
+}
+
+// Issue 8, defect 8: a directory or a file without shapes said "give --shape B,M,N,K or --shapes".
+TEST_F(CliTest, ShapesFileThatIsADirectoryOrEmptySaysSo) {
+  expect_bad_argument("precompile --shapes '" + dir_ + "'", "is a directory");
+  const std::string empty = dir_ + "/empty.txt";
+  std::ofstream(empty).close();
+  expect_bad_argument("precompile --shapes '" + empty + "'", "holds no shapes");
+  const std::string comments = dir_ + "/comments.txt";
+  std::ofstream(comments) << "# B,M,N,K\n\n   \n";
+  expect_bad_argument("precompile --shapes '" + comments + "'", "holds no shapes");
+  expect_bad_argument("precompile --shapes '" + dir_ + "/missing.txt'",
+                      "No such file or directory");
+}
+
+TEST_F(CliTest, OtherErrorsExitOne) {
+  if (f8gemm::test::have_sm90()) GTEST_SKIP() << "an sm_90 GPU is present: run would succeed";
+  const Result r = run("run --m 16 --n 256 --k 256");
+  EXPECT_EQ(r.rc, 1) << r.err;
+  EXPECT_NE(r.err.find("no device"), std::string::npos) << r.err;
+}
+
+// Issue 8, defect 4: `info` shows a cache that cannot be used, and why.
+TEST_F(CliTest, InfoShowsAnUnusableCache) {
+  const std::string file = dir_ + "/a_file";
+  std::ofstream(file) << "x";
+  const Result bad = run("info", "F8GEMM_CACHE_DIR='" + file + "'");
+  EXPECT_EQ(bad.rc, 0) << bad.err;
+  EXPECT_NE(bad.out.find("cache: " + file + " (unusable: it exists and is not a directory;"), std::string::npos)
+      << bad.out;
+  const Result good = run("info");
+  EXPECT_EQ(good.rc, 0) << good.err;
+  EXPECT_NE(good.out.find("cache: " + dir_ + "/cache\n"), std::string::npos) << good.out;
+}
+
+}  // namespace
