@@ -2,19 +2,10 @@
 /// Self-contained: NVRTC compiles it with no include path, so no toolkit header is used.
 #pragma once
 
+#include "dev_types.cuh"
+
 namespace f8gemm {
 namespace dev {
-
-typedef unsigned char u8;
-typedef unsigned short u16;
-typedef unsigned int u32;
-typedef unsigned long long u64;
-typedef long long i64;
-
-/// Same size and alignment as the driver's CUtensorMap (128 bytes, 128-byte aligned).
-struct alignas(128) TensorMap {
-  u64 opaque[16];
-};
 
 __device__ __forceinline__ u32 smem_addr(const void* ptr) {
   return static_cast<u32>(__cvta_generic_to_shared(ptr));
@@ -54,6 +45,33 @@ __device__ __forceinline__ void mbar_wait(u64* bar, u32 parity) {
       : "memory");
 }
 
+/// Arrives on the barrier at the same shared-memory offset in CTA `rank` of this cluster (this
+/// CTA included), with release semantics at cluster scope.
+__device__ __forceinline__ void mbar_arrive_cluster(u64* bar, u32 rank) {
+  asm volatile(
+      "{\n"
+      ".reg .b32 remote;\n"
+      "mapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
+      "}\n" ::"r"(smem_addr(bar)),
+      "r"(rank)
+      : "memory");
+}
+
+// ---- thread-block clusters ----------------------------------------------------------------
+
+__device__ __forceinline__ u32 cluster_ctarank() {
+  u32 rank;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+  return rank;
+}
+
+/// Every thread of every CTA in the cluster meets here; shared-memory writes before it are
+/// visible to the whole cluster after it.
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
+}
+
 // ---- TMA and bulk copies ------------------------------------------------------------------
 
 __device__ __forceinline__ void tma_prefetch_map(const TensorMap* map) {
@@ -67,6 +85,18 @@ __device__ __forceinline__ void tma_load_3d(void* dst, const TensorMap* map, u64
       "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
       " [%0], [%1, {%3, %4, %5}], [%2];" ::"r"(smem_addr(dst)),
       "l"(reinterpret_cast<u64>(map)), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+}
+
+/// 3-D tiled TMA load of one box into the same shared-memory offset of every CTA in `cta_mask`,
+/// completing on the barrier at the same offset in each of them.
+__device__ __forceinline__ void tma_load_3d_multicast(void* dst, const TensorMap* map, u64* bar,
+                                                      int c0, int c1, int c2, u16 cta_mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      ".multicast::cluster [%0], [%1, {%3, %4, %5}], [%2], %6;" ::"r"(smem_addr(dst)),
+      "l"(reinterpret_cast<u64>(map)), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "r"(c2),
+      "h"(cta_mask)
       : "memory");
 }
 
@@ -89,6 +119,16 @@ __device__ __forceinline__ void bulk_load(void* dst, const void* src, u32 bytes,
       : "memory");
 }
 
+/// bulk_load into the same shared-memory offset of every CTA in `cta_mask`.
+__device__ __forceinline__ void bulk_load_multicast(void* dst, const void* src, u32 bytes, u64* bar,
+                                                    u16 cta_mask) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1], %2, [%3], %4;" ::"r"(smem_addr(dst)),
+      "l"(reinterpret_cast<u64>(src)), "r"(bytes), "r"(smem_addr(bar)), "h"(cta_mask)
+      : "memory");
+}
+
 /// Contiguous bulk copy shared -> global, tracked by the issuing thread's bulk group.
 __device__ __forceinline__ void bulk_store(void* dst, const void* src, u32 bytes) {
   asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(
@@ -99,9 +139,10 @@ __device__ __forceinline__ void bulk_store(void* dst, const void* src, u32 bytes
 __device__ __forceinline__ void bulk_commit() {
   asm volatile("cp.async.bulk.commit_group;" ::: "memory");
 }
-/// Waits until this thread's bulk stores have finished reading shared memory.
+/// Waits until at most kPending of this thread's bulk store groups still read shared memory.
+template <int kPending = 0>
 __device__ __forceinline__ void bulk_wait_read() {
-  asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+  asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(kPending) : "memory");
 }
 /// Waits until this thread's bulk stores are complete (written to global memory).
 __device__ __forceinline__ void bulk_wait_all() {

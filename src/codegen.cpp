@@ -49,25 +49,45 @@ std::string wgmma_wrapper(int bn) {
   return os.str();
 }
 
-std::string kernel_type(const InstanceSpec& s) {
+/// The spec as a C++ initializer, field for field in GemmSpec's declaration order.
+std::string spec_initializer(const dev::GemmSpec& g) {
+  static_assert(sizeof(dev::GemmSpec) == 2 * sizeof(int64_t) + 5 * sizeof(int) + 4 + sizeof(int) + 4,
+                "a GemmSpec field was added or removed: update spec_initializer");
+  auto b = [](bool v) { return v ? "true" : "false"; };
   std::ostringstream os;
-  os << "f8gemm::dev::GemmKernel<" << s.n << ", " << s.k << ", " << s.config.bm << ", "
-     << s.config.bn << ", " << s.config.stages << ", "
-     << (s.config.path == KernelPath::kSwapAB ? "true" : "false") << ", "
-     << (s.w_layout == WeightLayout::kPlain ? "true" : "false") << ", "
-     << (s.out_dtype == DType::kF16 ? "true" : "false") << ", " << int(s.bias) << ", "
-     << (s.fast_accum ? "true" : "false") << ", " << s.config.raster << ">";
+  os << "{" << g.n << "LL, " << g.k << "LL, " << g.bm << ", " << g.bn << ", " << g.stages << ", "
+     << g.cluster_m << ", " << g.raster << ", " << b(g.swap) << ", " << b(g.plain_w) << ", "
+     << b(g.out_f16) << ", " << b(g.fast_accum) << ", f8gemm::dev::BiasKind(" << int(g.bias)
+     << ")}";
   return os.str();
 }
 }  // namespace
 
+dev::GemmSpec InstanceSpec::gemm_spec() const {
+  dev::GemmSpec g{};
+  g.n = n;
+  g.k = k;
+  g.bm = config.bm;
+  g.bn = config.bn;
+  g.stages = config.stages;
+  g.cluster_m = config.cluster_m;
+  g.raster = config.raster;
+  g.swap = config.path == KernelPath::kSwapAB;
+  g.plain_w = w_layout == WeightLayout::kPlain;
+  g.out_f16 = out_dtype == DType::kF16;
+  g.fast_accum = fast_accum;
+  g.bias = bias;
+  return g;
+}
+
 std::string instance_source(const InstanceSpec& s) {
   std::ostringstream os;
   os << "// f8gemm instance " << s.label() << "\n"
-     << "#include \"f8gemm_gemm.cuh\"\n"
-     << wgmma_wrapper(s.config.bn) << "using Kernel = " << kernel_type(s) << ";\n"
-     << "static_assert(Kernel::kSmemBytes == " << config_smem_bytes(s.config)
-     << ", \"config_smem_bytes() must mirror GemmKernel::kSmemBytes\");\n"
+     << "#include \"gemm_kernel.cuh\"\n"
+     << wgmma_wrapper(s.config.bn)
+     << "struct Spec {\n  static constexpr f8gemm::dev::GemmSpec value = "
+     << spec_initializer(s.gemm_spec()) << ";\n};\n"
+     << "using Kernel = f8gemm::dev::GemmKernel<Spec>;\n"
      << "extern \"C\" __global__ void __launch_bounds__(Kernel::kThreads, 1)\n"
      << "f8gemm_gemm(const __grid_constant__ f8gemm::dev::GemmParams params) {\n"
      << "  Kernel::run(params);\n}\n";

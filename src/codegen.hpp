@@ -6,11 +6,12 @@
 #include <string>
 
 #include "f8gemm/f8gemm.hpp"
+#include "../kernels/gemm_params.cuh"
 #include "jit/jit.hpp"
 
 namespace f8gemm::detail {
 
-enum class BiasKind : int { kNone = 0, kF32 = 1, kBF16 = 2 };
+using dev::BiasKind;
 
 struct InstanceSpec {
   Config config;
@@ -23,6 +24,8 @@ struct InstanceSpec {
   /// The printable name: the config name plus the problem constants, e.g.
   /// sm90_tiled_128x128x128_s4_c1x1_r8.n1280.k8192.preshuffled.bf16.nobias.fast
   std::string label() const;
+  /// The device-side spec this instance is compiled with (kernels/gemm_params.cuh).
+  dev::GemmSpec gemm_spec() const;
 };
 
 InstanceSpec make_spec(const Config& config, const ProblemShape& problem);

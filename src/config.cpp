@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "check.hpp"
+#include "codegen.hpp"
 #include "jit/embedded.hpp"
 
 namespace f8gemm {
@@ -94,15 +95,8 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 }  // namespace
 
 int config_smem_bytes(const Config& c) {
-  // Mirrors GemmKernel::kSmemBytes: the ring, one padded output staging buffer per consumer
-  // warpgroup, the barriers and the 1 KB alignment slack.
-  const bool swap = c.path == KernelPath::kSwapAB;
-  const bool tma_store = swap || c.bn % 64 == 0;
-  const int out_rows = swap ? c.bn : 64, out_cols = swap ? 64 : c.bn;
-  const int data = tma_store ? out_rows * out_cols * 2 : out_rows * (out_cols * 2 + 16);
-  const int region = (data + 2 * (64 + c.bn) * 4 + 1023) / 1024 * 1024;
-  const int staging = (c.bm / 64) * region;
-  return c.stages * (c.bm + c.bn) * c.bk + staging + 2 * c.stages * 8 + 1024;
+  // The kernel's own layout function (kernels/gemm_params.cuh): one definition for both sides.
+  return dev::gemm_smem_layout(c.bm, c.bn, c.stages, c.path == KernelPath::kSwapAB).total_bytes;
 }
 
 std::string config_illegal_reason(const Config& c, const ProblemShape& p) {
@@ -111,7 +105,12 @@ std::string config_illegal_reason(const Config& c, const ProblemShape& p) {
   else if (c.bm != 64 && c.bm != 128) why << "bm must be 64 or 128 (64 rows per consumer warpgroup)";
   else if (c.bn < 8 || c.bn > 256 || c.bn % 8 != 0) why << "bn must be a multiple of 8 in 8..256";
   else if (c.stages < 2 || c.stages > 16) why << "stages must be 2..16";
-  else if (c.cluster_m != 1 || c.cluster_n != 1) why << "clusters other than 1x1 are not implemented";
+  else if (c.cluster_n != 1 || (c.cluster_m != 1 && c.cluster_m != 2))
+    why << "clusters are 1x1 or 2x1 (two CTAs along M sharing each W tile)";
+  else if (c.cluster_m == 2 && c.path == KernelPath::kSwapAB)
+    why << "2x1 clusters are for the tiled path (swap-AB tiles share no W tile)";
+  else if (c.cluster_m == 2 && c.bn % 16 != 0)
+    why << "2x1 clusters split the W tile into two halves of whole 8-row slabs: bn % 16 == 0";
   else if (c.raster < 0 || c.raster > 64) why << "raster must be 0..64";
   else if (config_smem_bytes(c) > kMaxSmemBytes)
     why << "needs " << config_smem_bytes(c) << " bytes of shared memory, more than " << kMaxSmemBytes;
@@ -124,9 +123,11 @@ double estimate_us(const Config& c, const ProblemShape& p, int sm_count) {
   const bool swap = c.path == KernelPath::kSwapAB;
   const int64_t x_rows = swap ? c.bn : c.bm, w_rows = swap ? c.bm : c.bn;
   const int64_t k_pad = ceil_div(p.k, 128) * 128;
-  const int64_t tiles = p.batch * ceil_div(p.m, x_rows) * ceil_div(p.n, w_rows);
+  // A pair computes two X tiles, the second one empty at an odd edge.
+  const int64_t x_tiles = ceil_div(ceil_div(p.m, x_rows), c.cluster_m) * c.cluster_m;
+  const int64_t tiles = p.batch * x_tiles * ceil_div(p.n, w_rows);
   if (tiles == 0) return 0.0;
-  const int64_t ctas = std::min<int64_t>(tiles, sm_count);
+  const int64_t ctas = std::min<int64_t>(tiles, sm_count / c.cluster_m * c.cluster_m);
   const int64_t tiles_per_cta = ceil_div(tiles, ctas);
   const double inflight = double(c.stages) * (x_rows + w_rows) * c.bk;
   // DRAM: every byte once, at the lower of the copy rate and what the CTAs keep in flight.
@@ -143,7 +144,9 @@ double estimate_us(const Config& c, const ProblemShape& p, int sm_count) {
   const double tile_flops = 2.0 * c.bm * c.bn * k_pad;
   const double mma_us = tile_flops / (kPeakFlopsPerUs / sm_count * wgmma_eff);
   const double l2_rate = std::min(kL2BytesPerUs / ctas, inflight / (0.5 * kLatencyUs));
-  const double tile_us = std::max(mma_us, double(x_rows + w_rows) * k_pad / l2_rate);
+  // A pair of CTAs reads each W tile from L2 once and multicasts it into both.
+  const double l2_rows = double(x_rows) + double(w_rows) / c.cluster_m;
+  const double tile_us = std::max(mma_us, l2_rows * k_pad / l2_rate);
   // The wgmma work on padded rows costs power and issue slots even when memory is the limit:
   // a tenth of it breaks the ties that bandwidth-bound shapes (decode) would otherwise leave.
   return kFixedUs + std::max(dram_us, tiles_per_cta * tile_us) + 0.1 * tiles_per_cta * mma_us;
@@ -151,12 +154,13 @@ double estimate_us(const Config& c, const ProblemShape& p, int sm_count) {
 
 std::vector<Config> candidates(const ProblemShape& p, int sm_count) {
   std::vector<std::pair<double, Config>> scored;
-  auto add = [&](KernelPath path, int bm, int bn, int max_stages, int raster) {
+  auto add = [&](KernelPath path, int bm, int bn, int max_stages, int raster, int cluster_m = 1) {
     Config c;
     c.path = path;
     c.bm = bm;
     c.bn = bn;
     c.raster = raster;
+    c.cluster_m = cluster_m;
     // The deepest ring that fits: more stages keep more bytes in flight (decode is latency-bound).
     for (c.stages = max_stages; c.stages >= 2; --c.stages) {
       if (config_smem_bytes(c) <= kMaxSmemBytes) break;
@@ -166,6 +170,10 @@ std::vector<Config> candidates(const ProblemShape& p, int sm_count) {
   };
   for (int bm : {64, 128}) {
     for (int bn : {64, 96, 128, 160, 192, 256}) add(KernelPath::kTiled, bm, bn, 8, 8);
+    // 2x1 clusters after their 1x1 twins: on a tie the simpler launch wins.
+    if (bm == 128) {
+      for (int bn : {128, 192, 256}) add(KernelPath::kTiled, bm, bn, 8, 8, 2);
+    }
     if (p.m <= 256) {
       for (int bn : {8, 16, 24, 32, 48, 64, 96, 128}) add(KernelPath::kSwapAB, bm, bn, 12, 0);
     }

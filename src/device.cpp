@@ -79,7 +79,7 @@ PFN_cuTensorMapEncodeTiled_v12000 encode_tiled_fn() {
 }  // namespace
 
 CUtensorMap make_tensor_map_3d(const void* base, uint64_t dim0, uint64_t dim1, uint64_t dim2,
-                               uint32_t box0, uint32_t box1, int elem_bytes) {
+                               uint32_t box0, uint32_t box1, int elem_bytes, int swizzle_bytes) {
   CUtensorMap map;
   const cuuint64_t dims[3] = {dim0, dim1, dim2};
   const cuuint64_t strides[2] = {dim0 * elem_bytes, dim0 * dim1 * elem_bytes};  // bytes
@@ -88,7 +88,7 @@ CUtensorMap make_tensor_map_3d(const void* base, uint64_t dim0, uint64_t dim1, u
   const auto type = elem_bytes == 2 ? CU_TENSOR_MAP_DATA_TYPE_UINT16 : CU_TENSOR_MAP_DATA_TYPE_UINT8;
   CUresult r = encode_tiled_fn()(&map, type, 3, const_cast<void*>(base),
                                  dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                 CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                 swizzle_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   F8GEMM_REQUIRE(r == CUDA_SUCCESS, kCuda, "cuTensorMapEncodeTiled failed (CUresult ", int(r),
                  ") for a tensor of ", dim2, "x", dim1, "x", dim0, " bytes, box ", box1, "x", box0);

@@ -35,8 +35,10 @@ class DeviceGuard {
 };
 
 /// A 3-D tiled tensor map over a row-major tensor [dim2][dim1][dim0] of 1- or 2-byte elements
-/// with a box of {box0, box1, 1}, the 128-byte swizzle, and zero fill outside the tensor.
+/// with a box of {box0, box1, 1}, the 128- or 64-byte swizzle (box0 * elem_bytes must equal it),
+/// and zero fill outside the tensor.
 CUtensorMap make_tensor_map_3d(const void* base, uint64_t dim0, uint64_t dim1, uint64_t dim2,
-                               uint32_t box0, uint32_t box1, int elem_bytes = 1);
+                               uint32_t box0, uint32_t box1, int elem_bytes = 1,
+                               int swizzle_bytes = 128);
 
 }  // namespace f8gemm::detail

@@ -14,7 +14,6 @@
 #include "codegen.hpp"
 #include "config.hpp"
 #include "device.hpp"
-#include "launch.hpp"
 #include "validate.hpp"
 
 namespace f8gemm {
@@ -53,7 +52,8 @@ struct Plan {
   InstanceSpec spec;
   std::shared_ptr<const jit::Instance> instance;
   cudaKernel_t kernel = nullptr;
-  int threads = 0, smem = 0, sm_count = 0;
+  int threads = 0, smem = 0;
+  int max_ctas = 0;  // CTAs that run at once: the persistent grid's size (a whole number of clusters)
   MapMemo x_map, w_map, out_map;
 };
 
@@ -94,47 +94,113 @@ std::shared_ptr<Plan> make_plan(const ProblemShape& p, int device, const Config*
   plan.kernel = plan.instance->kernel("f8gemm_gemm");
   plan.threads = instance_threads(plan.spec);
   plan.smem = instance_smem_bytes(plan.spec);
-  plan.sm_count = props.sm_count;
   DeviceGuard guard(device);
   F8GEMM_CHECK_CUDA(cudaFuncSetAttribute(reinterpret_cast<const void*>(plan.kernel),
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, plan.smem));
+  plan.max_ctas = props.sm_count;
+  if (config.cluster_m > 1) {
+    // A pair needs two free SMs of one GPC: fewer pairs than SMs / 2 may fit at once, and a
+    // persistent grid larger than that would run its last clusters as a second wave.
+    cudaLaunchConfig_t cfg{};
+    cudaLaunchAttribute attr{};
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = unsigned(config.cluster_m);
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    cfg.gridDim = dim3(unsigned(props.sm_count / config.cluster_m * config.cluster_m));
+    cfg.blockDim = dim3(unsigned(plan.threads));
+    cfg.dynamicSmemBytes = size_t(plan.smem);
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    int clusters = 0;
+    F8GEMM_CHECK_CUDA(cudaOccupancyMaxActiveClusters(
+        &clusters, reinterpret_cast<const void*>(plan.kernel), &cfg));
+    F8GEMM_REQUIRE(clusters > 0, kUnsupported, "config ", config.name(),
+                   ": no ", config.cluster_m, "-CTA cluster of it fits on device ", device);
+    plan.max_ctas = clusters * config.cluster_m;
+  }
   return plan_ptr;
 }
 
-/// Launches through the driver's cuLaunchKernel (a cudaKernel_t is a CUkernel, which it takes
-/// as its function): about a microsecond of host time less than cudaLaunchKernel, which matters
-/// at the 5 µs per call this path is held to. A thread whose current context is not yet the
-/// device's primary one gets it through cudaSetDevice and a second try; any other driver error
-/// falls back to cudaLaunchKernel, whose error is the one reported.
-void launch(cudaKernel_t kernel, int grid, int threads, int smem, cudaStream_t stream,
-            void** args, int device) {
-  static const PFN_cuLaunchKernel_v4000 launch_fn = [] {
-    void* ptr = nullptr;
-    cudaDriverEntryPointQueryResult query{};
-    if (cudaGetDriverEntryPointByVersion("cuLaunchKernel", &ptr, 4000, cudaEnableDefault,
-                                         &query) != cudaSuccess ||
-        query != cudaDriverEntryPointSuccess) {
-      cudaGetLastError();
-      ptr = nullptr;
-    }
-    return reinterpret_cast<PFN_cuLaunchKernel_v4000>(ptr);
-  }();
-  if (launch_fn) {
-    auto try_launch = [&] {
+/// A driver entry point by name, or null (the runtime's launch is the fallback).
+template <typename Fn>
+Fn driver_entry(const char* name, int version) {
+  void* ptr = nullptr;
+  cudaDriverEntryPointQueryResult query{};
+  if (cudaGetDriverEntryPointByVersion(name, &ptr, version, cudaEnableDefault, &query) !=
+          cudaSuccess ||
+      query != cudaDriverEntryPointSuccess) {
+    cudaGetLastError();
+    ptr = nullptr;
+  }
+  return reinterpret_cast<Fn>(ptr);
+}
+
+/// Launches through the driver's cuLaunchKernel, or cuLaunchKernelEx for clusters (a
+/// cudaKernel_t is a CUkernel, which they take as their function): about a microsecond of host
+/// time less than the runtime's launch, which matters at the 5 µs per call this path is held to.
+/// A thread whose current context is not yet the device's primary one gets it through
+/// cudaSetDevice and a second try; any other driver error falls back to the runtime's launch,
+/// whose error is the one reported.
+void launch(cudaKernel_t kernel, int grid, int cluster, int threads, int smem,
+            cudaStream_t stream, void** args, int device) {
+  static const auto launch_fn = driver_entry<PFN_cuLaunchKernel_v4000>("cuLaunchKernel", 4000);
+  static const auto launch_ex_fn =
+      driver_entry<PFN_cuLaunchKernelEx_v11060>("cuLaunchKernelEx", 11060);
+  CUlaunchAttribute attr{};
+  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attr.value.clusterDim.x = unsigned(cluster);
+  attr.value.clusterDim.y = 1;
+  attr.value.clusterDim.z = 1;
+  auto try_launch = [&]() -> CUresult {
+    if (cluster == 1) {
+      if (!launch_fn) return CUDA_ERROR_NOT_FOUND;
       return launch_fn(reinterpret_cast<CUfunction>(kernel), unsigned(grid), 1, 1,
                        unsigned(threads), 1, 1, unsigned(smem), reinterpret_cast<CUstream>(stream),
                        args, nullptr);
-    };
-    CUresult r = try_launch();
-    if (r == CUDA_ERROR_INVALID_CONTEXT) {
-      F8GEMM_CHECK_CUDA(cudaSetDevice(device));
-      r = try_launch();
     }
-    if (r == CUDA_SUCCESS) return;
+    if (!launch_ex_fn) return CUDA_ERROR_NOT_FOUND;
+    CUlaunchConfig cfg{};
+    cfg.gridDimX = unsigned(grid);
+    cfg.gridDimY = cfg.gridDimZ = 1;
+    cfg.blockDimX = unsigned(threads);
+    cfg.blockDimY = cfg.blockDimZ = 1;
+    cfg.sharedMemBytes = unsigned(smem);
+    cfg.hStream = reinterpret_cast<CUstream>(stream);
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    return launch_ex_fn(&cfg, reinterpret_cast<CUfunction>(kernel), args, nullptr);
+  };
+  CUresult r = try_launch();
+  if (r == CUDA_ERROR_INVALID_CONTEXT) {
+    F8GEMM_CHECK_CUDA(cudaSetDevice(device));
+    r = try_launch();
   }
-  F8GEMM_CHECK_CUDA(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(grid),
-                                     dim3(threads), args, size_t(smem), stream));
+  if (r == CUDA_SUCCESS) return;
+  cudaLaunchConfig_t cfg{};
+  cudaLaunchAttribute rt_attr{};
+  rt_attr.id = cudaLaunchAttributeClusterDimension;
+  rt_attr.val.clusterDim.x = unsigned(cluster);
+  rt_attr.val.clusterDim.y = 1;
+  rt_attr.val.clusterDim.z = 1;
+  cfg.gridDim = dim3(unsigned(grid));
+  cfg.blockDim = dim3(unsigned(threads));
+  cfg.dynamicSmemBytes = size_t(smem);
+  cfg.stream = stream;
+  cfg.attrs = &rt_attr;
+  cfg.numAttrs = 1;
+  F8GEMM_CHECK_CUDA(cudaLaunchKernelExC(&cfg, reinterpret_cast<const void*>(kernel), args));
   F8GEMM_CHECK_CUDA(cudaGetLastError());
+}
+
+/// The kernel's image of a driver tensor map (kernels/dev_types.cuh).
+dev::TensorMap to_kernel_map(const CUtensorMap& map) {
+  static_assert(sizeof(dev::TensorMap) == sizeof(CUtensorMap) &&
+                    alignof(dev::TensorMap) == alignof(CUtensorMap),
+                "the kernel's TensorMap mirrors CUtensorMap");
+  dev::TensorMap out;
+  std::memcpy(&out, &map, sizeof(out));
+  return out;
 }
 
 PlanKey plan_key(const ProblemShape& p, int device, const Config* forced) {
@@ -175,25 +241,27 @@ void run(const TensorView& x, const TensorView& w, WeightLayout layout, const Te
   const Config& c = plan->spec.config;
   const bool swap = c.path == KernelPath::kSwapAB;
   const int x_rows = swap ? c.bn : c.bm, w_rows = swap ? c.bm : c.bn;
-  GemmLaunchParams params{};
-  params.x_map = plan->x_map.get(x.data, [&] {
+  dev::GemmParams params{};
+  params.x_map = to_kernel_map(plan->x_map.get(x.data, [&] {
     return make_tensor_map_3d(x.data, uint64_t(p.k), uint64_t(p.m), uint64_t(p.batch), 128,
                               uint32_t(x_rows));
-  });
+  }));
   if (p.w_layout == WeightLayout::kPlain) {
-    params.w_map = plan->w_map.get(w.data, [&] {
+    // In a pair each CTA loads half of the W tile.
+    params.w_map = to_kernel_map(plan->w_map.get(w.data, [&] {
       return make_tensor_map_3d(w.data, uint64_t(p.k), uint64_t(p.n), uint64_t(p.batch), 128,
-                                uint32_t(w_rows));
-    });
+                                uint32_t(w_rows / c.cluster_m));
+    }));
   }
-  // The epilogue's tensor stores: 64 output columns a box; rows = tokens per consumer.
-  if (swap || c.bn % 64 == 0) {
-    params.out_map = plan->out_map.get(out.data, [&] {
-      return make_tensor_map_3d(out.data, uint64_t(p.n), uint64_t(p.m), uint64_t(p.batch), 64,
-                                uint32_t(swap ? c.bn : 64), 2);
-    });
+  // The epilogue's tensor stores (kernels/gemm_params.cuh decides the box and the swizzle).
+  const dev::OutBox box = dev::gemm_out_box(c.bn, swap);
+  if (box.cols > 0) {
+    params.out_map = to_kernel_map(plan->out_map.get(out.data, [&] {
+      return make_tensor_map_3d(out.data, uint64_t(p.n), uint64_t(p.m), uint64_t(p.batch),
+                                uint32_t(box.cols), uint32_t(box.rows), 2, box.swizzle_bytes);
+    }));
   }
-  params.w_shuffled = w.data;
+  params.w_shuffled = static_cast<const uint8_t*>(w.data);
   params.x_scale = static_cast<const float*>(xs.data);
   params.w_scale = static_cast<const float*>(ws.data);
   params.bias = p.has_bias ? opt.bias->data : nullptr;
@@ -201,11 +269,15 @@ void run(const TensorView& x, const TensorView& w, WeightLayout layout, const Te
   params.batch = int(p.batch);
   params.m = int(p.m);
 
-  const int64_t tiles = p.batch * ((p.m + x_rows - 1) / x_rows) * ((p.n + w_rows - 1) / w_rows);
-  const int grid = int(std::min<int64_t>(tiles, plan->sm_count));
+  // Persistent: at most as many CTAs as run at once, in whole clusters of cluster_m X tiles.
+  const int64_t x_tiles = (p.m + x_rows - 1) / x_rows;
+  const int64_t cluster_tiles =
+      p.batch * ((x_tiles + c.cluster_m - 1) / c.cluster_m) * ((p.n + w_rows - 1) / w_rows);
+  const int grid =
+      int(std::min<int64_t>(cluster_tiles, plan->max_ctas / c.cluster_m)) * c.cluster_m;
   DeviceGuard guard(v.device);
   void* args[] = {&params};
-  launch(plan->kernel, grid, plan->threads, plan->smem, opt.stream, args, v.device);
+  launch(plan->kernel, grid, c.cluster_m, plan->threads, plan->smem, opt.stream, args, v.device);
 }
 
 }  // namespace

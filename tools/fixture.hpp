@@ -27,6 +27,9 @@ class Fixture {
 
   /// One batched_gemm call on `stream` (no synchronisation).
   void run(bool plain_w, bool fast_accum, const Config* config, cudaStream_t stream) const;
+  /// FNV-1a 64 of the output's bytes after the work on `stream`: equal hashes across runs,
+  /// builds or configurations mean bit-identical outputs.
+  uint64_t output_hash(cudaStream_t stream) const;
   /// Sets every output element to NaN (0xFFFF), so that an unwritten one fails the check.
   void poison(cudaStream_t stream) const;
   /// Checks the output against the GPU fp64 reference with the mode's element bound.

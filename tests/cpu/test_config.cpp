@@ -313,11 +313,22 @@ TEST(ConfigLegality, EachRule) {
     t.stages = stages;
     EXPECT_TRUE(has(reason(t, fast), "stages must be 2..16")) << stages;
   }
-  for (auto [cm, cn] : std::vector<std::pair<int, int>>{{2, 1}, {1, 2}, {2, 2}, {0, 1}}) {
+  for (auto [cm, cn] : std::vector<std::pair<int, int>>{{1, 2}, {2, 2}, {0, 1}, {3, 1}, {4, 1}}) {
     Config t = c;
     t.cluster_m = cm;
     t.cluster_n = cn;
-    EXPECT_TRUE(has(reason(t, fast), "clusters other than 1x1 are not implemented")) << cm << cn;
+    EXPECT_TRUE(has(reason(t, fast), "clusters are 1x1 or 2x1")) << cm << cn;
+  }
+  {
+    Config pair = c;  // a tiled config: 2x1 is legal
+    pair.cluster_m = 2;
+    EXPECT_TRUE(reason(pair, fast).empty()) << reason(pair, fast);
+    Config swap_pair = pair;
+    swap_pair.path = KernelPath::kSwapAB;
+    EXPECT_TRUE(has(reason(swap_pair, fast), "2x1 clusters are for the tiled path")) << swap_pair.name();
+    Config odd_half = pair;
+    odd_half.bn = 136;
+    EXPECT_TRUE(has(reason(odd_half, fast), "bn % 16 == 0")) << odd_half.name();
   }
   for (int raster : {-1, 65}) {
     Config t = c;

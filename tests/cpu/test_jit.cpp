@@ -524,7 +524,7 @@ TEST_F(JitTest, EmbeddedHeadersResolveWithoutAnIncludePath) {
   // Prefer the main kernel header when it is embedded; any embedded name proves the mechanism.
   std::string header = f8gemm::jit::kEmbeddedFiles[0].name;
   for (int i = 0; i < f8gemm::jit::kNumEmbeddedFiles; ++i) {
-    if (std::strcmp(f8gemm::jit::kEmbeddedFiles[i].name, "f8gemm_gemm.cuh") == 0) {
+    if (std::strcmp(f8gemm::jit::kEmbeddedFiles[i].name, "gemm_kernel.cuh") == 0) {
       header = f8gemm::jit::kEmbeddedFiles[i].name;
     }
   }

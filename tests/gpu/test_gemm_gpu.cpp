@@ -13,6 +13,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "check.hpp"
@@ -29,17 +30,9 @@ namespace {
 using test::CheckStats;
 using test::DeviceBuffer;
 
-// rel_rms limits for bf16 output. Correct rounding alone gives ~1.5e-3 (bf16's u = 2^-8 = 3.9e-3
-// times ~0.4 for the RMS of a uniform relative error over a binade); fast accumulation adds the
-// tensor core's truncation. The element bound (max_ratio <= 1) is the rigorous check.
-constexpr double kRelRmsPrecise = 1.8e-3;
-constexpr double kRelRmsFast = 3.0e-3;
-// An RMS over a handful of elements is noise (8 elements can all sit near the top of a binade),
-// so the rel_rms limit applies from this many outputs on; max_ratio applies always.
-constexpr int64_t kMinCountForRms = 2048;
-
-/// The accumulation term of the element bound for this K and mode (src/reference_gpu.hpp).
-double gamma_for(int64_t k, bool fast) { return detail::accumulation_gamma(k, fast); }
+/// The accumulation term of the element bound for this K and mode (numerics::accumulation_gamma,
+/// README "Accuracy").
+double gamma_for(int64_t k, bool fast) { return numerics::accumulation_gamma(k, fast); }
 
 std::string describe(int64_t b, int64_t m, int64_t n, int64_t k, WeightLayout layout, bool fast,
                      DType out) {
@@ -50,11 +43,14 @@ std::string describe(int64_t b, int64_t m, int64_t n, int64_t k, WeightLayout la
   return os.str();
 }
 
-void expect_accurate(const CheckStats& s, int64_t count, bool fast, const std::string& what) {
+/// Both bounds of README "Accuracy" (numerics.hpp): every element within its bound, and the
+/// relative RMS error within rel_rms_bound from numerics::kMinCountForRms outputs on.
+void expect_accurate(const CheckStats& s, int64_t k, DType out, int64_t count, bool fast,
+                     const std::string& what) {
   EXPECT_EQ(s.nonfinite, 0) << what << " " << s;
   EXPECT_LE(s.max_ratio, 1.0) << what << " " << s;
-  if (count >= kMinCountForRms) {
-    EXPECT_LE(s.rel_rms, fast ? kRelRmsFast : kRelRmsPrecise) << what << " " << s;
+  if (count >= numerics::kMinCountForRms) {
+    EXPECT_LE(s.rel_rms, numerics::rel_rms_bound(k, fast, out)) << what << " " << s;
   }
 }
 
@@ -317,7 +313,7 @@ TEST(GemmGpu, RandomShapesBothLayoutsBothModes) {
           EXPECT_TRUE(test::still_poisoned(d.out)) << "M = 0 wrote to out";
           continue;
         }
-        expect_accurate(h.check(y, DType::kBF16, fast), h.out_count(), fast, what);
+        expect_accurate(h.check(y, DType::kBF16, fast), h.k, DType::kBF16, h.out_count(), fast, what);
       }
     }
   }
@@ -402,7 +398,7 @@ TEST(GemmGpu, BiasAndFp16OutputAgainstTheReference) {
             const std::string what = describe(h.b, h.m, h.n, h.k, layout, fast, out) +
                                      " bias " + to_string(bias_dtype);
             SCOPED_TRACE(what);
-            expect_accurate(h.check(d.run(layout, out, fast), out, fast), h.out_count(), fast,
+            expect_accurate(h.check(d.run(layout, out, fast), out, fast), h.k, out, h.out_count(), fast,
                             what);
           }
         }
@@ -415,7 +411,7 @@ TEST(GemmGpu, BiasAndFp16OutputAgainstTheReference) {
   for (bool fast : {false, true}) {
     const std::string what = describe(h.b, h.m, h.n, h.k, WeightLayout::kPreshuffled, fast, DType::kF16);
     expect_accurate(h.check(d.run(WeightLayout::kPreshuffled, DType::kF16, fast), DType::kF16, fast),
-                    h.out_count(), fast, what);
+                    h.k, DType::kF16, h.out_count(), fast, what);
   }
 }
 
@@ -432,7 +428,7 @@ TEST(GemmGpu, LongKEachModeWithinItsBound) {
       SCOPED_TRACE(what);
       const CheckStats s = h.check(d.run(layout, DType::kBF16, fast), DType::kBF16, fast);
       std::cout << "[ accuracy ] " << what << " " << s << "\n";
-      expect_accurate(s, h.out_count(), fast, what);
+      expect_accurate(s, h.k, DType::kBF16, h.out_count(), fast, what);
     }
   }
 }
@@ -459,8 +455,8 @@ TEST(GemmGpu, TwoNonBlockingStreamsInterleaved) {
   const std::vector<uint16_t> ya = da.result(sa), yb = db.result(sb);
   F8GEMM_CHECK_CUDA(cudaStreamDestroy(sa));
   F8GEMM_CHECK_CUDA(cudaStreamDestroy(sb));
-  expect_accurate(ha.check(ya, DType::kBF16, false), ha.out_count(), false, "stream a");
-  expect_accurate(hb.check(yb, DType::kF16, true), hb.out_count(), true, "stream b");
+  expect_accurate(ha.check(ya, DType::kBF16, false), ha.k, DType::kBF16, ha.out_count(), false, "stream a");
+  expect_accurate(hb.check(yb, DType::kF16, true), hb.k, DType::kF16, hb.out_count(), true, "stream b");
 }
 
 // ---- MSLK shapes with the GPU reference -----------------------------------------------------
@@ -491,7 +487,7 @@ TEST(GemmGpu, MslkShapesAgainstTheGpuReference) {
                                     d.out_view(DType::kBF16), gamma_for(h.k, fast), nullptr);
         const CheckStats s{r.rel_rms, r.max_ratio, r.nonfinite};
         std::cout << "[ accuracy ] " << what << " " << s << "\n";
-        expect_accurate(s, h.out_count(), fast, what);
+        expect_accurate(s, h.k, DType::kBF16, h.out_count(), fast, what);
       }
     }
   }
@@ -543,6 +539,10 @@ TEST(GemmGpu, EveryConfigFamilyForcedOnARaggedShape) {
   const int rasters[] = {8, 0, 1, 3, 64};
   for (int bn : {8, 16, 64, 96, 128, 136, 192, 256}) add(KernelPath::kTiled, 64, bn, rasters[raster++ % 5]);
   for (int bn : {8, 64, 128, 192, 256}) add(KernelPath::kTiled, 128, bn, rasters[raster++ % 5]);
+  for (int bn : {64, 128, 256}) {
+    add(KernelPath::kTiled, 128, bn, rasters[raster++ % 5]);
+    configs.back().cluster_m = 2;
+  }
   for (int bn : {8, 16, 24, 32, 48, 64, 96, 128}) add(KernelPath::kSwapAB, 64, bn, rasters[raster++ % 5]);
   for (int bn : {8, 16, 32, 64, 128}) add(KernelPath::kSwapAB, 128, bn, rasters[raster++ % 5]);
 
@@ -561,7 +561,7 @@ TEST(GemmGpu, EveryConfigFamilyForcedOnARaggedShape) {
         c.name() + " " + describe(p.batch, p.m, p.n, p.k, p.w_layout, p.fast_accum, p.out_dtype);
     SCOPED_TRACE(what);
     const auto y = d.run(p.w_layout, DType::kBF16, p.fast_accum, &c);
-    expect_accurate(h.check(y, DType::kBF16, p.fast_accum), h.out_count(), p.fast_accum, what);
+    expect_accurate(h.check(y, DType::kBF16, p.fast_accum), h.k, DType::kBF16, h.out_count(), p.fast_accum, what);
   }
 
   // A forced config that cannot run this problem: bn 256 in precise mode.
@@ -708,11 +708,85 @@ TEST(GemmGpu, SingleGemmFlattensLeadingDimensions) {
         const TensorView out =
             form ? d.out.view(DType::kBF16, {6, n}) : d.out.view(DType::kBF16, {2, 3, n});
         gemm(x, w, layout, xs, d.ws.view(DType::kF32, {n}), out, o);
-        expect_accurate(h.check(d.result(nullptr), DType::kBF16, fast), h.out_count(), fast, what);
+        expect_accurate(h.check(d.result(nullptr), DType::kBF16, fast), h.k, DType::kBF16, h.out_count(), fast, what);
       }
     }
   }
 }
 
 }  // namespace
+// ---- 2x1 clusters: each pair shares (multicasts) its W tile ----------------------------------
+
+/// A 2x1 config and its 1x1 twin with the same ring depth (the deepest that fits up to 8).
+std::pair<Config, Config> cluster_twins(int bn) {
+  Config single;
+  single.path = KernelPath::kTiled;
+  single.bm = 128;
+  single.bn = bn;
+  for (single.stages = 8; single.stages > 2 && detail::config_smem_bytes(single) > detail::kMaxSmemBytes;) {
+    --single.stages;
+  }
+  Config pair = single;
+  pair.cluster_m = 2;
+  return {pair, single};
+}
+
+TEST(GemmGpu, ClusteredPairsMatchSingleCtasBitForBit) {
+  F8GEMM_SKIP_WITHOUT_SM90();
+  std::mt19937_64 rng(2024);
+  struct Case {
+    int64_t b, m, n, k;
+  };
+  // Ragged edges: 300 rows are 3 X tiles (the last pair's second tile is empty), N = 136 leaves a
+  // last W tile of one 8-row slab (one CTA of the pair loads nothing), K = 272 ends in 16 bytes.
+  for (const Case& c : {Case{3, 300, 136, 272}, Case{2, 77, 264, 400}, Case{1, 520, 512, 1040}}) {
+    HostGemm h = random_gemm(rng, c.b, c.m, c.n, c.k);
+    DeviceGemm d(h);
+    std::vector<std::pair<Config, ProblemShape>> work;
+    std::vector<std::tuple<Config, Config, ProblemShape>> cases;
+    for (int bn : {64, 128, 192, 256}) {
+      const auto [pair, single] = cluster_twins(bn);
+      for (WeightLayout layout : {WeightLayout::kPreshuffled, WeightLayout::kPlain}) {
+        for (bool fast : {false, true}) {
+          const ProblemShape p = shape_of(h, layout, fast, DType::kBF16);
+          if (!detail::config_illegal_reason(pair, p).empty()) continue;
+          work.emplace_back(pair, p);
+          work.emplace_back(single, p);
+          cases.emplace_back(pair, single, p);
+        }
+      }
+    }
+    warm_instances(work);
+    for (const auto& [pair, single, p] : cases) {
+      const std::string what =
+          pair.name() + " " + describe(p.batch, p.m, p.n, p.k, p.w_layout, p.fast_accum, p.out_dtype);
+      SCOPED_TRACE(what);
+      const auto y_pair = d.run(p.w_layout, DType::kBF16, p.fast_accum, &pair);
+      const auto y_single = d.run(p.w_layout, DType::kBF16, p.fast_accum, &single);
+      EXPECT_TRUE(y_pair == y_single) << first_difference(y_pair, y_single);
+      expect_accurate(h.check(y_pair, DType::kBF16, p.fast_accum), h.k, DType::kBF16, h.out_count(),
+                      p.fast_accum, what);
+    }
+  }
+  // Bias (both dtypes) and fp16 output through a pair.
+  for (DType bias_dtype : {DType::kF32, DType::kBF16}) {
+    HostGemm h = random_gemm(rng, 2, 300, 264, 400, true, bias_dtype);
+    DeviceGemm d(h);
+    const auto [pair, single] = cluster_twins(128);
+    for (DType out : {DType::kBF16, DType::kF16}) {
+      for (WeightLayout layout : {WeightLayout::kPreshuffled, WeightLayout::kPlain}) {
+        for (bool fast : {false, true}) {
+          const std::string what = pair.name() + " " + describe(h.b, h.m, h.n, h.k, layout, fast, out) +
+                                   " bias " + to_string(bias_dtype);
+          SCOPED_TRACE(what);
+          const auto y_pair = d.run(layout, out, fast, &pair);
+          const auto y_single = d.run(layout, out, fast, &single);
+          EXPECT_TRUE(y_pair == y_single) << first_difference(y_pair, y_single);
+          expect_accurate(h.check(y_pair, out, fast), h.k, out, h.out_count(), fast, what);
+        }
+      }
+    }
+  }
+}
+
 }  // namespace f8gemm

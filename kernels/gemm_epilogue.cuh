@@ -1,0 +1,223 @@
+/// \brief The epilogue: scales (and bias) in fp32, round-to-nearest-even conversion into a
+/// shared-memory staging buffer, then TMA or bulk stores that drain while the next tile's wgmmas
+/// run.
+///
+/// Accumulator i of consumer thread tid sits at A-row (tid/32)*16 + (tid%32)/4 + 8*((i/2)%2) and
+/// B-row (i/4)*8 + (tid%4)*2 + i%2 of the consumer's 64 x kBN block. Output rows are tokens: the
+/// A side without swap, the B side with swap.
+///
+/// Staging (StoreKind, gemm_params.cuh):
+/// - kTmaCols32 (tiled): 64x32 chunks in the 64-byte swizzle (16-byte unit u of row r at
+///   u ^ ((r / 2) % 4): a warp's fragment writes hit 32 distinct banks), two buffers, one
+///   tensor store per chunk. While one chunk's store reads its buffer the next chunk is written.
+/// - kTmaSwap: one [kBN tokens][64 columns] block in the 128-byte swizzle, one tensor store.
+/// - kRows: rows padded by 16 bytes (conflict-free writes), one bulk copy per row.
+/// The tensor map clips rows past M and columns past N.
+#pragma once
+
+#include "f8gemm_ptx.cuh"
+#include "gemm_tile_scheduler.cuh"
+
+namespace f8gemm {
+namespace dev {
+
+template <class T>
+struct Epilogue {
+  static constexpr int kBN = T::kBN;
+  static constexpr bool kSwap = T::kSwap;
+  static constexpr int kChunks = kBN / 32;  // kTmaCols32 only
+  static constexpr int kBufs = gemm_staging_buffers(kBN);
+  static constexpr int kChunkBytes = 64 * 64;
+  static constexpr int kRowStride = kBN * 2 + 16;  // kRows only
+
+  /// One thread's share of the tile's scales: A-side row tid (< 64) and B-side rows tid and
+  /// tid + 128 (< kBN). The A side is X (non-swap) or W (swap); bias follows W's side.
+  struct Scales {
+    float a = 0.0f, a_bias = 0.0f, b[2] = {0.0f, 0.0f}, b_bias[2] = {0.0f, 0.0f};
+  };
+
+  static __device__ __forceinline__ float bias_at(const GemmParams& p, int b, i64 n) {
+    if (T::kBias == BiasKind::kF32) return static_cast<const float*>(p.bias)[b * T::kN + n];
+    if (T::kBias == BiasKind::kBF16) {
+      return bf16_to_float(static_cast<const u16*>(p.bias)[b * T::kN + n]);
+    }
+    return 0.0f;
+  }
+
+  /// Loads this thread's scales into registers before the mainloop; rows past M or N get 0.
+  static __device__ __forceinline__ Scales load_scales(const GemmParams& p, const Tile& tile,
+                                                       int consumer, int tid) {
+    Scales s;
+    const float* xs = p.x_scale + i64(tile.b) * p.m;
+    const float* ws = p.w_scale + i64(tile.b) * T::kN;
+    if (tid < 64) {
+      const int row = (kSwap ? tile.n0 : tile.m0) + consumer * 64 + tid;
+      if (!kSwap && row < p.m) s.a = xs[row];
+      if (kSwap && row < T::kN) {
+        s.a = ws[row];
+        s.a_bias = bias_at(p, tile.b, row);
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const int idx = tid + i * 128;
+      const int row = (kSwap ? tile.m0 : tile.n0) + idx;
+      if (idx < kBN) {
+        if (kSwap && row < p.m) s.b[i] = xs[row];
+        if (!kSwap && row < T::kN) {
+          s.b[i] = ws[row];
+          s.b_bias[i] = bias_at(p, tile.b, row);
+        }
+      }
+    }
+    return s;
+  }
+
+  /// The tile's scales in this consumer's region, after the staging buffer: A side [64], its
+  /// bias [64], B side [kBN], its bias [kBN].
+  static __device__ __forceinline__ float* scale_area(u8* region) {
+    return reinterpret_cast<float*>(region + T::kSmem.staging_bytes);
+  }
+
+  /// Writes this thread's scales into shared memory, right after the first k-block's wgmmas are
+  /// issued. Safe: every thread of the consumer passed the previous epilogue's last barrier,
+  /// after its last read; the epilogue's first barrier makes them visible.
+  static __device__ __forceinline__ void stage_scales(const Scales& scales, u8* region, int tid) {
+    float* sa = scale_area(region);
+    if (tid < 64) {
+      sa[tid] = scales.a;
+      sa[64 + tid] = scales.a_bias;
+    }
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      if (tid + i * 128 < kBN) {
+        sa[128 + tid + i * 128] = scales.b[i];
+        sa[128 + kBN + tid + i * 128] = scales.b_bias[i];
+      }
+    }
+  }
+
+  /// Byte offset of output element (row, col) in the kTmaSwap block or the kRows buffer.
+  static __device__ __forceinline__ int staged_offset(int row, int col) {
+    if (T::kStore == StoreKind::kRows) return row * kRowStride + col * 2;
+    const int byte = col * 2;
+    return row * 128 + (((byte / 16) ^ (row % 8)) * 16) + byte % 16;
+  }
+
+  static __device__ __forceinline__ u32 pack2(float y0, float y1) {
+    return T::kOutF16 ? pack_f16x2(y0, y1) : pack_bf16x2(y0, y1);
+  }
+  static __device__ __forceinline__ u16 to_out(float y) {
+    return T::kOutF16 ? to_f16(y) : to_bf16(y);
+  }
+
+  static __device__ __forceinline__ void store(const GemmParams& p, const Tile& tile,
+                                               const float* acc, u8* region, int consumer,
+                                               int tid) {
+    const int warp = tid / 32, lane = tid % 32;
+    const int a_row0 = warp * 16 + lane / 4;
+    const int b_col0 = (lane % 4) * 2;
+    const float* sa = scale_area(region);
+    const float* sa_bias = sa + 64;
+    const float* sb = sa + 128;
+    const float* sb_bias = sb + kBN;
+    const i64 first_col = kSwap ? tile.n0 + consumer * 64 : tile.n0;
+    const int first_row = kSwap ? tile.m0 : tile.m0 + consumer * 64;
+
+    if (T::kStore == StoreKind::kTmaCols32) {
+      float s_a[2] = {0.0f, 0.0f};
+#pragma unroll
+      for (int c = 0; c < kChunks; ++c) {
+        u8* buf = region + (c % kBufs) * kChunkBytes;
+        // This buffer's last store (kBufs chunks ago; at c == 0, the previous tile's, long
+        // finished) is done reading it. At c == 0 the barrier also publishes the staged scales.
+        if (tid == 0) {
+          if (c == 0) bulk_wait_read<0>();
+          else bulk_wait_read<kBufs - 1>();
+        }
+        named_barrier(1 + consumer, 128);
+        if (c == 0) {
+          s_a[0] = sa[a_row0];
+          s_a[1] = sa[a_row0 + 8];
+        }
+#pragma unroll
+        for (int jj = 0; jj < 4; ++jj) {
+          const int b_col = (c * 4 + jj) * 8 + b_col0;
+          const float2 s_b = *reinterpret_cast<const float2*>(sb + b_col);
+          const float2 bias_b = *reinterpret_cast<const float2*>(sb_bias + b_col);
+#pragma unroll
+          for (int half = 0; half < 2; ++half) {
+            const int a_row = a_row0 + half * 8;
+            const int i = (c * 4 + jj) * 4 + half * 2;
+            // (acc * xs) * ws + bias, the same order as the swap path.
+            const float y0 = acc[i] * s_a[half] * s_b.x + bias_b.x;
+            const float y1 = acc[i + 1] * s_a[half] * s_b.y + bias_b.y;
+            const int offset = a_row * 64 + ((jj ^ ((a_row >> 1) & 3)) << 4) + (lane % 4) * 4;
+            *reinterpret_cast<u32*>(buf + offset) = pack2(y0, y1);
+          }
+        }
+        fence_proxy_async();
+        named_barrier(1 + consumer, 128);
+        if (tid == 0) {
+          if (first_row < p.m && first_col + c * 32 < T::kN) {
+            tma_store_3d(&p.out_map, buf, int(first_col) + c * 32, first_row, tile.b);
+          }
+          bulk_commit();
+        }
+      }
+      return;
+    }
+
+    // kTmaSwap and kRows: one buffer. The previous tile's stores must have finished reading it,
+    // and every thread's staged scales must be visible.
+    bulk_wait_read<0>();
+    named_barrier(1 + consumer, 128);
+    const float s_a[2] = {sa[a_row0], sa[a_row0 + 8]};
+    const float bias_a[2] = {sa_bias[a_row0], sa_bias[a_row0 + 8]};
+#pragma unroll
+    for (int j = 0; j < kBN / 8; ++j) {
+      const int b_col = j * 8 + b_col0;
+      const float2 s_b = *reinterpret_cast<const float2*>(sb + b_col);
+      const float2 bias_b = *reinterpret_cast<const float2*>(sb_bias + b_col);
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int a_row = a_row0 + half * 8;
+        const float v0 = acc[j * 4 + half * 2], v1 = acc[j * 4 + half * 2 + 1];
+        if (!kSwap) {
+          const float y0 = v0 * s_a[half] * s_b.x + bias_b.x;
+          const float y1 = v1 * s_a[half] * s_b.y + bias_b.y;
+          *reinterpret_cast<u32*>(region + staged_offset(a_row, b_col)) = pack2(y0, y1);
+        } else {
+          const float y0 = v0 * s_b.x * s_a[half] + bias_a[half];
+          const float y1 = v1 * s_b.y * s_a[half] + bias_a[half];
+          *reinterpret_cast<u16*>(region + staged_offset(b_col, a_row)) = to_out(y0);
+          *reinterpret_cast<u16*>(region + staged_offset(b_col + 1, a_row)) = to_out(y1);
+        }
+      }
+    }
+    fence_proxy_async();
+    named_barrier(1 + consumer, 128);
+    if (T::kStore == StoreKind::kTmaSwap) {
+      if (tid == 0 && first_row < p.m && first_col < T::kN) {
+        tma_store_3d(&p.out_map, region, int(first_col), first_row, tile.b);
+        bulk_commit();
+      }
+      return;
+    }
+    // kRows: one bulk copy per output row (rows are contiguous in global memory).
+    const int cols = int(min(i64(kBN), T::kN - first_col));
+    if (cols > 0) {
+      for (int r = tid; r < 64; r += 128) {
+        const int m = tile.m0 + consumer * 64 + r;
+        if (m < p.m) {
+          u16* dst = static_cast<u16*>(p.out) + (i64(tile.b) * p.m + m) * T::kN + first_col;
+          bulk_store(dst, region + r * kRowStride, u32(cols) * 2u);
+        }
+      }
+      bulk_commit();
+    }
+  }
+};
+
+}  // namespace dev
+}  // namespace f8gemm

@@ -1,0 +1,101 @@
+/// \brief The one definition that the host compiler and NVRTC share: the instance spec, the
+/// kernel's parameter block and the shared-memory layout. Plain C++17, no CUDA keywords, no
+/// toolkit includes: the host includes it from src/, NVRTC from the embedded sources.
+#pragma once
+
+#include "dev_types.cuh"
+
+namespace f8gemm {
+namespace dev {
+
+enum class BiasKind : int { kNone = 0, kF32 = 1, kBF16 = 2 };
+
+/// Everything that specialises one kernel instance. The host fills it from a Config and a
+/// problem; the generated instance source spells it out as a constexpr value.
+struct GemmSpec {
+  i64 n;            ///< N: rows of W (a compile-time constant of the instance)
+  i64 k;            ///< K: the reduction length
+  int bm;           ///< rows on the wgmma A side per tile (64 per consumer warpgroup)
+  int bn;           ///< rows on the wgmma B side per tile (the wgmma N)
+  int stages;       ///< shared-memory ring depth
+  int cluster_m;    ///< CTAs per cluster along the X side; they share (multicast) each W tile
+  int raster;       ///< rasterisation group width in X tiles (0: none)
+  bool swap;        ///< swap-AB: W rows on the A side, tokens on the B side (small M)
+  bool plain_w;     ///< W is plain [B,N,K] (3-D TMA) rather than preshuffled (bulk copies)
+  bool out_f16;     ///< fp16 output rather than bf16
+  bool fast_accum;  ///< accumulate along all of K in the tensor core
+  BiasKind bias;
+};
+
+/// Kernel parameters, passed by value as a __grid_constant__ (the tensor maps must be).
+struct GemmParams {
+  TensorMap x_map;       ///< X as {K, M, B}, box {128, X rows per tile, 1}, 128B swizzle
+  TensorMap w_map;       ///< plain W as {K, N, B}, box {128, W rows per CTA}; unused if preshuffled
+  TensorMap out_map;     ///< Y as {N, M, B} 2-byte elements, box gemm_out_box(), swizzled
+  const u8* w_shuffled;  ///< preshuffled W [B][KB][N/8][1024] (unused for plain W)
+  const float* x_scale;  ///< [B, M]
+  const float* w_scale;  ///< [B, N]
+  const void* bias;      ///< [B, N] or null
+  void* out;             ///< [B, M, N]
+  int batch;
+  int m;
+};
+
+/// How the epilogue moves a consumer's output block from shared to global memory.
+enum class StoreKind : int {
+  kTmaCols32 = 0,  ///< tiled, bn % 32 == 0: 64x32 chunks, 64-byte swizzle, double-buffered
+  kTmaSwap = 1,    ///< swap-AB: one [bn tokens][64 columns] block, 128-byte swizzle
+  kRows = 2,       ///< otherwise: padded rows, one bulk copy per row
+};
+
+constexpr StoreKind gemm_store_kind(int bn, bool swap) {
+  return swap ? StoreKind::kTmaSwap : (bn % 32 == 0 ? StoreKind::kTmaCols32 : StoreKind::kRows);
+}
+
+/// The output tensor map's box (columns, rows) and swizzle span in bytes for a store kind.
+struct OutBox {
+  int cols, rows, swizzle_bytes;
+};
+constexpr OutBox gemm_out_box(int bn, bool swap) {
+  return gemm_store_kind(bn, swap) == StoreKind::kTmaSwap    ? OutBox{64, bn, 128}
+         : gemm_store_kind(bn, swap) == StoreKind::kTmaCols32 ? OutBox{32, 64, 64}
+                                                               : OutBox{0, 0, 0};
+}
+
+/// Byte layout of dynamic shared memory, from the start (1024-byte aligned):
+///   ring:     stages x [X tile | W tile], each tile 1024-byte aligned (128-byte swizzle atoms);
+///   regions:  one per consumer warpgroup: output staging, then the tile's scales and bias
+///             (A side [64] + its bias [64], B side [bn] + its bias [bn]), 1024-byte aligned;
+///   barriers: full[stages], empty[stages].
+struct GemmSmemLayout {
+  int x_tile_bytes, w_tile_bytes, stage_bytes;
+  int staging_bytes;  ///< output staging of one consumer
+  int region_bytes;   ///< staging + scales of one consumer, 1024-byte aligned
+  int regions_offset, barriers_offset, total_bytes;
+};
+
+/// Staging: kTmaCols32 double-buffers 64x32 chunks (2 x 4 KB) so the next chunk is written while
+/// the last one's store reads; this small footprint is what gives 128x256 a 4th ring stage.
+constexpr int gemm_staging_buffers(int bn) { return bn >= 64 ? 2 : 1; }
+constexpr int gemm_staging_bytes(int bn, bool swap) {
+  return gemm_store_kind(bn, swap) == StoreKind::kTmaSwap    ? bn * 128
+         : gemm_store_kind(bn, swap) == StoreKind::kTmaCols32 ? gemm_staging_buffers(bn) * 64 * 64
+                                                               : 64 * (bn * 2 + 16);
+}
+
+constexpr GemmSmemLayout gemm_smem_layout(int bm, int bn, int stages, bool swap) {
+  GemmSmemLayout l{};
+  const int x_rows = swap ? bn : bm, w_rows = swap ? bm : bn;
+  l.x_tile_bytes = x_rows * 128;
+  l.w_tile_bytes = w_rows * 128;
+  l.stage_bytes = l.x_tile_bytes + l.w_tile_bytes;
+  l.staging_bytes = gemm_staging_bytes(bn, swap);
+  l.region_bytes = (l.staging_bytes + 2 * (64 + bn) * 4 + 1023) / 1024 * 1024;
+  l.regions_offset = stages * l.stage_bytes;
+  l.barriers_offset = l.regions_offset + (bm / 64) * l.region_bytes;
+  l.total_bytes = l.barriers_offset + 2 * stages * 8;
+  return l;
+}
+
+}  // namespace dev
+}  // namespace f8gemm

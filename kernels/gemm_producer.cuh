@@ -1,0 +1,112 @@
+/// \brief The load pipeline: one thread fills a shared-memory ring of kStages slots, each an X
+/// tile then a W tile of one 128-byte k-block, guarded by two mbarriers per slot.
+///
+/// - full[s]: armed with the slot's byte count (arrive.expect_tx); the copies complete it.
+/// - empty[s]: lane 0 of every consumer warp arrives once its wgmmas have read the slot. In a
+///   pair, each CTA writes half of the W tile into both CTAs' slots, so a slot is free only when
+///   the consumers of both CTAs have released it: each consumer warp arrives on the slot's empty
+///   barrier in every CTA of the cluster.
+/// The producer starts one phase ahead (a fresh barrier has completed parity 1), so the first
+/// kStages slots fill at once. Slot and phase advance in the same order on both sides across
+/// tiles: the ring never drains between tiles.
+#pragma once
+
+#include "f8gemm_ptx.cuh"
+#include "gemm_tile_scheduler.cuh"
+
+namespace f8gemm {
+namespace dev {
+
+/// A position in the ring: slot index and the parity of its current phase.
+struct RingPos {
+  int stage = 0;
+  u32 phase = 0;
+  template <int kStages>
+  __device__ __forceinline__ void advance() {
+    if (++stage == kStages) {
+      stage = 0;
+      phase ^= 1;
+    }
+  }
+};
+
+template <class T>
+struct Producer {
+  static constexpr int kEmptyArrivals = T::kConsumers * 4 * T::kClusterM;
+  static constexpr u16 kClusterMask = u16((1u << T::kClusterM) - 1);
+
+  static __device__ __forceinline__ void init_barriers(u64* full, u64* empty) {
+    for (int s = 0; s < T::kStages; ++s) {
+      mbar_init(&full[s], 1);
+      mbar_init(&empty[s], kEmptyArrivals);
+    }
+    fence_barrier_init();
+  }
+
+  static __device__ __forceinline__ void run(const GemmParams& p, const TileScheduler<T>& sched,
+                                             u8* ring, u64* full, u64* empty) {
+    tma_prefetch_map(&p.x_map);
+    if (T::kPlainW) tma_prefetch_map(&p.w_map);
+    RingPos pos;
+    for (int t = sched.first; t < sched.total; t += sched.stride) {
+      const Tile tile = sched.tile(t);
+      // Rows of W that exist in this tile: the preshuffled buffer ends at N (no padding rows).
+      const int w_rows = int(min(i64(T::kWRows), T::kN - tile.n0));
+      // TMA counts whole boxes (zero-filled rows and columns included).
+      const u32 w_bytes = T::kPlainW ? u32(T::kWTileBytes) : u32(w_rows) * 128u;
+      for (int kb = 0; kb < T::kKBlocks; ++kb) {
+        mbar_wait(&empty[pos.stage], pos.phase ^ 1);
+        u8* x_tile = ring + pos.stage * T::kStageBytes;
+        u8* w_tile = x_tile + T::kXTileBytes;
+        u64* bar = &full[pos.stage];
+        mbar_arrive_expect_tx(bar, u32(T::kXTileBytes) + w_bytes);
+        tma_load_3d(x_tile, &p.x_map, bar, kb * 128, tile.m0, tile.b);
+        load_w(p, tile, kb, w_rows, sched.rank, w_tile, bar);
+        pos.template advance<T::kStages>();
+      }
+    }
+  }
+
+  /// This CTA's share of one W k-block: all of it alone, half of it (multicast to both CTAs)
+  /// in a pair.
+  static __device__ __forceinline__ void load_w(const GemmParams& p, const Tile& tile, int kb,
+                                                int w_rows, int rank, u8* w_tile, u64* bar) {
+    if (T::kPlainW) {
+      if (T::kClusterM == 1) {
+        tma_load_3d(w_tile, &p.w_map, bar, kb * 128, tile.n0, tile.b);
+      } else {
+        // The map's box is half a tile; rows past N are zero-filled and still counted.
+        constexpr int kHalf = T::kWRows / 2;
+        tma_load_3d_multicast(w_tile + rank * kHalf * 128, &p.w_map, bar, kb * 128,
+                              tile.n0 + rank * kHalf, tile.b, kClusterMask);
+      }
+      return;
+    }
+    const u8* src =
+        p.w_shuffled + ((i64(tile.b) * T::kKBlocks + kb) * (T::kN / 8) + tile.n0 / 8) * 1024;
+    if (T::kClusterM == 1) {
+      bulk_load(w_tile, src, u32(w_rows) * 128u, bar);
+    } else {
+      // Whole 1 KB slabs: rank 0 takes the first ceil(slabs / 2), rank 1 the rest (maybe none).
+      const int slabs = w_rows / 8, first_half = (slabs + 1) / 2;
+      const int begin = rank == 0 ? 0 : first_half, count = rank == 0 ? first_half : slabs - first_half;
+      if (count > 0) {
+        bulk_load_multicast(w_tile + begin * 1024, src + begin * 1024, u32(count) * 1024u, bar,
+                            kClusterMask);
+      }
+    }
+  }
+
+  /// Called by lane 0 of a consumer warp once its wgmmas no longer read slot `stage`.
+  static __device__ __forceinline__ void release(u64* empty, int stage) {
+    if (T::kClusterM == 1) {
+      mbar_arrive(&empty[stage]);
+    } else {
+#pragma unroll
+      for (int r = 0; r < T::kClusterM; ++r) mbar_arrive_cluster(&empty[stage], u32(r));
+    }
+  }
+};
+
+}  // namespace dev
+}  // namespace f8gemm
