@@ -51,9 +51,9 @@ double subnormal_slack(DType out_dtype);
 double element_bound(double ref, double abs_ref, DType out_dtype, double gamma);
 
 /// The bound on the relative RMS error ||y - ref|| / ||ref||: the output's rounding (0.46 u:
-/// 1.8e-3 for bf16, measured 1.66e-3) and, in fast mode, the truncation drift, which grows as
-/// sqrt(ceil(K/32)) (measured 2.3e-3 at K = 8192, 0.56e-3 at K = 1024): 1.5 * 2^-13 per
-/// sqrt(step), added in quadrature.
+/// 1.8e-3 for bf16, measured 1.66e-3) and the truncation drift, 1.5 * 2^-13 per sqrt(k32 step),
+/// added in quadrature: fast mode over all ceil(K/32) steps (measured 2.3e-3 at K = 8192,
+/// 0.56e-3 at K = 1024), precise mode over one 128-deep block (at most 4 steps).
 double rel_rms_bound(int64_t k, bool fast_accum, DType out_dtype);
 
 /// An RMS over a handful of elements is noise (8 elements can all sit near the top of a binade):

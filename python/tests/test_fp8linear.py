@@ -109,7 +109,8 @@ def test_state_dict_round_trip_and_swap():
     y = model(x)
     assert rel_rms(y, want) <= 0.08
     state = model.state_dict()
-    assert set(state) == {"0.weight", "0.weight_scale", "0.bias", "2.weight", "2.weight_scale"}
+    assert set(state) == {"0.weight", "0.weight_scale", "0.bias", "0.weight_layout_version",
+                          "2.weight", "2.weight_scale", "2.weight_layout_version"}
     fresh = torch.nn.Sequential(FP8Linear(256, 512, device=DEVICE), torch.nn.SiLU(),
                                 FP8Linear(512, 256, bias=False, device=DEVICE))
     fresh[0].bias = fresh[0].bias.to(state["0.bias"].dtype)

@@ -199,16 +199,22 @@ def test_batched_compile_needed_during_capture_is_a_clear_error():
     assert torch.equal(y, ops.f8f8bf16_rowwise_batched_preshuffled(xq, wp, xs, ws))
 
 
-def test_cuda_scale_ub_in_capture_is_a_clear_error():
+def test_cuda_scale_ub_in_capture_is_read_at_replay():
     a = torch.randn(16, 256, device="cuda", dtype=torch.bfloat16)
     ub = torch.tensor([4.0], device="cuda")
     _warm_up(lambda: ops.quantize_fp8_row(a, ub))
-    with pytest.raises(RuntimeError, match=r"scale_ub as a CPU tensor"):
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            ops.quantize_fp8_row(a, ub)
-    torch.cuda.synchronize()
-    # with a CPU scale_ub the capture works (the value is read at capture time)
+    # A scale_ub on the GPU is read by the kernel: legal in capture, and a new value takes
+    # effect at the next replay without a new capture.
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        q, s = ops.quantize_fp8_row(a, ub)
+    for value in (4.0, 0.5):
+        ub.fill_(value)
+        g.replay()
+        torch.cuda.synchronize()
+        q2, s2 = ops.quantize_fp8_row(a, torch.tensor([value]))
+        assert torch.equal(q.view(torch.uint8), q2.view(torch.uint8)) and torch.equal(s, s2)
+    # with a CPU scale_ub the capture works too (the value is read at capture time)
     ub_cpu = ub.cpu()
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
