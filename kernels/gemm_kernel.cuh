@@ -57,8 +57,7 @@ struct GemmKernel {
                                                  const u8* ring, u8* region, u64* full, u64* empty,
                                                  int consumer, int tid) {
     float acc[T::kAcc];
-    float acc2[Mainloop<T>::kAcc2];
-    float total[Mainloop<T>::kTotal];
+    float total[T::kFastAccum ? 1 : T::kAcc];
     RingPos pos;
     for (int t = sched.first; t < sched.total; t += sched.stride) {
       const Tile tile = sched.tile(t);
@@ -67,7 +66,7 @@ struct GemmKernel {
         for (int i = 0; i < T::kAcc; ++i) total[i] = 0.0f;
       }
       const typename Epilogue<T>::Scales scales = Epilogue<T>::load_scales(p, tile, consumer, tid);
-      Mainloop<T>::run(ring, full, empty, pos, acc, acc2, total, consumer, tid % 32,
+      Mainloop<T>::run(ring, full, empty, pos, acc, total, consumer, tid % 32,
                        [&] { Epilogue<T>::stage_scales(scales, region, tid); });
       Epilogue<T>::store(p, tile, T::kFastAccum ? acc : total, region, consumer, tid);
     }
