@@ -22,13 +22,6 @@ namespace {
 constexpr int kAssumedSmCount = 132;
 constexpr const char* kAssumedGpu = "NVIDIA H200";
 
-void require_contiguous(const TensorView& t, const char* name, int alignment) {
-  F8GEMM_REQUIRE(t.is_contiguous(), kInvalidArgument, name, " must be contiguous");
-  F8GEMM_REQUIRE(t.numel() == 0 || t.data != nullptr, kInvalidArgument, name,
-                 " has a null data pointer");
-  F8GEMM_REQUIRE(reinterpret_cast<uintptr_t>(t.data) % alignment == 0, kInvalidArgument, name,
-                 " must be ", alignment, "-byte aligned");
-}
 
 void require_same_place(const TensorView& a, const char* an, const TensorView& b, const char* bn) {
   F8GEMM_REQUIRE(a.device == b.device, kInvalidArgument, an, " and ", bn,
@@ -81,8 +74,8 @@ ShuffleDims check_shuffle_pair(const TensorView& plain, const char* plain_name,
   F8GEMM_REQUIRE(ok, kInvalidArgument, "the preshuffled weight must have shape ",
                  batched ? "[B, " : "[", (d.k + 127) / 128, ", ", d.n / 8, ", 1024] for ", pn, " of N=",
                  d.n, " K=", d.k);
-  require_contiguous(plain, plain_name, 16);
-  require_contiguous(shuffled, "the preshuffled weight", 16);
+  detail::require_contiguous(plain, plain_name, 16);
+  detail::require_contiguous(shuffled, "the preshuffled weight", 16);
   require_same_place(plain, plain_name, shuffled, "the preshuffled weight");
   return d;
 }
@@ -145,9 +138,9 @@ void quantize_rows(const TensorView& input, const TensorView& out_q, const Tenso
                  out_scale.numel());
   F8GEMM_REQUIRE(opt.eps > 0.0f, kInvalidArgument, "eps must be positive, got ", opt.eps);
   F8GEMM_REQUIRE(rows <= INT32_MAX, kInvalidArgument, "too many rows: ", rows);
-  require_contiguous(input, "input", dtype_size(input.dtype));
-  require_contiguous(out_q, "out_q", 1);
-  require_contiguous(out_scale, "out_scale", 4);
+  detail::require_contiguous(input, "input", dtype_size(input.dtype));
+  detail::require_contiguous(out_q, "out_q", 1);
+  detail::require_contiguous(out_scale, "out_scale", 4);
   require_same_place(input, "input", out_q, "out_q");
   require_same_place(input, "input", out_scale, "out_scale");
   if (rows == 0 || cols == 0) return;

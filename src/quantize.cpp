@@ -7,6 +7,7 @@
 
 #include "../kernels/quantize_shared.cuh"
 #include "check.hpp"
+#include "validate.hpp"
 #include "codegen.hpp"
 #include "device.hpp"
 #include "numerics.hpp"
@@ -93,13 +94,6 @@ const char* entry_name(DType in, bool silu) {
                               : "f8gemm_quantize_f16";
 }
 
-void require_contiguous(const TensorView& t, const char* name, int alignment) {
-  F8GEMM_REQUIRE(t.is_contiguous(), kInvalidArgument, name, " must be contiguous");
-  F8GEMM_REQUIRE(t.numel() == 0 || t.data != nullptr, kInvalidArgument, name,
-                 " has a null data pointer");
-  F8GEMM_REQUIRE(reinterpret_cast<uintptr_t>(t.data) % alignment == 0, kInvalidArgument, name,
-                 " must be ", alignment, "-byte aligned");
-}
 
 }  // namespace
 

@@ -192,6 +192,17 @@ Validated validate_call(const TensorView& x, const TensorView& w, WeightLayout l
   return v;
 }
 
+
+void require_contiguous(const TensorView& t, const char* name, int alignment) {
+  F8GEMM_REQUIRE(t.is_contiguous(), kInvalidArgument, name, " must be contiguous");
+  F8GEMM_REQUIRE(t.numel() == 0 || t.data != nullptr, kInvalidArgument, name,
+                 " has a null data pointer");
+  F8GEMM_REQUIRE(reinterpret_cast<uintptr_t>(t.data) % alignment == 0, kInvalidArgument, name,
+                 " must be ", alignment, "-byte aligned");
+}
+
+
+
 }  // namespace detail
 
 void validate_problem(const ProblemShape& p) {

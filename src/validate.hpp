@@ -42,4 +42,8 @@ Validated validate_call(const TensorView& x, const TensorView& w, WeightLayout l
                         const TensorView& x_scale, const TensorView& w_scale,
                         const TensorView& out, const GemmOptions& options, bool batched);
 
+/// A view the kernels read or write as flat memory: contiguous, non-null unless empty, and
+/// `alignment`-byte aligned.
+void require_contiguous(const TensorView& t, const char* name, int alignment);
+
 }  // namespace f8gemm::detail

@@ -66,26 +66,7 @@ def _opcheck_cases():
 _CASES = _opcheck_cases()
 
 
-_FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
-
-
-@contextlib.contextmanager
-def _fp8_comparable():
-    """opcheck's schema test detects mutation with torch.allclose, which has no float8 kernels:
-    compare float8 tensors bit for bit instead (what "not mutated" means)."""
-    original = torch.allclose
-
-    def allclose(a, b, *args, **kwargs):
-        if a.dtype in _FP8 or b.dtype in _FP8:
-            return a.dtype == b.dtype and a.shape == b.shape and \
-                torch.equal(a.view(torch.uint8), b.view(torch.uint8))
-        return original(a, b, *args, **kwargs)
-
-    torch.allclose = allclose
-    try:
-        yield
-    finally:
-        torch.allclose = original
+_fp8_comparable = helpers.fp8_comparable
 
 
 # quantize_fp8_row(output=...) returns its output argument, as FBGEMM's does; opcheck's schema
