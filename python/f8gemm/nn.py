@@ -131,11 +131,7 @@ class FP8Linear(torch.nn.Module):
         lead = x.shape[:-1]
         x2 = x.reshape(-1, self.in_features).contiguous()
         xq, x_scale = _OPS.quantize_fp8_row(x2, self.activation_scale_ub)
-        out_dtype = self.out_dtype
-        if out_dtype is None:
-            out_dtype = torch.float16 if x.dtype == torch.float16 else torch.bfloat16
-        op = _OPS.f8f8f16_rowwise_preshuffled if out_dtype == torch.float16 \
-            else _OPS.f8f8bf16_rowwise_preshuffled
+        op = _preshuffled_gemm(self.out_dtype, x.dtype)
         y = op(xq, self.weight, x_scale, self.weight_scale, self.bias, self.use_fast_accum)
         return y.view(*lead, self.out_features)
 
@@ -143,6 +139,15 @@ class FP8Linear(torch.nn.Module):
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
                 f"bias={self.bias is not None}, use_fast_accum={self.use_fast_accum}, "
                 f"weight=preshuffled e4m3fn")
+
+
+def _preshuffled_gemm(out_dtype, x_dtype):
+    """The preshuffled GEMM op for an output dtype; None follows the input (fp16 in, fp16 out,
+    else bf16)."""
+    if out_dtype is None:
+        out_dtype = torch.float16 if x_dtype == torch.float16 else torch.bfloat16
+    return _OPS.f8f8f16_rowwise_preshuffled if out_dtype == torch.float16 \
+        else _OPS.f8f8bf16_rowwise_preshuffled
 
 
 def _layout_version():
@@ -264,11 +269,7 @@ class FP8GatedMLP(torch.nn.Module):
             raise ValueError(f"FP8GatedMLP: the input's last dimension must be hidden = "
                              f"{self.hidden}, got shape {tuple(x.shape)}")
         lead = x.shape[:-1]
-        out_dtype = self.out_dtype
-        if out_dtype is None:
-            out_dtype = torch.float16 if x.dtype == torch.float16 else torch.bfloat16
-        gemm = _OPS.f8f8f16_rowwise_preshuffled if out_dtype == torch.float16 \
-            else _OPS.f8f8bf16_rowwise_preshuffled
+        gemm = _preshuffled_gemm(self.out_dtype, x.dtype)
         xq, xs = _OPS.quantize_fp8_row(x.reshape(-1, self.hidden).contiguous(),
                                        self.activation_scale_ub)
         gate_up = gemm(xq, self.gate_up_weight, xs, self.gate_up_scale, self.gate_up_bias,
