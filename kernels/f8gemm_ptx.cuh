@@ -46,13 +46,14 @@ __device__ __forceinline__ void mbar_wait(u64* bar, u32 parity) {
 }
 
 /// Arrives on the barrier at the same shared-memory offset in CTA `rank` of this cluster (this
-/// CTA included), with release semantics at cluster scope.
+/// CTA included). Release at CTA scope (the default) as CUTLASS's cluster barriers do: what it
+/// orders is this warp's finished wgmma reads of the slot before the peer's copy refills it.
 __device__ __forceinline__ void mbar_arrive_cluster(u64* bar, u32 rank) {
   asm volatile(
       "{\n"
       ".reg .b32 remote;\n"
       "mapa.shared::cluster.u32 remote, %0, %1;\n"
-      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
+      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
       "}\n" ::"r"(smem_addr(bar)),
       "r"(rank)
       : "memory");

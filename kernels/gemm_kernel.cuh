@@ -44,6 +44,10 @@ struct GemmKernel {
     if (warpgroup == 0) {
       if (T::kConsumers == 2) regs_decrease<40>();
       if (tid_in_wg == 0) Producer<T>::run(p, sched, ring, full, empty);
+      // The producer warp's other lanes wait for lane 0 here, parked, instead of waiting in the
+      // cluster barrier below: a warp runs one branch at a time, and lanes polling there would
+      // take issue slots from the lane that issues every copy.
+      __syncwarp();
     } else {
       if (T::kConsumers == 2) regs_increase<232>();
       consume(p, sched, ring, regions + (warpgroup - 1) * T::kSmem.region_bytes, full, empty,

@@ -154,12 +154,13 @@ double estimate_us(const Config& c, const ProblemShape& p, int sm_count) {
 
 std::vector<Config> candidates(const ProblemShape& p, int sm_count) {
   std::vector<std::pair<double, Config>> scored;
-  auto add = [&](KernelPath path, int bm, int bn, int max_stages, int raster) {
+  auto add = [&](KernelPath path, int bm, int bn, int max_stages, int raster, int cluster_m = 1) {
     Config c;
     c.path = path;
     c.bm = bm;
     c.bn = bn;
     c.raster = raster;
+    c.cluster_m = cluster_m;
     // The deepest ring that fits: more stages keep more bytes in flight (decode is latency-bound).
     for (c.stages = max_stages; c.stages >= 2; --c.stages) {
       if (config_smem_bytes(c) <= kMaxSmemBytes) break;
@@ -169,8 +170,11 @@ std::vector<Config> candidates(const ProblemShape& p, int sm_count) {
   };
   for (int bm : {64, 128}) {
     for (int bn : {64, 96, 128, 160, 192, 256}) add(KernelPath::kTiled, bm, bn, 8, 8);
-    // 2x1 clusters are legal (F8GEMM_CONFIG, tables) but not candidates: on the H200 every
-    // measured one was slower than its 1x1 twin (docs/perf-log.md, change 7).
+    // 2x1 clusters after their 1x1 twins: on a tie the simpler launch wins, and the tune's
+    // measurements decide (docs/perf-log.md, card 10).
+    if (bm == 128) {
+      for (int bn : {128, 192, 256}) add(KernelPath::kTiled, bm, bn, 8, 8, 2);
+    }
     if (p.m <= 256) {
       for (int bn : {8, 16, 24, 32, 48, 64, 96, 128}) add(KernelPath::kSwapAB, bm, bn, 12, 0);
     }

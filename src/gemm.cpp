@@ -4,6 +4,8 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -118,6 +120,10 @@ std::shared_ptr<Plan> make_plan(const ProblemShape& p, int device, const Config*
     F8GEMM_REQUIRE(clusters > 0, kUnsupported, "config ", config.name(),
                    ": no ", config.cluster_m, "-CTA cluster of it fits on device ", device);
     plan.max_ctas = clusters * config.cluster_m;
+  }
+  if (const char* log = std::getenv("F8GEMM_LOG"); log && *log && std::string(log) != "0") {
+    std::fprintf(stderr, "f8gemm: plan %s: %d threads, %d bytes of shared memory, %d CTAs at once\n",
+                 plan.spec.label().c_str(), plan.threads, plan.smem, plan.max_ctas);
   }
   return plan_ptr;
 }
