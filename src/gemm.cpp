@@ -16,6 +16,8 @@
 #include "codegen.hpp"
 #include "config.hpp"
 #include "device.hpp"
+#include "env.hpp"
+#include "hash.hpp"
 #include "validate.hpp"
 
 namespace f8gemm {
@@ -69,14 +71,7 @@ struct PlanKey {
 static_assert(std::has_unique_object_representations_v<PlanKey>,
               "PlanKey must have no padding: uninitialised padding bytes would make equal keys "
               "compare unequal and miss the plan cache");
-struct PlanKeyHash {
-  size_t operator()(const PlanKey& k) const {
-    size_t h = 1469598103934665603ull;
-    const unsigned char* p = reinterpret_cast<const unsigned char*>(&k);
-    for (size_t i = 0; i < sizeof(k); ++i) h = (h ^ p[i]) * 1099511628211ull;
-    return h;
-  }
-};
+using PlanKeyHash = BytesHash<PlanKey>;
 
 std::mutex g_plan_mutex;
 std::unordered_map<PlanKey, std::shared_ptr<Plan>, PlanKeyHash> g_plans;
@@ -121,7 +116,7 @@ std::shared_ptr<Plan> make_plan(const ProblemShape& p, int device, const Config*
                    ": no ", config.cluster_m, "-CTA cluster of it fits on device ", device);
     plan.max_ctas = clusters * config.cluster_m;
   }
-  if (const char* log = std::getenv("F8GEMM_LOG"); log && *log && std::string(log) != "0") {
+  if (get_env<bool>("F8GEMM_LOG")) {
     std::fprintf(stderr, "f8gemm: plan %s: %d threads, %d bytes of shared memory, %d CTAs at once\n",
                  plan.spec.label().c_str(), plan.threads, plan.smem, plan.max_ctas);
   }

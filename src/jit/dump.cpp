@@ -1,0 +1,35 @@
+/// \brief The F8GEMM_DUMP_DIR writer (dump.hpp).
+#include "jit/dump.hpp"
+
+#include <filesystem>
+#include <utility>
+
+#include "check.hpp"
+#include "env.hpp"
+#include "jit/io.hpp"
+
+namespace f8gemm::jit {
+
+bool dump_requested() { return !detail::get_env<std::string>("F8GEMM_DUMP_DIR").empty(); }
+
+void dump(const std::string& label, const std::string& key, const std::string& source,
+          const std::string* ptx, const std::string& log, const std::vector<char>* cubin) {
+  const std::string dir = detail::get_env<std::string>("F8GEMM_DUMP_DIR");
+  if (dir.empty()) return;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  std::string base = dir + "/" + safe_name(label) + "." + key;
+  std::vector<std::pair<std::string, const std::string*>> files = {{".cu", &source},
+                                                                   {".log", &log}};
+  if (ptx) files.emplace_back(".ptx", ptx);
+  std::string cubin_bytes = cubin ? std::string(cubin->begin(), cubin->end()) : std::string();
+  if (cubin) files.emplace_back(".cubin", &cubin_bytes);
+  for (const auto& [ext, text] : files) {
+    std::string why;
+    if (!write_file(base + ext, {{text->data(), text->size()}}, &why)) {
+      print_line(detail::concat("f8gemm: jit cannot write ", base, ext, ": ", why));
+    }
+  }
+}
+
+}  // namespace f8gemm::jit
