@@ -13,6 +13,7 @@
 
 #include "check.hpp"
 #include "codegen.hpp"
+#include "env.hpp"
 #include "jit/embedded.hpp"
 
 namespace f8gemm {
@@ -235,15 +236,11 @@ const std::vector<std::pair<std::string, Config>>& all_tables() {
   return entries;
 }
 
-bool env_flag(const char* name) {
-  const char* v = std::getenv(name);
-  return v && *v && std::string(v) != "0";
-}
 }  // namespace
 
 std::optional<Config> tuned_config(const std::string& gpu_name, int sm_count,
                                    const ProblemShape& p) {
-  if (env_flag("F8GEMM_NO_TUNED")) return std::nullopt;
+  if (get_env<bool>("F8GEMM_NO_TUNED")) return std::nullopt;
   const std::string key = table_key(gpu_name, sm_count, p);
   for (const auto& [k, c] : all_tables()) {
     if (k == key && config_illegal_reason(c, p).empty()) return c;
@@ -269,7 +266,7 @@ Config decide(const std::string& gpu_name, int sm_count, const ProblemShape& p) 
                    p.m, ",", p.n, ",", p.k);
     chosen = list.front();
   }
-  if (env_flag("F8GEMM_LOG")) {
+  if (get_env<bool>("F8GEMM_LOG")) {
     std::fprintf(stderr, "f8gemm: %s -> %s (%s, model %.1f us)\n",
                  table_key(gpu_name, sm_count, p).c_str(), chosen.name().c_str(), source,
                  estimate_us(chosen, p, sm_count));
