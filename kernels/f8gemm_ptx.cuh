@@ -157,6 +157,13 @@ __device__ __forceinline__ void fence_proxy_async() {
 __device__ __forceinline__ void named_barrier(int id, int threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
+/// Waits at barrier `id` until `threads` threads have arrived or synced (the same as
+/// named_barrier; named for the producer/consumer pairing with named_barrier_arrive).
+__device__ __forceinline__ void named_barrier_sync(int id, int threads) { named_barrier(id, threads); }
+/// Arrives at barrier `id` without waiting (counts toward the `threads` that a sync waits for).
+__device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
 
 // ---- wgmma ----------------------------------------------------------------------------------
 

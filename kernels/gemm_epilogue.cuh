@@ -45,13 +45,14 @@ struct Epilogue {
   }
 
   /// Loads this thread's scales into registers before the mainloop; rows past M or N get 0.
+  /// The consumer's block starts at A-side row a_block * 64 of the tile.
   static __device__ __forceinline__ Scales load_scales(const GemmParams& p, const Tile& tile,
-                                                       int consumer, int tid) {
+                                                       int a_block, int tid) {
     Scales s;
     const float* xs = p.x_scale + i64(tile.b) * p.m;
     const float* ws = p.w_scale + i64(tile.b) * T::kN;
     if (tid < 64) {
-      const int row = (kSwap ? tile.n0 : tile.m0) + consumer * 64 + tid;
+      const int row = (kSwap ? tile.n0 : tile.m0) + a_block * 64 + tid;
       if (!kSwap && row < p.m) s.a = xs[row];
       if (kSwap && row < T::kN) {
         s.a = ws[row];
@@ -111,9 +112,10 @@ struct Epilogue {
     return T::kOutF16 ? to_f16(y) : to_bf16(y);
   }
 
+  /// `consumer` names the warpgroup (its named barrier), `a_block` its rows in the tile.
   static __device__ __forceinline__ void store(const GemmParams& p, const Tile& tile,
                                                const float* acc, u8* region, int consumer,
-                                               int tid) {
+                                               int a_block, int tid) {
     const int warp = tid / 32, lane = tid % 32;
     const int a_row0 = warp * 16 + lane / 4;
     const int b_col0 = (lane % 4) * 2;
@@ -121,8 +123,8 @@ struct Epilogue {
     const float* sa_bias = sa + 64;
     const float* sb = sa + 128;
     const float* sb_bias = sb + kBN;
-    const i64 first_col = kSwap ? tile.n0 + consumer * 64 : tile.n0;
-    const int first_row = kSwap ? tile.m0 : tile.m0 + consumer * 64;
+    const i64 first_col = kSwap ? tile.n0 + a_block * 64 : tile.n0;
+    const int first_row = kSwap ? tile.m0 : tile.m0 + a_block * 64;
 
     if (T::kStore == StoreKind::kTmaCols32) {
       float s_a[2] = {0.0f, 0.0f};
@@ -208,7 +210,7 @@ struct Epilogue {
     const int cols = int(min(i64(kBN), T::kN - first_col));
     if (cols > 0) {
       for (int r = tid; r < 64; r += 128) {
-        const int m = tile.m0 + consumer * 64 + r;
+        const int m = tile.m0 + a_block * 64 + r;
         if (m < p.m) {
           u16* dst = static_cast<u16*>(p.out) + (i64(tile.b) * p.m + m) * T::kN + first_col;
           bulk_store(dst, region + r * kRowStride, u32(cols) * 2u);

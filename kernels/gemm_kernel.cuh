@@ -57,22 +57,53 @@ struct GemmKernel {
     if (T::kClusterM > 1) cluster_sync();
   }
 
+  /// One tile: scales, mainloop, epilogue, for the consumer's block at A-side rows a_block * 64.
+  /// `between` runs after the mainloop, before the epilogue.
+  template <class Between>
+  static __device__ __forceinline__ void compute_tile(const GemmParams& p, const Tile& tile,
+                                                      const u8* ring, u8* region, u64* full,
+                                                      u64* empty, RingPos& pos, float* acc,
+                                                      float* total, int consumer, int a_block,
+                                                      int tid, Between&& between) {
+    if (!T::kFastAccum) {
+#pragma unroll
+      for (int i = 0; i < T::kAcc; ++i) total[i] = 0.0f;
+    }
+    const typename Epilogue<T>::Scales scales = Epilogue<T>::load_scales(p, tile, a_block, tid);
+    Mainloop<T>::run(ring, full, empty, pos, acc, total, a_block, tid % 32,
+                     [&] { Epilogue<T>::stage_scales(scales, region, tid); });
+    between();
+    Epilogue<T>::store(p, tile, T::kFastAccum ? acc : total, region, consumer, a_block, tid);
+  }
+
   static __device__ __forceinline__ void consume(const GemmParams& p, const TileScheduler<T>& sched,
                                                  const u8* ring, u8* region, u64* full, u64* empty,
                                                  int consumer, int tid) {
     float acc[T::kAcc];
     float total[T::kFastAccum ? 1 : T::kAcc];
-    RingPos pos;
-    for (int t = sched.first; t < sched.total; t += sched.stride) {
-      const Tile tile = sched.tile(t);
-      if (!T::kFastAccum) {
-#pragma unroll
-        for (int i = 0; i < T::kAcc; ++i) total[i] = 0.0f;
+    if (!T::kPingPong) {
+      // Cooperative: both consumers run every tile, each on its 64 rows of the A side.
+      RingPos pos;
+      for (int t = sched.first; t < sched.total; t += sched.stride) {
+        compute_tile(p, sched.tile(t), ring, region, full, empty, pos, acc, total, consumer,
+                     consumer, tid, [] {});
       }
-      const typename Epilogue<T>::Scales scales = Epilogue<T>::load_scales(p, tile, consumer, tid);
-      Mainloop<T>::run(ring, full, empty, pos, acc, total, consumer, tid % 32,
-                       [&] { Epilogue<T>::stage_scales(scales, region, tid); });
-      Epilogue<T>::store(p, tile, T::kFastAccum ? acc : total, region, consumer, tid);
+    } else {
+      // Ping-pong: consumer c runs this CTA's tiles c, c + 2, ... Their mainloops take turns
+      // (named barriers 3 and 4: a consumer starts its mainloop once the other has finished
+      // its own), so one consumer's epilogue runs while the other's wgmmas keep the tensor
+      // cores busy. Each turn is handed over only when the other consumer has a tile to take.
+      int j = 0;  // this CTA's tile count
+      for (int t = sched.first; t < sched.total; t += sched.stride, ++j) {
+        if (j % 2 != consumer) continue;
+        if (j >= 1 + (consumer == 0 ? 1 : 0)) named_barrier_sync(3 + consumer, 256);
+        RingPos pos = RingPos::at<T::kStages>(j * T::kKBlocks);
+        const bool other_has_next = t + sched.stride < sched.total;
+        compute_tile(p, sched.tile(t), ring, region, full, empty, pos, acc, total, consumer, 0,
+                     tid, [&] {
+                       if (other_has_next) named_barrier_arrive(3 + (1 - consumer), 256);
+                     });
+      }
     }
     bulk_wait_all();
   }

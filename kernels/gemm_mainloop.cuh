@@ -16,19 +16,19 @@ namespace dev {
 
 template <class T>
 struct Mainloop {
-  /// Accumulates tile-wide results into `out` (acc in fast mode, total in precise mode, which
-  /// the caller zeroes). `after_first_issue` runs once, right after the first k-block's wgmmas
+  /// Accumulates the consumer's 64 x kBN block (A-side rows a_block * 64 onwards) into acc
+  /// (fast mode) or total (precise mode, which the caller zeroes). `after_first_issue` runs once, right after the first k-block's wgmmas
   /// are issued, so that its latency hides under tensor-core work.
   template <class AfterFirstIssue>
   static __device__ __forceinline__ void run(const u8* ring, u64* full, u64* empty, RingPos& pos,
-                                             float* acc, float* total, int consumer, int lane,
+                                             float* acc, float* total, int a_block, int lane,
                                              AfterFirstIssue&& after_first_issue) {
     int prev_stage = 0;
     for (int kb = 0; kb < T::kKBlocks; ++kb) {
       mbar_wait(&full[pos.stage], pos.phase);
       const u8* x_tile = ring + pos.stage * T::kStageBytes;
       const u8* w_tile = x_tile + T::kXTileBytes;
-      const u8* a_tile = (T::kSwap ? w_tile : x_tile) + consumer * 64 * 128;
+      const u8* a_tile = (T::kSwap ? w_tile : x_tile) + a_block * 64 * 128;
       const u8* b_tile = T::kSwap ? x_tile : w_tile;
       const u64 a_desc = make_smem_desc_sw128(a_tile);
       const u64 b_desc = make_smem_desc_sw128(b_tile);

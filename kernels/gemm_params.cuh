@@ -21,6 +21,7 @@ struct GemmSpec {
   int cluster_m;    ///< CTAs per cluster along the X side; they share (multicast) each W tile
   int raster;       ///< rasterisation group width in X tiles (0: none)
   bool swap;        ///< swap-AB: W rows on the A side, tokens on the B side (small M)
+  bool pingpong;    ///< two consumers own alternate 64-row tiles (else they split one tile)
   bool plain_w;     ///< W is plain [B,N,K] (3-D TMA) rather than preshuffled (bulk copies)
   bool out_f16;     ///< fp16 output rather than bf16
   bool fast_accum;  ///< accumulate along all of K in the tensor core
@@ -64,7 +65,8 @@ constexpr OutBox gemm_out_box(int bn, bool swap) {
 
 /// Byte layout of dynamic shared memory, from the start (1024-byte aligned):
 ///   ring:     stages x [X tile | W tile], each tile 1024-byte aligned (128-byte swizzle atoms);
-///   regions:  one per consumer warpgroup: output staging, then the tile's scales and bias
+///   regions:  one per consumer warpgroup (bm / 64 of them, or 2 in ping-pong): output staging,
+///             then the tile's scales and bias
 ///             (A side [64] + its bias [64], B side [bn] + its bias [bn]), 1024-byte aligned;
 ///   barriers: full[stages], empty[stages].
 struct GemmSmemLayout {
@@ -83,7 +85,10 @@ constexpr int gemm_staging_bytes(int bn, bool swap) {
                                                                : 64 * (bn * 2 + 16);
 }
 
-constexpr GemmSmemLayout gemm_smem_layout(int bm, int bn, int stages, bool swap) {
+/// Consumer warpgroups: each owns 64 rows of the tile's A side, or (ping-pong) every other tile.
+constexpr int gemm_consumers(int bm, bool pingpong) { return pingpong ? 2 : bm / 64; }
+
+constexpr GemmSmemLayout gemm_smem_layout(int bm, int bn, int stages, bool swap, bool pingpong) {
   GemmSmemLayout l{};
   const int x_rows = swap ? bn : bm, w_rows = swap ? bm : bn;
   l.x_tile_bytes = x_rows * 128;
@@ -92,7 +97,7 @@ constexpr GemmSmemLayout gemm_smem_layout(int bm, int bn, int stages, bool swap)
   l.staging_bytes = gemm_staging_bytes(bn, swap);
   l.region_bytes = (l.staging_bytes + 2 * (64 + bn) * 4 + 1023) / 1024 * 1024;
   l.regions_offset = stages * l.stage_bytes;
-  l.barriers_offset = l.regions_offset + (bm / 64) * l.region_bytes;
+  l.barriers_offset = l.regions_offset + gemm_consumers(bm, pingpong) * l.region_bytes;
   l.total_bytes = l.barriers_offset + 2 * stages * 8;
   return l;
 }

@@ -21,6 +21,14 @@ namespace dev {
 struct RingPos {
   int stage = 0;
   u32 phase = 0;
+  /// The position of the ring's k-block number `n` (counted from the launch's start).
+  template <int kStages>
+  static __device__ __forceinline__ RingPos at(int n) {
+    RingPos pos;
+    pos.stage = n % kStages;
+    pos.phase = u32(n / kStages) & 1u;
+    return pos;
+  }
   template <int kStages>
   __device__ __forceinline__ void advance() {
     if (++stage == kStages) {
@@ -32,7 +40,7 @@ struct RingPos {
 
 template <class T>
 struct Producer {
-  static constexpr int kEmptyArrivals = T::kConsumers * 4 * T::kClusterM;
+  static constexpr int kEmptyArrivals = T::kSlotReaders * 4 * T::kClusterM;
   static constexpr u16 kClusterMask = u16((1u << T::kClusterM) - 1);
 
   static __device__ __forceinline__ void init_barriers(u64* full, u64* empty) {

@@ -28,12 +28,15 @@ struct GemmTraits {
   static constexpr int kClusterM = kSpec.cluster_m;
   static constexpr int kRaster = kSpec.raster;
   static constexpr bool kSwap = kSpec.swap;
+  static constexpr bool kPingPong = kSpec.pingpong;
   static constexpr bool kPlainW = kSpec.plain_w;
   static constexpr bool kOutF16 = kSpec.out_f16;
   static constexpr bool kFastAccum = kSpec.fast_accum;
   static constexpr BiasKind kBias = kSpec.bias;
 
-  static constexpr int kConsumers = kBM / 64;
+  static constexpr int kConsumers = gemm_consumers(kBM, kPingPong);
+  // Consumers that read each ring slot: both split one tile, or one owns it (ping-pong).
+  static constexpr int kSlotReaders = kPingPong ? 1 : kConsumers;
   static constexpr int kThreads = 128 * (1 + kConsumers);
   // Host validation keeps N and K far enough below 2^31 that these fit in int (the counts are
   // derived in 64 bits first).
@@ -43,7 +46,7 @@ struct GemmTraits {
   static constexpr int kWTiles = int((kN + kWRows - 1) / kWRows);
   static constexpr int kAcc = kBN / 2;  // fp32 accumulators per thread for m64 x kBN
 
-  static constexpr GemmSmemLayout kSmem = gemm_smem_layout(kBM, kBN, kStages, kSwap);
+  static constexpr GemmSmemLayout kSmem = gemm_smem_layout(kBM, kBN, kStages, kSwap, kPingPong);
   static constexpr int kXTileBytes = kSmem.x_tile_bytes;
   static constexpr int kWTileBytes = kSmem.w_tile_bytes;
   static constexpr int kStageBytes = kSmem.stage_bytes;
@@ -51,6 +54,7 @@ struct GemmTraits {
   static constexpr StoreKind kStore = gemm_store_kind(kBN, kSwap);
 
   static_assert(kBM == 64 || kBM == 128, "each consumer warpgroup owns 64 rows of the A side");
+  static_assert(!kPingPong || (kBM == 64 && !kSwap), "ping-pong tiles are 64 rows of X");
   static_assert(kBN % 8 == 0 && kBN >= 8 && kBN <= 256, "wgmma N is a multiple of 8 up to 256");
   static_assert(kK % 16 == 0 && kK > 0, "TMA needs 16-byte rows");
   static_assert(kN % 8 == 0 && kN > 0, "preshuffled slabs hold 8 rows of W");

@@ -49,16 +49,21 @@ std::string wgmma_wrapper(int bn) {
   return os.str();
 }
 
-/// The spec as a C++ initializer, field for field in GemmSpec's declaration order.
-std::string spec_initializer(const dev::GemmSpec& g) {
-  static_assert(sizeof(dev::GemmSpec) == 2 * sizeof(int64_t) + 5 * sizeof(int) + 4 + sizeof(int) + 4,
-                "a GemmSpec field was added or removed: update spec_initializer");
+/// A constexpr function returning the spec, each field assigned by name (a field added to
+/// GemmSpec and not set here keeps its zero value, never a neighbour's).
+std::string spec_function(const dev::GemmSpec& g) {
   auto b = [](bool v) { return v ? "true" : "false"; };
   std::ostringstream os;
-  os << "{" << g.n << "LL, " << g.k << "LL, " << g.bm << ", " << g.bn << ", " << g.stages << ", "
-     << g.cluster_m << ", " << g.raster << ", " << b(g.swap) << ", " << b(g.plain_w) << ", "
-     << b(g.out_f16) << ", " << b(g.fast_accum) << ", f8gemm::dev::BiasKind(" << int(g.bias)
-     << ")}";
+  os << "constexpr f8gemm::dev::GemmSpec instance_spec() {\n"
+     << "  f8gemm::dev::GemmSpec g{};\n"
+     << "  g.n = " << g.n << "LL;\n  g.k = " << g.k << "LL;\n"
+     << "  g.bm = " << g.bm << ";\n  g.bn = " << g.bn << ";\n  g.stages = " << g.stages
+     << ";\n  g.cluster_m = " << g.cluster_m << ";\n  g.raster = " << g.raster << ";\n"
+     << "  g.swap = " << b(g.swap) << ";\n  g.pingpong = " << b(g.pingpong) << ";\n"
+     << "  g.plain_w = " << b(g.plain_w) << ";\n  g.out_f16 = " << b(g.out_f16) << ";\n"
+     << "  g.fast_accum = " << b(g.fast_accum) << ";\n"
+     << "  g.bias = f8gemm::dev::BiasKind(" << int(g.bias) << ");\n"
+     << "  return g;\n}\n";
   return os.str();
 }
 }  // namespace
@@ -73,6 +78,7 @@ dev::GemmSpec InstanceSpec::gemm_spec() const {
   g.cluster_m = config.cluster_m;
   g.raster = config.raster;
   g.swap = config.path == KernelPath::kSwapAB;
+  g.pingpong = config.path == KernelPath::kPingPong;
   g.plain_w = w_layout == WeightLayout::kPlain;
   g.out_f16 = out_dtype == DType::kF16;
   g.fast_accum = fast_accum;
@@ -85,8 +91,8 @@ std::string instance_source(const InstanceSpec& s) {
   os << "// f8gemm instance " << s.label() << "\n"
      << "#include \"gemm_kernel.cuh\"\n"
      << wgmma_wrapper(s.config.bn)
-     << "struct Spec {\n  static constexpr f8gemm::dev::GemmSpec value = "
-     << spec_initializer(s.gemm_spec()) << ";\n};\n"
+     << spec_function(s.gemm_spec())
+     << "struct Spec {\n  static constexpr f8gemm::dev::GemmSpec value = instance_spec();\n};\n"
      << "using Kernel = f8gemm::dev::GemmKernel<Spec>;\n"
      << "extern \"C\" __global__ void __launch_bounds__(Kernel::kThreads, 1)\n"
      << "f8gemm_gemm(const __grid_constant__ f8gemm::dev::GemmParams params) {\n"
@@ -94,7 +100,9 @@ std::string instance_source(const InstanceSpec& s) {
   return os.str();
 }
 
-int instance_threads(const InstanceSpec& s) { return 128 * (1 + s.config.bm / 64); }
+int instance_threads(const InstanceSpec& s) {
+  return 128 * (1 + dev::gemm_consumers(s.config.bm, s.config.path == KernelPath::kPingPong));
+}
 int instance_smem_bytes(const InstanceSpec& s) { return config_smem_bytes(s.config); }
 
 std::shared_ptr<const jit::Instance> gemm_instance(const InstanceSpec& s) {

@@ -20,7 +20,9 @@ namespace f8gemm {
 
 std::string Config::name() const {
   std::ostringstream os;
-  os << "sm90_" << (path == KernelPath::kSwapAB ? "swap" : "tiled") << "_" << bm << "x" << bn
+  os << "sm90_"
+     << (path == KernelPath::kSwapAB ? "swap" : path == KernelPath::kPingPong ? "pingpong" : "tiled")
+     << "_" << bm << "x" << bn
      << "x" << bk << "_s" << stages << "_c" << cluster_m << "x" << cluster_n << "_r" << raster;
   return os.str();
 }
@@ -62,14 +64,15 @@ Config Config::parse(const std::string& name) {
   NameReader r(name);
   bool ok = r.literal("sm90_");
   const bool swap = ok && r.literal("swap_");
-  ok = ok && (swap || r.literal("tiled_")) && r.number(&c.bm, "bm") && r.literal("x") &&
+  const bool pingpong = ok && !swap && r.literal("pingpong_");
+  ok = ok && (swap || pingpong || r.literal("tiled_")) && r.number(&c.bm, "bm") && r.literal("x") &&
        r.number(&c.bn, "bn") && r.literal("x") && r.number(&c.bk, "bk") && r.literal("_s") &&
        r.number(&c.stages, "stages") && r.literal("_c") && r.number(&c.cluster_m, "cluster_m") &&
        r.literal("x") && r.number(&c.cluster_n, "cluster_n") && r.literal("_r") &&
        r.number(&c.raster, "raster") && r.at_end();
   F8GEMM_REQUIRE(ok, kInvalidArgument, "config name '", name,
-                 "' does not match sm90_<tiled|swap>_<bm>x<bn>x<bk>_s<stages>_c<m>x<n>_r<raster>");
-  c.path = swap ? KernelPath::kSwapAB : KernelPath::kTiled;
+                 "' does not match sm90_<tiled|pingpong|swap>_<bm>x<bn>x<bk>_s<stages>_c<m>x<n>_r<raster>");
+  c.path = swap ? KernelPath::kSwapAB : pingpong ? KernelPath::kPingPong : KernelPath::kTiled;
   // Parse is exact: the name must be the canonical one (no leading zeros).
   F8GEMM_REQUIRE(c.name() == name, kInvalidArgument, "config name '", name,
                  "' is not canonical; did you mean '", c.name(), "'?");
@@ -97,7 +100,9 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 int config_smem_bytes(const Config& c) {
   // The kernel's own layout function (kernels/gemm_params.cuh): one definition for both sides.
-  return dev::gemm_smem_layout(c.bm, c.bn, c.stages, c.path == KernelPath::kSwapAB).total_bytes;
+  return dev::gemm_smem_layout(c.bm, c.bn, c.stages, c.path == KernelPath::kSwapAB,
+                               c.path == KernelPath::kPingPong)
+      .total_bytes;
 }
 
 std::string config_illegal_reason(const Config& c, const ProblemShape& p) {
@@ -110,6 +115,8 @@ std::string config_illegal_reason(const Config& c, const ProblemShape& p) {
     why << "clusters are 1x1 or 2x1 (two CTAs along M sharing each W tile)";
   else if (c.cluster_m == 2 && c.path == KernelPath::kSwapAB)
     why << "2x1 clusters are for the tiled path (swap-AB tiles share no W tile)";
+  else if (c.path == KernelPath::kPingPong && c.bm != 64)
+    why << "ping-pong tiles are 64 rows (each consumer warpgroup owns a whole tile): bm must be 64";
   else if (c.cluster_m == 2 && c.bn % 16 != 0)
     why << "2x1 clusters split the W tile into two halves of whole 8-row slabs: bn % 16 == 0";
   else if (c.raster < 0 || c.raster > 64) why << "raster must be 0..64";
@@ -141,7 +148,7 @@ double estimate_us(const Config& c, const ProblemShape& p, int sm_count) {
   // precise configs 14% above this model against 0-4% for the others
   // (docs/logs/2026-11-30-tune-4.csv; tests/cpu/test_model.cpp holds the model to that data).
   double wgmma_eff = double(c.bn) / (c.bn + 24.0) * (p.fast_accum ? 1.0 : 0.9);
-  if (!p.fast_accum && c.bm == 64) wgmma_eff *= 0.9;
+  if (!p.fast_accum && c.bm == 64 && c.path != KernelPath::kPingPong) wgmma_eff *= 0.9;
   const double tile_flops = 2.0 * c.bm * c.bn * k_pad;
   const double mma_us = tile_flops / (kPeakFlopsPerUs / sm_count * wgmma_eff);
   const double l2_rate = std::min(kL2BytesPerUs / ctas, inflight / (0.5 * kLatencyUs));
@@ -175,6 +182,13 @@ std::vector<Config> candidates(const ProblemShape& p, int sm_count) {
     // measurements decide (docs/perf-log.md, card 10).
     if (bm == 128) {
       for (int bn : {128, 192, 256}) add(KernelPath::kTiled, bm, bn, 8, 8, 2);
+    } else {
+      // Ping-pong: two 64-row tiles in flight per CTA, the epilogue of one under the other's
+      // wgmmas; with and without a pair sharing W (multicast halves the 64-row tiles' W reads).
+      for (int bn : {128, 192, 256}) {
+        add(KernelPath::kPingPong, 64, bn, 8, 8);
+        add(KernelPath::kPingPong, 64, bn, 8, 8, 2);
+      }
     }
     if (p.m <= 256) {
       for (int bn : {8, 16, 24, 32, 48, 64, 96, 128}) add(KernelPath::kSwapAB, bm, bn, 12, 0);

@@ -84,6 +84,8 @@ enum class WeightLayout : int {
 enum class KernelPath : int {
   kTiled = 0,    ///< X rows on the wgmma M side, W rows on its N side (large M)
   kSwapAB = 1,   ///< W rows on the wgmma M side, tokens on its N side (small M)
+  kPingPong = 2, ///< as kTiled, but two consumer warpgroups own alternate 64-row tiles and take
+                 ///< turns in the mainloop, so that one's epilogue overlaps the other's wgmmas
 };
 
 /// One kernel configuration. Printable and parseable: name() / Config::parse().

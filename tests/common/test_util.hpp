@@ -20,7 +20,9 @@ namespace f8gemm {
 inline void PrintTo(ErrorCode code, std::ostream* os) { *os << to_string(code); }
 inline void PrintTo(DType dtype, std::ostream* os) { *os << to_string(dtype); }
 inline void PrintTo(KernelPath path, std::ostream* os) {
-  *os << (path == KernelPath::kSwapAB ? "kSwapAB" : "kTiled");
+  *os << (path == KernelPath::kSwapAB     ? "kSwapAB"
+          : path == KernelPath::kPingPong ? "kPingPong"
+                                          : "kTiled");
 }
 inline void PrintTo(const Config& config, std::ostream* os) { *os << config.name(); }
 

@@ -394,7 +394,7 @@ TEST_F(DecideTest, DecodePicksTheSwapPath) {
         EXPECT_EQ(c.path, KernelPath::kSwapAB);
       }
       if (p.m > 256) {
-        EXPECT_EQ(c.path, KernelPath::kTiled);
+        EXPECT_NE(c.path, KernelPath::kSwapAB);  // a tile path: cooperative or ping-pong
       }
     }
   }

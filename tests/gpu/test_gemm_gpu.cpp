@@ -543,6 +543,9 @@ TEST(GemmGpu, EveryConfigFamilyForcedOnARaggedShape) {
     add(KernelPath::kTiled, 128, bn, rasters[raster++ % 5]);
     configs.back().cluster_m = 2;
   }
+  for (int bn : {64, 136, 256}) add(KernelPath::kPingPong, 64, bn, rasters[raster++ % 5]);
+  add(KernelPath::kPingPong, 64, 128, 8);
+  configs.back().cluster_m = 2;
   for (int bn : {8, 16, 24, 32, 48, 64, 96, 128}) add(KernelPath::kSwapAB, 64, bn, rasters[raster++ % 5]);
   for (int bn : {8, 16, 32, 64, 128}) add(KernelPath::kSwapAB, 128, bn, rasters[raster++ % 5]);
 
@@ -715,74 +718,87 @@ TEST(GemmGpu, SingleGemmFlattensLeadingDimensions) {
 }
 
 }  // namespace
-// ---- 2x1 clusters: each pair shares (multicasts) its W tile ----------------------------------
+// ---- schedules against their twins: clusters and ping-pong change who computes a tile, not how
 
-/// A 2x1 config and its 1x1 twin with the same ring depth (the deepest that fits up to 8).
-std::pair<Config, Config> cluster_twins(int bn) {
-  Config single;
-  single.path = KernelPath::kTiled;
-  single.bm = 128;
-  single.bn = bn;
-  for (single.stages = 8; single.stages > 2 && detail::config_smem_bytes(single) > detail::kMaxSmemBytes;) {
-    --single.stages;
-  }
-  Config pair = single;
-  pair.cluster_m = 2;
-  return {pair, single};
+/// The deepest ring up to 8 stages that fits.
+Config deepest(KernelPath path, int bm, int bn, int cluster_m) {
+  Config c;
+  c.path = path;
+  c.bm = bm;
+  c.bn = bn;
+  c.cluster_m = cluster_m;
+  for (c.stages = 8; c.stages > 2 && detail::config_smem_bytes(c) > detail::kMaxSmemBytes;) --c.stages;
+  return c;
 }
 
-TEST(GemmGpu, ClusteredPairsMatchSingleCtasBitForBit) {
+/// (variant, twin) pairs whose outputs must agree bit for bit: a 2x1 pair against one CTA of the
+/// same tile, and ping-pong (64-row tiles, alone or paired) against a 64-row cooperative tile.
+std::vector<std::pair<Config, Config>> schedule_twins(std::initializer_list<int> bns) {
+  std::vector<std::pair<Config, Config>> twins;
+  for (int bn : bns) {
+    twins.emplace_back(deepest(KernelPath::kTiled, 128, bn, 2), deepest(KernelPath::kTiled, 128, bn, 1));
+    twins.emplace_back(deepest(KernelPath::kPingPong, 64, bn, 1), deepest(KernelPath::kTiled, 64, bn, 1));
+    twins.emplace_back(deepest(KernelPath::kPingPong, 64, bn, 2), deepest(KernelPath::kTiled, 64, bn, 1));
+  }
+  return twins;
+}
+
+TEST(GemmGpu, ClusteredAndPingPongSchedulesMatchTheirTwinsBitForBit) {
   F8GEMM_SKIP_WITHOUT_SM90();
   std::mt19937_64 rng(2024);
   struct Case {
     int64_t b, m, n, k;
   };
-  // Ragged edges: 300 rows are 3 X tiles (the last pair's second tile is empty), N = 136 leaves a
-  // last W tile of one 8-row slab (one CTA of the pair loads nothing), K = 272 ends in 16 bytes.
-  for (const Case& c : {Case{3, 300, 136, 272}, Case{2, 77, 264, 400}, Case{1, 520, 512, 1040}}) {
+  // Ragged edges: 300 rows are 3 X tiles of 128 (the last pair's second tile is empty) and 5 of
+  // 64 (odd: one ping-pong consumer gets one tile fewer); N = 136 leaves a last W tile of one
+  // 8-row slab (one CTA of a pair loads nothing); K = 272 ends in 16 bytes. 1,8320,256,528 gives
+  // each CTA several tiles, so the consumers' turns wrap around the ring.
+  for (const Case& c : {Case{3, 300, 136, 272}, Case{2, 77, 264, 400}, Case{1, 520, 512, 1040},
+                        Case{1, 8320, 256, 528}}) {
     HostGemm h = random_gemm(rng, c.b, c.m, c.n, c.k);
     DeviceGemm d(h);
     std::vector<std::pair<Config, ProblemShape>> work;
     std::vector<std::tuple<Config, Config, ProblemShape>> cases;
-    for (int bn : {64, 128, 192, 256}) {
-      const auto [pair, single] = cluster_twins(bn);
+    for (const auto& [variant, twin] : schedule_twins({64, 128, 192, 256})) {
       for (WeightLayout layout : {WeightLayout::kPreshuffled, WeightLayout::kPlain}) {
         for (bool fast : {false, true}) {
           const ProblemShape p = shape_of(h, layout, fast, DType::kBF16);
-          if (!detail::config_illegal_reason(pair, p).empty()) continue;
-          work.emplace_back(pair, p);
-          work.emplace_back(single, p);
-          cases.emplace_back(pair, single, p);
+          if (!detail::config_illegal_reason(variant, p).empty()) continue;
+          work.emplace_back(variant, p);
+          work.emplace_back(twin, p);
+          cases.emplace_back(variant, twin, p);
         }
       }
     }
     warm_instances(work);
-    for (const auto& [pair, single, p] : cases) {
+    for (const auto& [variant, twin, p] : cases) {
       const std::string what =
-          pair.name() + " " + describe(p.batch, p.m, p.n, p.k, p.w_layout, p.fast_accum, p.out_dtype);
+          variant.name() + " " + describe(p.batch, p.m, p.n, p.k, p.w_layout, p.fast_accum, p.out_dtype);
       SCOPED_TRACE(what);
-      const auto y_pair = d.run(p.w_layout, DType::kBF16, p.fast_accum, &pair);
-      const auto y_single = d.run(p.w_layout, DType::kBF16, p.fast_accum, &single);
-      EXPECT_TRUE(y_pair == y_single) << first_difference(y_pair, y_single);
-      expect_accurate(h.check(y_pair, DType::kBF16, p.fast_accum), h.k, DType::kBF16, h.out_count(),
-                      p.fast_accum, what);
+      const auto y_variant = d.run(p.w_layout, DType::kBF16, p.fast_accum, &variant);
+      const auto y_twin = d.run(p.w_layout, DType::kBF16, p.fast_accum, &twin);
+      EXPECT_TRUE(y_variant == y_twin) << twin.name() << ": " << first_difference(y_variant, y_twin);
+      expect_accurate(h.check(y_variant, DType::kBF16, p.fast_accum), h.k, DType::kBF16,
+                      h.out_count(), p.fast_accum, what);
     }
   }
-  // Bias (both dtypes) and fp16 output through a pair.
+  // Bias (both dtypes) and fp16 output through every schedule.
   for (DType bias_dtype : {DType::kF32, DType::kBF16}) {
     HostGemm h = random_gemm(rng, 2, 300, 264, 400, true, bias_dtype);
     DeviceGemm d(h);
-    const auto [pair, single] = cluster_twins(128);
-    for (DType out : {DType::kBF16, DType::kF16}) {
-      for (WeightLayout layout : {WeightLayout::kPreshuffled, WeightLayout::kPlain}) {
-        for (bool fast : {false, true}) {
-          const std::string what = pair.name() + " " + describe(h.b, h.m, h.n, h.k, layout, fast, out) +
-                                   " bias " + to_string(bias_dtype);
-          SCOPED_TRACE(what);
-          const auto y_pair = d.run(layout, out, fast, &pair);
-          const auto y_single = d.run(layout, out, fast, &single);
-          EXPECT_TRUE(y_pair == y_single) << first_difference(y_pair, y_single);
-          expect_accurate(h.check(y_pair, out, fast), h.k, out, h.out_count(), fast, what);
+    for (const auto& [variant, twin] : schedule_twins({128})) {
+      for (DType out : {DType::kBF16, DType::kF16}) {
+        for (WeightLayout layout : {WeightLayout::kPreshuffled, WeightLayout::kPlain}) {
+          for (bool fast : {false, true}) {
+            const std::string what = variant.name() + " " +
+                                     describe(h.b, h.m, h.n, h.k, layout, fast, out) + " bias " +
+                                     to_string(bias_dtype);
+            SCOPED_TRACE(what);
+            const auto y_variant = d.run(layout, out, fast, &variant);
+            const auto y_twin = d.run(layout, out, fast, &twin);
+            EXPECT_TRUE(y_variant == y_twin) << twin.name() << ": " << first_difference(y_variant, y_twin);
+            expect_accurate(h.check(y_variant, out, fast), h.k, out, h.out_count(), fast, what);
+          }
         }
       }
     }
