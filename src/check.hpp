@@ -1,44 +1,17 @@
 /// \brief The one checking macro family: every CUDA/NVRTC call and every precondition goes
-/// through these, and a failure throws f8gemm::Error with a single readable line.
+/// through these, and a failure throws f8gemm::Error with a single readable line. The CUDA and
+/// precondition macros are public (f8gemm/check.hpp); NVRTC's stay inside the library.
 #pragma once
 
-#include <cuda_runtime_api.h>
 #include <nvrtc.h>
 
-#include <sstream>
-#include <string>
-
-#include "f8gemm/f8gemm.hpp"
+#include "f8gemm/check.hpp"
 
 namespace f8gemm::detail {
 
-[[noreturn]] void throw_cuda(cudaError_t status, const char* expr, const char* file, int line);
 [[noreturn]] void throw_nvrtc(nvrtcResult status, const char* expr, const char* file, int line);
 
-template <typename... Args>
-std::string concat(const Args&... args) {
-  std::ostringstream os;
-  (os << ... << args);
-  return os.str();
-}
-
 }  // namespace f8gemm::detail
-
-/// Throws Error(code, message pieces...) unless cond holds.
-#define F8GEMM_REQUIRE(cond, code, ...)                                                \
-  do {                                                                                 \
-    if (!(cond)) {                                                                     \
-      throw ::f8gemm::Error(::f8gemm::ErrorCode::code, ::f8gemm::detail::concat(__VA_ARGS__)); \
-    }                                                                                  \
-  } while (0)
-
-#define F8GEMM_CHECK_CUDA(expr)                                                         \
-  do {                                                                                  \
-    cudaError_t f8gemm_status_ = (expr);                                                \
-    if (f8gemm_status_ != cudaSuccess) {                                                \
-      ::f8gemm::detail::throw_cuda(f8gemm_status_, #expr, __FILE__, __LINE__);          \
-    }                                                                                   \
-  } while (0)
 
 #define F8GEMM_CHECK_NVRTC(expr)                                                        \
   do {                                                                                  \

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "check.hpp"
+#include "f8gemm/check.hpp"
 #include "numerics.hpp"
 
 namespace f8gemm::cli {

@@ -68,29 +68,4 @@ class Options {
   std::string command_;
 };
 
-/// Parses "B,M,N,K" into four non-negative integers.
-inline std::vector<int64_t> parse_shape(const std::string& text, const std::string& where) {
-  std::vector<int64_t> dims;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    std::string part = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    size_t used = 0;
-    long long v = -1;
-    try {
-      v = std::stoll(part, &used);
-    } catch (...) {
-      used = 0;
-    }
-    if (part.empty() || used != part.size() || v < 0) {
-      throw UsageError(where + ": expected B,M,N,K of non-negative integers, got '" + text + "'");
-    }
-    dims.push_back(v);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  if (dims.size() != 4) throw UsageError(where + ": expected B,M,N,K, got '" + text + "'");
-  return dims;
-}
-
 }  // namespace f8gemm::cli

@@ -2,36 +2,21 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
-#include <fstream>
 #include <functional>
-#include <iostream>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "bench_report.hpp"
 #include "bench_util.hpp"
-#include "check.hpp"
 #include "commands.hpp"
 #include "cublaslt_peer.hpp"
+#include "f8gemm/check.hpp"
 #include "f8gemm/f8gemm.hpp"
+#include "shapes.hpp"
 
 namespace f8gemm::cli {
 namespace {
-
-struct Shape {
-  int64_t b = 1, m = 1, n = 1, k = 1;
-  std::string label() const { return detail::concat(b, ",", m, ",", n, ",", k); }
-};
-
-/// Decode (M = 1..128) and prefill (M up to 4096) at two weight shapes, batch 16:
-/// 1280 x 8192 (K-heavy) and 8192 x 1024 (N-heavy). Same list as bench/shapes.txt.
-const Shape kDefaultShapes[] = {
-    {16, 1, 1280, 8192},   {16, 32, 1280, 8192},  {16, 128, 1280, 8192}, {16, 512, 1280, 8192},
-    {16, 1024, 1280, 8192}, {16, 4096, 1280, 8192}, {16, 1, 8192, 1024},   {16, 128, 8192, 1024},
-    {16, 512, 8192, 1024},  {16, 1024, 8192, 1024}, {16, 4096, 8192, 1024},
-};
 
 constexpr const char* kUsage =
     "usage: f8gemm bench [--shapes FILE] [--csv FILE] [--iters N] [--no-peak] [--precise]";
@@ -75,6 +60,19 @@ int64_t parse_int(const std::string& text, const std::string& what, int64_t lo, 
   return v;
 }
 
+/// 2^20 per dimension keeps every byte count far inside int64 and every size cuBLASLt's int32
+/// leading dimensions can describe; an empty dimension has nothing to time.
+void check_bench_limits(const Shape& s) {
+  constexpr int64_t kMaxDim = int64_t{1} << 20;
+  const std::pair<const char*, int64_t> dims[] = {{"B", s.b}, {"M", s.m}, {"N", s.n}, {"K", s.k}};
+  for (const auto& [name, value] : dims) {
+    if (value < 1 || value > kMaxDim) {
+      throw UsageError(detail::concat("bench: shape ", s.label(), ": ", name,
+                                      " must be an integer in [1, ", kMaxDim, "]"));
+    }
+  }
+}
+
 BenchOptions parse_options(const Args& args) {
   BenchOptions o;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -114,162 +112,7 @@ BenchOptions parse_options(const Args& args) {
   return o;
 }
 
-std::string trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  size_t e = s.find_last_not_of(" \t\r\n");
-  return s.substr(b, e - b + 1);
-}
 
-/// Lines "B,M,N,K"; '#' starts a comment; blank lines are skipped.
-std::vector<Shape> read_shapes(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw UsageError("bench: cannot open shapes file '" + path + "'");
-  std::vector<Shape> shapes;
-  std::string line;
-  int line_no = 0;
-  while (std::getline(in, line)) {
-    ++line_no;
-    size_t hash = line.find('#');
-    if (hash != std::string::npos) line.resize(hash);
-    line = trim(line);
-    if (line.empty()) continue;
-    std::vector<std::string> fields;
-    std::stringstream ss(line);
-    std::string field;
-    while (std::getline(ss, field, ',')) fields.push_back(trim(field));
-    std::string where = detail::concat(path, ":", line_no);
-    if (fields.size() != 4) {
-      throw UsageError("bench: " + where + ": want B,M,N,K, got '" + line + "'");
-    }
-    // 2^20 per dimension keeps every byte count far inside int64 and every size cuBLASLt's int32
-    // leading dimensions can describe.
-    constexpr int64_t kMaxDim = int64_t{1} << 20;
-    Shape s;
-    s.b = parse_int(fields[0], where + " B", 1, kMaxDim);
-    s.m = parse_int(fields[1], where + " M", 1, kMaxDim);
-    s.n = parse_int(fields[2], where + " N", 1, kMaxDim);
-    s.k = parse_int(fields[3], where + " K", 1, kMaxDim);
-    shapes.push_back(s);
-  }
-  if (shapes.empty()) throw UsageError("bench: no shapes in '" + path + "'");
-  return shapes;
-}
-
-/// The CSV file, one flushed row at a time, so a run cut short keeps what it measured.
-class CsvWriter {
- public:
-  explicit CsvWriter(const std::string& path) : path_(path), out_(path) {
-    if (!out_) throw Error(ErrorCode::kIo, "bench: cannot write '" + path + "'");
-    write({"impl", "b", "m", "n", "k", "status", "host_us", "graph_us", "floor_us", "host_ratio",
-           "graph_ratio", "tflops", "tbps", "rel_err_vs_ours"});
-  }
-  void write(const std::vector<std::string>& fields) {
-    F8GEMM_REQUIRE(fields.size() == kColumns, kInternal, "bench: a CSV row has ", fields.size(),
-                   " fields, not ", kColumns);
-    for (size_t i = 0; i < fields.size(); ++i) {
-      std::string f = fields[i];
-      // Fields never carry the separator: statuses quote cuBLASLt and f8gemm messages.
-      std::replace(f.begin(), f.end(), ',', ';');
-      std::replace(f.begin(), f.end(), '\n', ' ');
-      out_ << (i ? "," : "") << f;
-    }
-    out_ << '\n';
-    out_.flush();
-    if (!out_) throw Error(ErrorCode::kIo, "bench: write to '" + path_ + "' failed");
-  }
-
- private:
-  static constexpr size_t kColumns = 14;
-  std::string path_;
-  std::ofstream out_;
-};
-
-std::string fmt(std::optional<double> v, const char* format) {
-  if (!v) return "";
-  if (std::isnan(*v)) return "nan";
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), format, *v);
-  return buf;
-}
-
-struct Result {
-  std::string impl;
-  std::string status = "ok";
-  std::optional<double> host_us, graph_us, rel_err;
-  std::vector<uint16_t> first, last;  // Y[0] and Y[B-1] as bf16 bits, when the call ran
-};
-
-struct ShapeCost {
-  double bytes = 0, flops = 0, floor_us = 0;
-};
-
-ShapeCost shape_cost(const Shape& s, double bw_tbps, double peak_tflops) {
-  ShapeCost c;
-  double b = s.b, m = s.m, n = s.n, k = s.k;
-  c.bytes = b * m * k + b * n * k + 2.0 * b * m * n + 4.0 * b * m + 4.0 * b * n;
-  c.flops = 2.0 * b * m * n * k;
-  c.floor_us = std::max(c.bytes / (bw_tbps * 1e12), c.flops / (peak_tflops * 1e12)) * 1e6;
-  return c;
-}
-
-void write_result(CsvWriter& csv, const Shape& s, const ShapeCost& c, const Result& r) {
-  std::optional<double> host_ratio, graph_ratio, tflops, tbps;
-  if (r.host_us) host_ratio = *r.host_us / c.floor_us;
-  if (r.graph_us) {
-    graph_ratio = *r.graph_us / c.floor_us;
-    tflops = c.flops / (*r.graph_us * 1e-6) / 1e12;
-    tbps = c.bytes / (*r.graph_us * 1e-6) / 1e12;
-  }
-  // Rows that did not run carry no numbers at all, the floor included.
-  std::optional<double> floor_us;
-  if (r.status == "ok") floor_us = c.floor_us;
-  csv.write({r.impl, std::to_string(s.b), std::to_string(s.m), std::to_string(s.n),
-             std::to_string(s.k), r.status, fmt(r.host_us, "%.2f"), fmt(r.graph_us, "%.2f"),
-             fmt(floor_us, "%.2f"), fmt(host_ratio, "%.3f"), fmt(graph_ratio, "%.3f"),
-             fmt(tflops, "%.1f"), fmt(tbps, "%.3f"), fmt(r.rel_err, "%.3e")});
-}
-
-double bf16_to_double(uint16_t bits) {
-  uint32_t u = static_cast<uint32_t>(bits) << 16;
-  float f;
-  std::memcpy(&f, &u, sizeof(f));
-  return f;
-}
-
-/// ||a - ref|| / ||ref|| over both sampled batches; NaN (an unwritten 0xFFFF) propagates.
-double rel_err(const Result& a, const Result& ref) {
-  double num = 0, den = 0;
-  auto acc = [&](const std::vector<uint16_t>& x, const std::vector<uint16_t>& y) {
-    for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
-      double d = bf16_to_double(x[i]) - bf16_to_double(y[i]);
-      double r = bf16_to_double(y[i]);
-      num += d * d;
-      den += r * r;
-    }
-  };
-  acc(a.first, ref.first);
-  acc(a.last, ref.last);
-  return den > 0 ? std::sqrt(num / den) : (num > 0 ? INFINITY : 0.0);
-}
-
-size_t count_nonfinite(const Result& r) {
-  size_t n = 0;
-  for (const auto* v : {&r.first, &r.last}) {
-    for (uint16_t x : *v) n += std::isfinite(bf16_to_double(x)) ? 0 : 1;
-  }
-  return n;
-}
-
-size_t count_different(const Result& a, const Result& b) {
-  if (a.first.size() != b.first.size() || a.last.size() != b.last.size()) {
-    return std::max(a.first.size() + a.last.size(), b.first.size() + b.last.size());
-  }
-  size_t n = 0;
-  for (size_t i = 0; i < a.first.size(); ++i) n += a.first[i] != b.first[i];
-  for (size_t i = 0; i < a.last.size(); ++i) n += a.last[i] != b.last[i];
-  return n;
-}
 
 /// Copies Y[0] and Y[B-1] back: the first batch shows a wrong result, the last one a wrong batch
 /// stride or an unwritten tail, at M*N*2 bytes each instead of the whole output.
@@ -336,11 +179,6 @@ struct InputSet {
   TensorView xv, wv, w_shuffled_v, xsv, wsv;
 };
 
-struct ShapeSummary {
-  Shape shape;
-  double floor_us = 0;
-  std::vector<Result> results;
-};
 
 /// Runs one shape: ours preshuffled, ours plain, cuBLASLt; writes three CSV rows.
 ShapeSummary bench_shape(const Shape& s, int index, double bw_tbps, double peak_tflops,
@@ -483,30 +321,6 @@ ShapeSummary bench_shape(const Shape& s, int index, double bw_tbps, double peak_
   return summary;
 }
 
-std::string cell(const Result& r, double floor_us) {
-  if (r.status.rfind("unsupported", 0) == 0) return "unsup";
-  if (r.status != "ok" || !r.graph_us) return "error";
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.1f (%.2f)", *r.graph_us, *r.graph_us / floor_us);
-  return buf;
-}
-
-void print_table(const std::vector<ShapeSummary>& rows, double bw, double peak,
-                 bool peak_measured) {
-  std::printf("\nceilings: copy %.2f TB/s, FP8 peak %.0f TFLOP/s%s\n", bw, peak,
-              peak_measured ? "" : " (assumed, --no-peak)");
-  std::printf("graph-replay us per call (x floor)\n");
-  std::printf("%-18s %10s  %-16s %-16s %-16s %10s\n", "B,M,N,K", "floor_us", "ours_preshuffled",
-              "ours_plain", "cublaslt", "peer/floor");
-  for (const ShapeSummary& row : rows) {
-    const Result& peer = row.results[2];
-    std::string best = peer.graph_us ? fmt(*peer.graph_us / row.floor_us, "%.2f") : "unsup";
-    std::printf("%-18s %10.2f  %-16s %-16s %-16s %10s\n", row.shape.label().c_str(), row.floor_us,
-                cell(row.results[0], row.floor_us).c_str(),
-                cell(row.results[1], row.floor_us).c_str(), cell(peer, row.floor_us).c_str(),
-                best.c_str());
-  }
-}
 
 }  // namespace
 
@@ -516,10 +330,9 @@ int cmd_bench(const Args& args) {
     std::printf("%s\n", kUsage);
     return 0;
   }
-  std::vector<Shape> shapes = o.shapes_file.empty()
-                                  ? std::vector<Shape>(std::begin(kDefaultShapes),
-                                                       std::end(kDefaultShapes))
-                                  : read_shapes(o.shapes_file);
+  const std::vector<Shape> shapes =
+      o.shapes_file.empty() ? default_shapes() : read_shapes_file(o.shapes_file);
+  for (const Shape& shape : shapes) check_bench_limits(shape);
   int device_count = 0;
   F8GEMM_CHECK_CUDA(cudaGetDeviceCount(&device_count));
   F8GEMM_REQUIRE(device_count > 0, kNoDevice, "bench: no CUDA device");

@@ -13,17 +13,14 @@
 #include <thread>
 
 #include "bench_util.hpp"
-#include "check.hpp"
 #include "cli_args.hpp"
-#include "codegen.hpp"
-#include "config.hpp"
-#include "device.hpp"
+#include "f8gemm/check.hpp"
+#include "f8gemm/tuning.hpp"
 #include "fixture.hpp"
 #include "numerics.hpp"
+#include "shapes.hpp"
 
 namespace f8gemm::cli {
-
-std::vector<std::vector<int64_t>> read_shapes_file(const std::string& path);
 
 namespace {
 
@@ -68,24 +65,17 @@ int cmd_tune(const Args& args) {
   else modes = {!opt.flag("--precise")};
   const bool plain = opt.flag("--plain");
 
-  int device = 0;
-  F8GEMM_CHECK_CUDA(cudaGetDevice(&device));
-  const auto& props = detail::require_sm90(device);
+  const TargetGpu gpu = current_gpu();
   if (log) std::fprintf(log, "b,m,n,k,accum,config,graph_us,model_us\n");
 
   std::vector<std::string> lines;
   cudaStream_t stream;
   F8GEMM_CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  for (const auto& sh : shapes) {
-    FixtureSpec spec;
-    spec.batch = sh[0];
-    spec.m = sh[1];
-    spec.n = sh[2];
-    spec.k = sh[3];
-    Fixture fx(spec);
+  for (const Shape& shape : shapes) {
+    Fixture fx(fixture_spec(shape));
     for (bool fast : modes) {
       const ProblemShape p = fx.problem(plain, fast);
-      const auto list = detail::candidates(p, props.sm_count);
+      const auto list = candidate_configs(p, gpu.sm_count);
       // Compile every candidate first, on all cores (the JIT is thread-safe).
       std::atomic<size_t> next{0};
       std::vector<std::thread> pool;
@@ -93,7 +83,7 @@ int cmd_tune(const Args& args) {
         pool.emplace_back([&] {
           for (size_t i; (i = next++) < list.size();) {
             try {
-              detail::gemm_instance(detail::make_spec(list[i], p));
+              describe(list[i], p);
             } catch (const Error&) {
               // Reported when the same candidate is timed below.
             }
@@ -112,7 +102,7 @@ int cmd_tune(const Args& args) {
         if (log) {
           std::fprintf(log, "%lld,%lld,%lld,%lld,%s,%s,%.2f,%.2f\n", (long long)p.batch,
                        (long long)p.m, (long long)p.n, (long long)p.k, fast ? "fast" : "precise",
-                       c.name().c_str(), us, detail::estimate_us(c, p, props.sm_count));
+                       c.name().c_str(), us, model_estimate_us(c, p, gpu.sm_count));
         }
         if (us < best_us) {
           best_us = us;
@@ -136,7 +126,7 @@ int cmd_tune(const Args& args) {
                     check.max_ratio, (long long)check.nonfinite);
       }
       std::fflush(stdout);
-      if (ok) lines.push_back(detail::table_key(props.name, props.sm_count, p) + "\t" + best.name());
+      if (ok) lines.push_back(tuning_table_key(gpu, p) + "\t" + best.name());
     }
   }
   F8GEMM_CHECK_CUDA(cudaStreamDestroy(stream));

@@ -7,7 +7,7 @@
 #include <map>
 #include <tuple>
 
-#include "check.hpp"
+#include "f8gemm/check.hpp"
 
 namespace f8gemm::cli {
 namespace {

@@ -4,12 +4,17 @@
 #include <cmath>
 #include <vector>
 
-#include "check.hpp"
+#include "f8gemm/check.hpp"
 #include "numerics.hpp"
 
 namespace f8gemm::cli {
 
 namespace {
+
+/// The acceptance bounds on the relative RMS error (README "Accuracy").
+constexpr double kRmsBoundPrecise = 1.8e-3;
+constexpr double kRmsBoundFast = 3.0e-3;
+
 /// Uniform fp32 values in [-range, range) quantised per row on the GPU into `q` and `scale`.
 void random_quantised(int64_t rows, int64_t cols, float range, uint64_t seed, const TensorView& q,
                       const TensorView& scale) {
@@ -23,35 +28,52 @@ void random_quantised(int64_t rows, int64_t cols, float range, uint64_t seed, co
 }
 }  // namespace
 
+FixtureSpec fixture_spec(const Shape& shape) {
+  FixtureSpec spec;
+  static_cast<Shape&>(spec) = shape;
+  return spec;
+}
+
+bool have_gpu(std::string& reason) {
+  const DeviceInfo info = device_info();
+  reason = info.reason;
+  return info.has_device && info.reason.empty();
+}
+
+bool passes(const detail::CheckResult& r, bool fast_accum) {
+  return r.nonfinite == 0 && r.max_ratio <= 1.0 &&
+         r.rel_rms <= (fast_accum ? kRmsBoundFast : kRmsBoundPrecise);
+}
+
 Fixture::Fixture(const FixtureSpec& s)
     : spec_(s),
-      x_(size_t(s.batch * s.m * s.k)),
-      w_(size_t(s.batch * s.n * s.k)),
-      w_shuffled_(size_t(s.batch * ((s.k + 127) / 128) * (s.n / 8) * 1024)),
-      xs_(size_t(s.batch * s.m) * 4),
-      ws_(size_t(s.batch * s.n) * 4),
-      bias_(s.bias ? size_t(s.batch * s.n) * dtype_size(s.bias_dtype) : 0),
-      y_(size_t(s.batch * s.m * s.n) * 2) {
+      x_(size_t(s.b * s.m * s.k)),
+      w_(size_t(s.b * s.n * s.k)),
+      w_shuffled_(size_t(s.b * ((s.k + 127) / 128) * (s.n / 8) * 1024)),
+      xs_(size_t(s.b * s.m) * 4),
+      ws_(size_t(s.b * s.n) * 4),
+      bias_(s.bias ? size_t(s.b * s.n) * dtype_size(s.bias_dtype) : 0),
+      y_(size_t(s.b * s.m * s.n) * 2) {
   int device = 0;
   F8GEMM_CHECK_CUDA(cudaGetDevice(&device));
-  xv_ = make_view(x_.get(), DType::kE4M3, {s.batch, s.m, s.k}, device);
-  wv_ = make_view(w_.get(), DType::kE4M3, {s.batch, s.n, s.k}, device);
-  wsv_ = make_view(w_shuffled_.get(), DType::kE4M3, preshuffled_shape(s.batch, s.n, s.k), device);
-  xsv_ = make_view(xs_.get(), DType::kF32, {s.batch, s.m}, device);
-  wscale_v_ = make_view(ws_.get(), DType::kF32, {s.batch, s.n}, device);
-  yv_ = make_view(y_.get(), s.out_dtype, {s.batch, s.m, s.n}, device);
+  xv_ = make_view(x_.get(), DType::kE4M3, {s.b, s.m, s.k}, device);
+  wv_ = make_view(w_.get(), DType::kE4M3, {s.b, s.n, s.k}, device);
+  wsv_ = make_view(w_shuffled_.get(), DType::kE4M3, preshuffled_shape(s.b, s.n, s.k), device);
+  xsv_ = make_view(xs_.get(), DType::kF32, {s.b, s.m}, device);
+  wscale_v_ = make_view(ws_.get(), DType::kF32, {s.b, s.n}, device);
+  yv_ = make_view(y_.get(), s.out_dtype, {s.b, s.m, s.n}, device);
   // Activations of order 1 and weights of order 0.01, as in a trained linear layer.
-  if (s.m > 0) random_quantised(s.batch * s.m, s.k, 1.0f, s.seed, xv_, xsv_);
-  random_quantised(s.batch * s.n, s.k, 0.02f, s.seed + 1, wv_, wscale_v_);
+  if (s.m > 0) random_quantised(s.b * s.m, s.k, 1.0f, s.seed, xv_, xsv_);
+  random_quantised(s.b * s.n, s.k, 0.02f, s.seed + 1, wv_, wscale_v_);
   preshuffle(wv_, wsv_);
   if (s.bias) {
-    biasv_ = make_view(bias_.get(), s.bias_dtype, {s.batch, s.n}, device);
-    DeviceBuffer values(size_t(s.batch * s.n) * 4);
-    fill_random_f32(values.as<float>(), size_t(s.batch * s.n), s.seed + 2, -0.5f, 0.5f);
+    biasv_ = make_view(bias_.get(), s.bias_dtype, {s.b, s.n}, device);
+    DeviceBuffer values(size_t(s.b * s.n) * 4);
+    fill_random_f32(values.as<float>(), size_t(s.b * s.n), s.seed + 2, -0.5f, 0.5f);
     if (s.bias_dtype == DType::kF32) {
       F8GEMM_CHECK_CUDA(cudaMemcpy(bias_.get(), values.get(), values.bytes(), cudaMemcpyDeviceToDevice));
     } else {
-      std::vector<float> host(size_t(s.batch * s.n));
+      std::vector<float> host(size_t(s.b * s.n));
       F8GEMM_CHECK_CUDA(cudaMemcpy(host.data(), values.get(), values.bytes(), cudaMemcpyDeviceToHost));
       std::vector<uint16_t> bits(host.size());
       for (size_t i = 0; i < host.size(); ++i) bits[i] = numerics::double_to_bf16(host[i]);
@@ -62,11 +84,7 @@ Fixture::Fixture(const FixtureSpec& s)
 }
 
 ProblemShape problem_of(const FixtureSpec& spec, bool plain_w, bool fast_accum) {
-  ProblemShape p;
-  p.batch = spec.batch;
-  p.m = spec.m;
-  p.n = spec.n;
-  p.k = spec.k;
+  ProblemShape p = problem_of(static_cast<const Shape&>(spec));
   p.w_layout = plain_w ? WeightLayout::kPlain : WeightLayout::kPreshuffled;
   p.out_dtype = spec.out_dtype;
   p.has_bias = spec.bias;
@@ -81,7 +99,7 @@ ProblemShape Fixture::problem(bool plain_w, bool fast_accum) const {
 
 double Fixture::bytes() const {
   const FixtureSpec& s = spec_;
-  return double(s.batch) * (s.m * s.k + s.n * s.k + 2.0 * s.m * s.n + 4.0 * (s.m + s.n) +
+  return double(s.b) * (s.m * s.k + s.n * s.k + 2.0 * s.m * s.n + 4.0 * (s.m + s.n) +
                             (s.bias ? dtype_size(s.bias_dtype) * double(s.n) : 0.0));
 }
 

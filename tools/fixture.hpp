@@ -4,19 +4,32 @@
 
 #include <cstdint>
 
+#include <string>
+
 #include "bench_util.hpp"
 #include "f8gemm/f8gemm.hpp"
 #include "reference_gpu.hpp"
+#include "shapes.hpp"
 
 namespace f8gemm::cli {
 
-struct FixtureSpec {
-  int64_t batch = 1, m = 1, n = 8, k = 16;
+/// A problem's sizes (B,M,N,K) and what else the fixture makes of it.
+struct FixtureSpec : Shape {
   DType out_dtype = DType::kBF16;
   bool bias = false;
   DType bias_dtype = DType::kF32;
   uint64_t seed = 1;
 };
+
+/// A spec of `shape` with the defaults otherwise (bf16 output, no bias, seed 1).
+FixtureSpec fixture_spec(const Shape& shape);
+
+/// True when an sm_90 GPU is usable here; else `reason` says why not.
+bool have_gpu(std::string& reason);
+
+/// The acceptance bounds of `run --verify` and `demo`: every element within its bound, no
+/// non-finite output, and the relative RMS error within the mode's bound (README "Accuracy").
+bool passes(const detail::CheckResult& result, bool fast_accum);
 
 /// The problem a fixture of this spec runs (no allocation: for checks before one is made).
 ProblemShape problem_of(const FixtureSpec& spec, bool plain_w, bool fast_accum);
@@ -40,7 +53,7 @@ class Fixture {
   const FixtureSpec& spec() const { return spec_; }
   /// The problem a run() with these arguments solves (for configuration choice and tables).
   ProblemShape problem(bool plain_w, bool fast_accum) const;
-  double flops() const { return 2.0 * spec_.batch * spec_.m * spec_.n * spec_.k; }
+  double flops() const { return 2.0 * spec_.b * spec_.m * spec_.n * spec_.k; }
   /// Bytes a call must move at least: X + W + Y + scales (+ bias).
   double bytes() const;
 

@@ -1,0 +1,42 @@
+/// \brief The checking macros of the library, its tools and any caller who wants failures as
+/// f8gemm::Error: F8GEMM_REQUIRE for a precondition, F8GEMM_CHECK_CUDA for a CUDA runtime call.
+/// Each failure throws one readable line.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <sstream>
+#include <string>
+
+#include "f8gemm/f8gemm.hpp"
+
+namespace f8gemm::detail {
+
+/// Throws Error(kNoDevice) when there is no usable GPU (no driver, an old one, the stub libcuda,
+/// no device), else Error(kCuda), naming the call and its source line.
+[[noreturn]] void throw_cuda(cudaError_t status, const char* expr, const char* file, int line);
+
+template <typename... Args>
+std::string concat(const Args&... args) {
+  std::ostringstream os;
+  (os << ... << args);
+  return os.str();
+}
+
+}  // namespace f8gemm::detail
+
+/// Throws Error(code, message pieces...) unless cond holds.
+#define F8GEMM_REQUIRE(cond, code, ...)                                                \
+  do {                                                                                 \
+    if (!(cond)) {                                                                     \
+      throw ::f8gemm::Error(::f8gemm::ErrorCode::code, ::f8gemm::detail::concat(__VA_ARGS__)); \
+    }                                                                                  \
+  } while (0)
+
+#define F8GEMM_CHECK_CUDA(expr)                                                         \
+  do {                                                                                  \
+    cudaError_t f8gemm_status_ = (expr);                                                \
+    if (f8gemm_status_ != cudaSuccess) {                                                \
+      ::f8gemm::detail::throw_cuda(f8gemm_status_, #expr, __FILE__, __LINE__);          \
+    }                                                                                   \
+  } while (0)

@@ -1,0 +1,75 @@
+/// \brief How f8gemm chooses and builds a configuration, as a public seam for tools (the `f8gemm`
+/// CLI's `tune`, `precompile`, `run` and `demo`): the GPU a choice is made for, the candidates,
+/// the cost model, the tuning-table key, and what one compiled instance reports.
+///
+/// These are the functions gemm()/batched_gemm() use themselves; nothing here launches a kernel.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "f8gemm/f8gemm.hpp"
+
+namespace f8gemm {
+
+/// The GPU that precompile() and the CLI assume without a usable sm_90 GPU: the H200 that
+/// serving runs on, with its name and SM count as the tuning tables key them.
+inline constexpr const char* kAssumedGpuName = "NVIDIA H200";
+inline constexpr int kAssumedGpuSmCount = 132;
+
+/// The GPU a configuration is chosen for: its name and SM count, both part of a table key.
+struct TargetGpu {
+  std::string name;
+  int sm_count = 0;
+  bool assumed = false;  ///< true when no usable sm_90 GPU is here and the H200 stands in
+};
+
+/// The current device; throws Error(kNoDevice) unless it is an sm_90 GPU.
+TargetGpu current_gpu();
+
+/// The current device when it is an sm_90 GPU, else the assumed H200 (kAssumedGpuName,
+/// kAssumedGpuSmCount): the GPU that precompile() compiles for.
+TargetGpu target_gpu();
+
+/// The full decision for `problem` on `gpu`: F8GEMM_CONFIG, then the tuned tables, then the cost
+/// model (logged with F8GEMM_LOG=1). On the current sm_90 GPU it equals choose_config().
+Config decide_config(const TargetGpu& gpu, const ProblemShape& problem);
+
+/// The legal configurations for `problem` on a GPU with `sm_count` SMs, best model estimate
+/// first (the list `f8gemm tune` times).
+std::vector<Config> candidate_configs(const ProblemShape& problem, int sm_count);
+
+/// The cost model's estimate of one call in microseconds on a GPU with `sm_count` SMs.
+double model_estimate_us(const Config& config, const ProblemShape& problem, int sm_count);
+
+/// Empty when `config` can run `problem`, else the reason it cannot (shared memory, alignment,
+/// cluster shape, ...).
+std::string config_unfit_reason(const Config& config, const ProblemShape& problem);
+
+/// The key of `problem` in a tuning table (tables/*.tsv, F8GEMM_TUNE_FILE):
+/// "<gpu>|<sms>|<version>|B,M,N,K|<layout>|<out>|<accum>".
+std::string tuning_table_key(const TargetGpu& gpu, const ProblemShape& problem);
+
+/// Where a described instance came from in this process.
+enum class InstanceSource : int {
+  kCompiled = 0,   ///< NVRTC compiled it during describe()
+  kDiskCache = 1,  ///< loaded from the disk cache
+  kMemory = 2,     ///< already in this process's memory cache
+};
+
+/// What one compiled kernel instance (a Config plus the problem's constants) reports.
+struct InstanceReport {
+  /// The instance's printable name: the config name plus N, K, layout, output, bias and
+  /// accumulation, e.g. sm90_tiled_128x128x128_s4_c1x1_r8.n1280.k8192.preshuffled.bf16.nobias.fast
+  std::string label;
+  int registers = 0;       ///< the most registers per thread of any kernel entry
+  int spill_bytes = 0;     ///< spill stores plus loads over every entry and called function
+  std::string cache_key;   ///< the JIT cache key (32 hex digits; the disk file is <key>.cubin)
+  InstanceSource source = InstanceSource::kCompiled;
+};
+
+/// Compiles (or finds in the memory or disk cache) the instance that `config` needs for
+/// `problem`, without a GPU, and reports it. Throws Error(kCompile) when NVRTC fails.
+InstanceReport describe(const Config& config, const ProblemShape& problem);
+
+}  // namespace f8gemm

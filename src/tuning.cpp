@@ -1,0 +1,66 @@
+/// \brief The public tuning seam (f8gemm/tuning.hpp) over the configuration choice (config.hpp),
+/// the instance generator (codegen.hpp) and the JIT.
+#include "f8gemm/tuning.hpp"
+
+#include <algorithm>
+
+#include "check.hpp"
+#include "codegen.hpp"
+#include "config.hpp"
+#include "device.hpp"
+
+namespace f8gemm {
+
+TargetGpu current_gpu() {
+  int device = 0;
+  F8GEMM_CHECK_CUDA(cudaGetDevice(&device));
+  const auto& props = detail::require_sm90(device);
+  return TargetGpu{props.name, props.sm_count, false};
+}
+
+TargetGpu target_gpu() {
+  try {
+    return current_gpu();
+  } catch (const Error&) {
+    // No usable sm_90 GPU here: choose for the H200 that serving will run on.
+    cudaGetLastError();
+    return TargetGpu{kAssumedGpuName, kAssumedGpuSmCount, true};
+  }
+}
+
+Config decide_config(const TargetGpu& gpu, const ProblemShape& problem) {
+  return detail::decide(gpu.name, gpu.sm_count, problem);
+}
+
+std::vector<Config> candidate_configs(const ProblemShape& problem, int sm_count) {
+  return detail::candidates(problem, sm_count);
+}
+
+double model_estimate_us(const Config& config, const ProblemShape& problem, int sm_count) {
+  return detail::estimate_us(config, problem, sm_count);
+}
+
+std::string config_unfit_reason(const Config& config, const ProblemShape& problem) {
+  return detail::config_illegal_reason(config, problem);
+}
+
+std::string tuning_table_key(const TargetGpu& gpu, const ProblemShape& problem) {
+  return detail::table_key(gpu.name, gpu.sm_count, problem);
+}
+
+InstanceReport describe(const Config& config, const ProblemShape& problem) {
+  const detail::InstanceSpec spec = detail::make_spec(config, problem);
+  const int64_t compiles_before = jit::stats().compiles;
+  const auto instance = detail::gemm_instance(spec);
+  InstanceReport report;
+  report.label = spec.label();
+  for (const auto& r : instance->resources()) report.registers = std::max(report.registers, r.registers);
+  report.spill_bytes = instance->spill_bytes();
+  report.cache_key = instance->key();
+  report.source = jit::stats().compiles > compiles_before ? InstanceSource::kCompiled
+                  : instance->from_disk()                 ? InstanceSource::kDiskCache
+                                                          : InstanceSource::kMemory;
+  return report;
+}
+
+}  // namespace f8gemm

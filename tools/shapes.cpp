@@ -1,0 +1,94 @@
+/// \brief The CLI's shapes: parsing, shapes files and the default list (see shapes.hpp).
+#include "shapes.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "commands.hpp"
+
+namespace f8gemm::cli {
+
+namespace {
+
+std::string trim(const std::string& s) {
+  const size_t begin = s.find_first_not_of(" \t\r\n");
+  if (begin == std::string::npos) return "";
+  return s.substr(begin, s.find_last_not_of(" \t\r\n") - begin + 1);
+}
+
+}  // namespace
+
+std::string Shape::label() const {
+  return std::to_string(b) + "," + std::to_string(m) + "," + std::to_string(n) + "," +
+         std::to_string(k);
+}
+
+const std::vector<Shape>& default_shapes() {
+  static const std::vector<Shape> kShapes = {
+      {16, 1, 1280, 8192},    {16, 32, 1280, 8192},   {16, 128, 1280, 8192},
+      {16, 512, 1280, 8192},  {16, 1024, 1280, 8192}, {16, 4096, 1280, 8192},
+      {16, 1, 8192, 1024},    {16, 128, 8192, 1024},  {16, 512, 8192, 1024},
+      {16, 1024, 8192, 1024}, {16, 4096, 8192, 1024}};
+  return kShapes;
+}
+
+Shape parse_shape(const std::string& text, const std::string& where) {
+  std::vector<int64_t> dims;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = text.find(',', start);
+    const std::string part =
+        trim(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    size_t used = 0;
+    long long v = -1;
+    try {
+      v = std::stoll(part, &used);
+    } catch (...) {
+      used = 0;
+    }
+    if (part.empty() || used != part.size() || v < 0) {
+      throw UsageError(where + ": expected B,M,N,K of non-negative integers, got '" + text + "'");
+    }
+    dims.push_back(v);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (dims.size() != 4) throw UsageError(where + ": expected B,M,N,K, got '" + text + "'");
+  return Shape{dims[0], dims[1], dims[2], dims[3]};
+}
+
+std::vector<Shape> read_shapes_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw UsageError("shapes file '" + path + "' is a directory; give a file of B,M,N,K lines");
+  }
+  std::ifstream in(path);
+  if (!in) throw UsageError("cannot read shapes file '" + path + "': " + std::strerror(errno));
+  std::vector<Shape> shapes;
+  std::string line;
+  int line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    line = trim(line.substr(0, line.find('#')));
+    if (line.empty()) continue;
+    shapes.push_back(parse_shape(line, path + ":" + std::to_string(line_no)));
+  }
+  if (in.bad()) throw UsageError("cannot read shapes file '" + path + "': read error");
+  if (shapes.empty()) {
+    throw UsageError("shapes file '" + path + "' holds no shapes (expected lines B,M,N,K)");
+  }
+  return shapes;
+}
+
+ProblemShape problem_of(const Shape& shape) {
+  ProblemShape p;
+  p.batch = shape.b;
+  p.m = shape.m;
+  p.n = shape.n;
+  p.k = shape.k;
+  return p;
+}
+
+}  // namespace f8gemm::cli
