@@ -42,21 +42,25 @@ void launch_util(int device, const char* name, int64_t work, void** args, cudaSt
   F8GEMM_CHECK_CUDA(cudaGetLastError());
 }
 
+/// The default name of the preshuffled operand of preshuffle() and unshuffle().
+constexpr const char* kShuffledName = "the preshuffled weight";
+
 struct ShuffleDims {
   int64_t batch, n, k;
 };
 
 /// Checks a plain [B,N,K]/[N,K] and a preshuffled [B,KB,N/8,1024]/[KB,N/8,1024] pair.
 ShuffleDims check_shuffle_pair(const TensorView& plain, const char* plain_name,
-                               const TensorView& shuffled) {
+                               const TensorView& shuffled, const char* shuffled_name) {
   const std::string pn = plain_name;
+  const std::string sn = shuffled_name;
   F8GEMM_REQUIRE(plain.dtype == DType::kE4M3 || plain.dtype == DType::kU8, kInvalidArgument,
                  pn, " must be float8_e4m3fn (or uint8), got ", to_string(plain.dtype));
   F8GEMM_REQUIRE(shuffled.dtype == DType::kE4M3 || shuffled.dtype == DType::kU8, kInvalidArgument,
-                 "the preshuffled weight must be float8_e4m3fn (or uint8), got ",
+                 sn, " must be float8_e4m3fn (or uint8), got ",
                  to_string(shuffled.dtype));
   detail::require_view(plain, plain_name);
-  detail::require_view(shuffled, "the preshuffled weight");
+  detail::require_view(shuffled, shuffled_name);
   F8GEMM_REQUIRE(plain.rank == 2 || plain.rank == 3, kInvalidArgument,
                  pn, " must be [N, K] or [B, N, K], got rank ", plain.rank);
   ShuffleDims d;
@@ -71,12 +75,12 @@ ShuffleDims check_shuffle_pair(const TensorView& plain, const char* plain_name,
   const auto want = preshuffled_shape(d.batch, d.n, d.k);
   bool ok = shuffled.rank == (batched ? 4 : 3);
   for (int i = 0; ok && i < shuffled.rank; ++i) ok = shuffled.shape[i] == want[i + (batched ? 0 : 1)];
-  F8GEMM_REQUIRE(ok, kInvalidArgument, "the preshuffled weight must have shape ",
+  F8GEMM_REQUIRE(ok, kInvalidArgument, sn, " must have shape ",
                  batched ? "[B, " : "[", (d.k + 127) / 128, ", ", d.n / 8, ", 1024] for ", pn, " of N=",
                  d.n, " K=", d.k);
   detail::require_contiguous(plain, plain_name, 16);
-  detail::require_contiguous(shuffled, "the preshuffled weight", 16);
-  require_same_place(plain, plain_name, shuffled, "the preshuffled weight");
+  detail::require_contiguous(shuffled, shuffled_name, 16);
+  require_same_place(plain, plain_name, shuffled, shuffled_name);
   return d;
 }
 
@@ -87,8 +91,10 @@ std::vector<int64_t> preshuffled_shape(int64_t batch, int64_t n, int64_t k) {
           kShuffleSlabBytes};
 }
 
-void preshuffle(const TensorView& w, const TensorView& out, cudaStream_t stream) {
-  ShuffleDims d = check_shuffle_pair(w, "w", out);
+void preshuffle(const TensorView& w, const TensorView& out, cudaStream_t stream,
+                const ShuffleArgNames& names) {
+  ShuffleDims d = check_shuffle_pair(w, names.plain ? names.plain : "w", out,
+                                     names.shuffled ? names.shuffled : kShuffledName);
   if (w.device == kHost) {
     numerics::preshuffle_host(static_cast<const uint8_t*>(w.data), d.batch, d.n, d.k,
                               static_cast<uint8_t*>(out.data));
@@ -100,8 +106,10 @@ void preshuffle(const TensorView& w, const TensorView& out, cudaStream_t stream)
   launch_util(w.device, "f8gemm_preshuffle", out.numel() / 16, args, stream);
 }
 
-void unshuffle(const TensorView& shuffled, const TensorView& out, cudaStream_t stream) {
-  ShuffleDims d = check_shuffle_pair(out, "out", shuffled);
+void unshuffle(const TensorView& shuffled, const TensorView& out, cudaStream_t stream,
+               const ShuffleArgNames& names) {
+  ShuffleDims d = check_shuffle_pair(out, names.plain ? names.plain : "out", shuffled,
+                                     names.shuffled ? names.shuffled : kShuffledName);
   if (out.device == kHost) {
     numerics::unshuffle_host(static_cast<const uint8_t*>(shuffled.data), d.batch, d.n, d.k,
                              static_cast<uint8_t*>(out.data));
@@ -115,34 +123,42 @@ void unshuffle(const TensorView& shuffled, const TensorView& out, cudaStream_t s
 
 void quantize_rows(const TensorView& input, const TensorView& out_q, const TensorView& out_scale,
                    const QuantizeOptions& opt) {
+  static const QuantizeArgNames kDefaultNames;
+  const QuantizeArgNames& names = opt.names ? *opt.names : kDefaultNames;
+  const char* in = names.input ? names.input : "input";
+  const char* q = names.out_q;
+  const char* s = names.out_scale;
   F8GEMM_REQUIRE(input.dtype == DType::kBF16 || input.dtype == DType::kF16 ||
                      input.dtype == DType::kF32,
-                 kInvalidArgument, "input must be bfloat16, float16 or float32, got ",
+                 kInvalidArgument, in, " must be bfloat16, float16 or float32, got ",
                  to_string(input.dtype));
-  F8GEMM_REQUIRE(input.rank >= 1, kInvalidArgument, "input must be [..., K]");
+  F8GEMM_REQUIRE(input.rank >= 1, kInvalidArgument, in, " must be [..., K]");
   F8GEMM_REQUIRE(out_q.dtype == DType::kE4M3, kInvalidArgument,
-                 "out_q must be float8_e4m3fn, got ", to_string(out_q.dtype));
+                 q, " must be float8_e4m3fn, got ", to_string(out_q.dtype));
   F8GEMM_REQUIRE(out_scale.dtype == DType::kF32, kInvalidArgument,
-                 "out_scale must be float32, got ", to_string(out_scale.dtype));
-  detail::require_view(input, "input");
-  detail::require_view(out_q, "out_q");
-  detail::require_view(out_scale, "out_scale");
+                 s, " must be float32, got ", to_string(out_scale.dtype));
+  detail::require_view(input, in);
+  detail::require_view(out_q, q);
+  detail::require_view(out_scale, s);
   bool q_ok = out_q.rank == input.rank;
   for (int i = 0; q_ok && i < input.rank; ++i) q_ok = out_q.shape[i] == input.shape[i];
-  F8GEMM_REQUIRE(q_ok, kInvalidArgument, "out_q must have the input's shape");
+  // The C++ default reads "the input's shape"; a caller's name reads "a's shape".
+  F8GEMM_REQUIRE(q_ok, kInvalidArgument, q, " must have ",
+                 names.input ? detail::concat(names.input, "'s") : std::string("the input's"),
+                 " shape");
   const int64_t cols = input.shape[input.rank - 1];
   const int64_t rows = cols ? input.numel() / cols : 0;
   F8GEMM_REQUIRE(out_scale.numel() == rows || (cols == 0 && out_scale.numel() == 0) ||
                      (cols == 0 && out_scale.rank == input.rank - 1),
-                 kInvalidArgument, "out_scale must hold one value per row (", rows, "), got ",
+                 kInvalidArgument, s, " must hold one value per row (", rows, "), got ",
                  out_scale.numel());
   F8GEMM_REQUIRE(opt.eps > 0.0f, kInvalidArgument, "eps must be positive, got ", opt.eps);
   F8GEMM_REQUIRE(rows <= INT32_MAX, kInvalidArgument, "too many rows: ", rows);
-  detail::require_contiguous(input, "input", dtype_size(input.dtype));
-  detail::require_contiguous(out_q, "out_q", 1);
-  detail::require_contiguous(out_scale, "out_scale", 4);
-  require_same_place(input, "input", out_q, "out_q");
-  require_same_place(input, "input", out_scale, "out_scale");
+  detail::require_contiguous(input, in, dtype_size(input.dtype));
+  detail::require_contiguous(out_q, q, 1);
+  detail::require_contiguous(out_scale, s, 4);
+  require_same_place(input, in, out_q, q);
+  require_same_place(input, in, out_scale, s);
   if (rows == 0 || cols == 0) return;
   detail::quantize_rows_checked(input, rows, cols, out_q, out_scale, opt);
 }

@@ -137,26 +137,31 @@ void quantize_rows_checked(const TensorView& input, int64_t rows, int64_t cols,
 
 void silu_mul_quantize_rows(const TensorView& gate_up, const TensorView& out_q,
                             const TensorView& out_scale, const QuantizeOptions& opt) {
+  static const QuantizeArgNames kDefaultNames;
+  const QuantizeArgNames& names = opt.names ? *opt.names : kDefaultNames;
+  const char* in = names.input ? names.input : "gate_up";
+  const char* q = names.out_q;
+  const char* s = names.out_scale;
   F8GEMM_REQUIRE(gate_up.dtype == DType::kBF16 || gate_up.dtype == DType::kF16 ||
                      gate_up.dtype == DType::kF32,
-                 kInvalidArgument, "gate_up must be bfloat16, float16 or float32, got ",
+                 kInvalidArgument, in, " must be bfloat16, float16 or float32, got ",
                  to_string(gate_up.dtype));
   F8GEMM_REQUIRE(gate_up.rank >= 1 && gate_up.rank <= kMaxRank, kInvalidArgument,
-                 "gate_up must be [..., 2I] with 1 to ", kMaxRank, " dimensions, got rank ",
+                 in, " must be [..., 2I] with 1 to ", kMaxRank, " dimensions, got rank ",
                  gate_up.rank);
   const int64_t width = gate_up.shape[gate_up.rank - 1];
   F8GEMM_REQUIRE(width % 2 == 0, kInvalidArgument,
-                 "gate_up's last dimension must be even (gate | up, 2I), got ", width);
+                 in, "'s last dimension must be even (gate | up, 2I), got ", width);
   F8GEMM_REQUIRE(out_q.dtype == DType::kE4M3, kInvalidArgument,
-                 "out_q must be float8_e4m3fn, got ", to_string(out_q.dtype));
+                 q, " must be float8_e4m3fn, got ", to_string(out_q.dtype));
   F8GEMM_REQUIRE(out_scale.dtype == DType::kF32, kInvalidArgument,
-                 "out_scale must be float32, got ", to_string(out_scale.dtype));
+                 s, " must be float32, got ", to_string(out_scale.dtype));
   const int64_t cols = width / 2;
   bool q_ok = out_q.rank == gate_up.rank;
   for (int i = 0; q_ok && i < gate_up.rank; ++i) {
     q_ok = out_q.shape[i] == (i + 1 == gate_up.rank ? cols : gate_up.shape[i]);
   }
-  F8GEMM_REQUIRE(q_ok, kInvalidArgument, "out_q must have gate_up's shape with the last dimension "
+  F8GEMM_REQUIRE(q_ok, kInvalidArgument, q, " must have ", in, "'s shape with the last dimension "
                  "halved (I = ", cols, ")");
   int64_t rows = 1;
   for (int i = 0; i + 1 < gate_up.rank; ++i) rows *= gate_up.shape[i];
@@ -164,15 +169,15 @@ void silu_mul_quantize_rows(const TensorView& gate_up, const TensorView& out_q,
   if (s_ok && out_scale.rank == gate_up.rank - 1) {
     for (int i = 0; s_ok && i < out_scale.rank; ++i) s_ok = out_scale.shape[i] == gate_up.shape[i];
   }
-  F8GEMM_REQUIRE(s_ok, kInvalidArgument, "out_scale must hold one value per row (", rows,
+  F8GEMM_REQUIRE(s_ok, kInvalidArgument, s, " must hold one value per row (", rows,
                  "), got ", out_scale.numel());
   F8GEMM_REQUIRE(opt.eps > 0.0f, kInvalidArgument, "eps must be positive, got ", opt.eps);
   F8GEMM_REQUIRE(rows <= INT32_MAX, kInvalidArgument, "too many rows: ", rows);
-  detail::require_contiguous(gate_up, "gate_up", dtype_size(gate_up.dtype));
-  detail::require_contiguous(out_q, "out_q", 1);
-  detail::require_contiguous(out_scale, "out_scale", 4);
+  detail::require_contiguous(gate_up, in, dtype_size(gate_up.dtype));
+  detail::require_contiguous(out_q, q, 1);
+  detail::require_contiguous(out_scale, s, 4);
   F8GEMM_REQUIRE(gate_up.device == out_q.device && gate_up.device == out_scale.device,
-                 kInvalidArgument, "gate_up, out_q and out_scale must be in the same memory "
+                 kInvalidArgument, in, ", ", q, " and ", s, " must be in the same memory "
                  "(host or one GPU)");
   const float ub = detail::host_scale_ub(gate_up, opt);
   if (rows == 0 || cols == 0) return;

@@ -29,13 +29,13 @@ void require_dtype(const TensorView& t, const char* name, DType a, DType b = DTy
                  allow_b ? to_string(b) : "", ", got ", to_string(t.dtype));
 }
 
-void require_rank(const TensorView& t, const char* name, int rank, const char* layout) {
+void require_rank(const TensorView& t, const char* name, int rank, const std::string& layout) {
   F8GEMM_REQUIRE(t.rank == rank, kInvalidArgument, name, " must be ", rank, "-D ", layout,
                  ", got shape ", shape_str(t));
 }
 
 void require_shape(const TensorView& t, const char* name, std::initializer_list<int64_t> dims,
-                   const char* layout) {
+                   const std::string& layout) {
   bool ok = t.rank == int(dims.size());
   int i = 0;
   for (int64_t d : dims) ok = ok && t.shape[i++] == d;
@@ -82,85 +82,90 @@ void require_view(const TensorView& t, const char* name) {
 Validated validate_call(const TensorView& x, const TensorView& w, WeightLayout layout,
                         const TensorView& xs, const TensorView& ws, const TensorView& out,
                         const GemmOptions& opt, bool batched) {
+  static const GemmArgNames kDefaultNames;
+  const GemmArgNames& n = opt.names ? *opt.names : kDefaultNames;
+  const std::string x_s = concat(n.x, "'s");  // "x's"
   const bool shuffled = layout == WeightLayout::kPreshuffled;
   F8GEMM_REQUIRE(layout == WeightLayout::kPlain || shuffled, kInvalidArgument,
                  "w_layout must be kPlain or kPreshuffled");
-  require_dtype(x, "x", DType::kE4M3);
-  require_dtype(w, "w", DType::kE4M3, DType::kU8, shuffled);
-  require_dtype(xs, "x_scale", DType::kF32);
-  require_dtype(ws, "w_scale", DType::kF32);
+  require_dtype(x, n.x, DType::kE4M3);
+  require_dtype(w, n.w, DType::kE4M3, DType::kU8, shuffled);
+  require_dtype(xs, n.x_scale, DType::kF32);
+  require_dtype(ws, n.w_scale, DType::kF32);
   F8GEMM_REQUIRE(out.dtype == DType::kBF16 || out.dtype == DType::kF16, kInvalidArgument,
-                 "out must have dtype bfloat16 or float16, got ", to_string(out.dtype));
+                 n.out, " must have dtype bfloat16 or float16, got ", to_string(out.dtype));
   const TensorView* bias = opt.bias && opt.bias->defined() ? opt.bias : nullptr;
-  if (bias) require_dtype(*bias, "bias", DType::kF32, DType::kBF16, true);
+  if (bias) require_dtype(*bias, n.bias, DType::kF32, DType::kBF16, true);
   // Before any shape is read: a hand-built view may hold anything.
-  require_view(x, "x");
-  require_view(w, "w");
-  require_view(xs, "x_scale");
-  require_view(ws, "w_scale");
-  require_view(out, "out");
-  if (bias) require_view(*bias, "bias");
+  require_view(x, n.x);
+  require_view(w, n.w);
+  require_view(xs, n.x_scale);
+  require_view(ws, n.w_scale);
+  require_view(out, n.out);
+  if (bias) require_view(*bias, n.bias);
 
   Validated v;
   ProblemShape& p = v.shape;
   if (batched) {
-    require_rank(x, "x", 3, "[B, M, K]");
+    require_rank(x, n.x, 3, "[B, M, K]");
     p.batch = x.shape[0];
     p.m = x.shape[1];
     p.k = x.shape[2];
   } else {
-    F8GEMM_REQUIRE(x.rank >= 1, kInvalidArgument, "x must be [..., K] with at least 1 dimension");
+    F8GEMM_REQUIRE(x.rank >= 1, kInvalidArgument, n.x,
+                   " must be [..., K] with at least 1 dimension");
     p.batch = 1;
     p.k = x.shape[x.rank - 1];
     p.m = 1;
     for (int i = 0; i + 1 < x.rank; ++i) p.m *= x.shape[i];  // require_view: no overflow
   }
-  F8GEMM_REQUIRE(p.k > 0 && p.k % 16 == 0, kInvalidArgument, "K (x's last dimension) must be a ",
-                 "positive multiple of 16 (TMA moves 16-byte rows), got ", p.k);
+  F8GEMM_REQUIRE(p.k > 0 && p.k % 16 == 0, kInvalidArgument, "K (", x_s, " last dimension) must ",
+                 "be a positive multiple of 16 (TMA moves 16-byte rows), got ", p.k);
   const int lead = batched ? 1 : 0;  // index of N (or K-blocks) in w's shape
   if (shuffled) {
-    require_rank(w, "w", 3 + lead, batched ? "preshuffled [B, ceil(K/128), N/8, 1024]"
+    require_rank(w, n.w, 3 + lead, batched ? "preshuffled [B, ceil(K/128), N/8, 1024]"
                                            : "preshuffled [ceil(K/128), N/8, 1024]");
     p.n = w.shape[lead + 1] * 8;
     if (batched) {
-      require_shape(w, "w", {p.batch, (p.k + 127) / 128, w.shape[2], 1024},
-                    "preshuffled [B, ceil(K/128), N/8, 1024] matching x");
+      require_shape(w, n.w, {p.batch, (p.k + 127) / 128, w.shape[2], 1024},
+                    concat("preshuffled [B, ceil(K/128), N/8, 1024] matching ", n.x));
     } else {
-      require_shape(w, "w", {(p.k + 127) / 128, w.shape[1], 1024},
-                    "preshuffled [ceil(K/128), N/8, 1024] matching x's K");
+      require_shape(w, n.w, {(p.k + 127) / 128, w.shape[1], 1024},
+                    concat("preshuffled [ceil(K/128), N/8, 1024] matching ", x_s, " K"));
     }
   } else {
-    require_rank(w, "w", 2 + lead, batched ? "[B, N, K] (a plain weight)" : "[N, K] (a plain weight)");
+    require_rank(w, n.w, 2 + lead, batched ? "[B, N, K] (a plain weight)" : "[N, K] (a plain weight)");
     p.n = w.shape[lead];
     if (batched) {
-      require_shape(w, "w", {p.batch, p.n, p.k}, "[B, N, K] matching x [B, M, K]");
+      require_shape(w, n.w, {p.batch, p.n, p.k}, concat("[B, N, K] matching ", n.x, " [B, M, K]"));
     } else {
-      require_shape(w, "w", {p.n, p.k}, "[N, K] matching x's K");
+      require_shape(w, n.w, {p.n, p.k}, concat("[N, K] matching ", x_s, " K"));
     }
   }
   F8GEMM_REQUIRE(p.n > 0 && p.n % 8 == 0, kInvalidArgument,
-                 "N (w's rows) must be a positive multiple of 8, got ", p.n);
+                 "N (", n.w, "'s rows) must be a positive multiple of 8, got ", p.n);
 
   if (batched) {
-    require_shape(xs, "x_scale", {p.batch, p.m}, "[B, M]");
-    require_shape(ws, "w_scale", {p.batch, p.n}, "[B, N]");
-    require_shape(out, "out", {p.batch, p.m, p.n}, "[B, M, N]");
-    if (bias) require_shape(*bias, "bias", {p.batch, p.n}, "[B, N]");
+    require_shape(xs, n.x_scale, {p.batch, p.m}, "[B, M]");
+    require_shape(ws, n.w_scale, {p.batch, p.n}, "[B, N]");
+    require_shape(out, n.out, {p.batch, p.m, p.n}, "[B, M, N]");
+    if (bias) require_shape(*bias, n.bias, {p.batch, p.n}, "[B, N]");
   } else {
     // x_scale has x's leading shape (what quantize_rows produces), or is 1-D [M].
     bool xs_ok = xs.numel() == p.m && (xs.rank == 1 || xs.rank == x.rank - 1);
     for (int i = 0; xs_ok && xs.rank == x.rank - 1 && i < xs.rank; ++i) {
       xs_ok = xs.shape[i] == x.shape[i];
     }
-    F8GEMM_REQUIRE(xs_ok, kInvalidArgument, "x_scale must have x's leading shape (M = ", p.m,
-                   " values), got ", shape_str(xs), " for x ", shape_str(x));
-    require_shape(ws, "w_scale", {p.n}, "[N]");
+    F8GEMM_REQUIRE(xs_ok, kInvalidArgument, n.x_scale, " must have ", x_s, " leading shape (M = ",
+                   p.m, " values), got ", shape_str(xs), " for ", n.x, " ", shape_str(x));
+    require_shape(ws, n.w_scale, {p.n}, "[N]");
     bool out_ok = out.rank == x.rank && out.shape[out.rank - 1] == p.n;
     for (int i = 0; out_ok && i + 1 < x.rank; ++i) out_ok = out.shape[i] == x.shape[i];
     if (!out_ok && out.rank == 2) out_ok = out.shape[0] == p.m && out.shape[1] == p.n;
-    F8GEMM_REQUIRE(out_ok, kInvalidArgument, "out must have shape x.shape[:-1] + [N] (N = ", p.n,
-                   "), got ", shape_str(out), " for x ", shape_str(x));
-    if (bias) require_shape(*bias, "bias", {p.n}, "[N]");
+    F8GEMM_REQUIRE(out_ok, kInvalidArgument, n.out, " must have shape ", n.x,
+                   ".shape[:-1] + [N] (N = ", p.n, "), got ", shape_str(out), " for ", n.x, " ",
+                   shape_str(x));
+    if (bias) require_shape(*bias, n.bias, {p.n}, "[N]");
   }
 
   p.w_layout = layout;
@@ -170,28 +175,27 @@ Validated validate_call(const TensorView& x, const TensorView& w, WeightLayout l
   p.fast_accum = opt.fast_accum;
   validate_problem(p);
 
-  require_memory(x, "x", 16);
-  require_memory(w, "w", 16);
-  require_memory(xs, "x_scale", 4);
-  require_memory(ws, "w_scale", 4);
-  require_memory(out, "out", 16);
-  if (bias) require_memory(*bias, "bias", dtype_size(bias->dtype));
+  require_memory(x, n.x, 16);
+  require_memory(w, n.w, 16);
+  require_memory(xs, n.x_scale, 4);
+  require_memory(ws, n.w_scale, 4);
+  require_memory(out, n.out, 16);
+  if (bias) require_memory(*bias, n.bias, dtype_size(bias->dtype));
 
   v.device = x.device;
-  F8GEMM_REQUIRE(v.device >= 0, kInvalidArgument, "x must be in GPU memory, got host memory");
+  F8GEMM_REQUIRE(v.device >= 0, kInvalidArgument, n.x, " must be in GPU memory, got host memory");
   auto same = [&](const TensorView& t, const char* name) {
     F8GEMM_REQUIRE(t.device == v.device, kInvalidArgument, name, " is on ",
                    t.device < 0 ? std::string("the host") : "cuda:" + std::to_string(t.device),
-                   " but x is on cuda:", v.device);
+                   " but ", n.x, " is on cuda:", v.device);
   };
-  same(w, "w");
-  same(xs, "x_scale");
-  same(ws, "w_scale");
-  same(out, "out");
-  if (bias) same(*bias, "bias");
+  same(w, n.w);
+  same(xs, n.x_scale);
+  same(ws, n.w_scale);
+  same(out, n.out);
+  if (bias) same(*bias, n.bias);
   return v;
 }
-
 
 void require_contiguous(const TensorView& t, const char* name, int alignment) {
   F8GEMM_REQUIRE(t.is_contiguous(), kInvalidArgument, name, " must be contiguous");
@@ -201,9 +205,19 @@ void require_contiguous(const TensorView& t, const char* name, int alignment) {
                  " must be ", alignment, "-byte aligned");
 }
 
-
-
 }  // namespace detail
+
+ProblemShape gemm_problem(const TensorView& x, const TensorView& w, WeightLayout w_layout,
+                          const TensorView& x_scale, const TensorView& w_scale,
+                          const TensorView& out, const GemmOptions& options) {
+  return detail::validate_call(x, w, w_layout, x_scale, w_scale, out, options, false).shape;
+}
+
+ProblemShape batched_gemm_problem(const TensorView& x, const TensorView& w, WeightLayout w_layout,
+                                  const TensorView& x_scale, const TensorView& w_scale,
+                                  const TensorView& out, const GemmOptions& options) {
+  return detail::validate_call(x, w, w_layout, x_scale, w_scale, out, options, true).shape;
+}
 
 void validate_problem(const ProblemShape& p) {
   using detail::sizes_str;

@@ -37,7 +37,8 @@ struct Validated {
 };
 
 /// Checks every argument of gemm() (batched false) or batched_gemm() (batched true), then the
-/// problem with validate_problem(). Throws Error(kInvalidArgument) naming the argument.
+/// problem with validate_problem(). Throws Error(kInvalidArgument) naming the argument as
+/// options.names calls it (the C++ names by default).
 Validated validate_call(const TensorView& x, const TensorView& w, WeightLayout layout,
                         const TensorView& x_scale, const TensorView& w_scale,
                         const TensorView& out, const GemmOptions& options, bool batched);

@@ -107,12 +107,24 @@ struct Config {
   bool operator!=(const Config& o) const { return !(*this == o); }
 };
 
+/// The names that error messages give the arguments of gemm() and batched_gemm(). A binding
+/// passes its own (the torch ops say XQ, WQ and output); the defaults are the C++ API's names.
+struct GemmArgNames {
+  const char* x = "x";
+  const char* w = "w";
+  const char* x_scale = "x_scale";
+  const char* w_scale = "w_scale";
+  const char* out = "out";
+  const char* bias = "bias";
+};
+
 /// Options common to gemm() and batched_gemm().
 struct GemmOptions {
   const TensorView* bias = nullptr;  ///< optional fp32 or bf16 [B,N] (or [N] for B == 1)
   bool fast_accum = true;            ///< false: promote to fp32 every 128 of K
   cudaStream_t stream = nullptr;
   const Config* config = nullptr;    ///< force a configuration (else F8GEMM_CONFIG, table, model)
+  const GemmArgNames* names = nullptr;  ///< argument names for error messages (null: the defaults)
 };
 
 /// Single GEMM: X [..., K] (leading dims flatten into M), W [N,K] or preshuffled [ceil(K/128),N/8,1024],
@@ -129,11 +141,29 @@ void batched_gemm(const TensorView& x, const TensorView& w, WeightLayout w_layou
 /// Shape of the preshuffled form of a [B,N,K] weight: {B, ceil(K/128), N/8, 1024}.
 std::vector<int64_t> preshuffled_shape(int64_t batch, int64_t n, int64_t k);
 
+/// The names that error messages give the two weights of preshuffle() and unshuffle(); a null
+/// field keeps the default (plain: "w" for preshuffle, "out" for unshuffle; shuffled: "the
+/// preshuffled weight").
+struct ShuffleArgNames {
+  const char* plain = nullptr;
+  const char* shuffled = nullptr;
+};
+
 /// Rearranges W [B,N,K] (or [N,K]) into the preshuffled layout (zero-padded); host or device
 /// (both views on the same place). out has preshuffled_shape() (rank 3 for a rank-2 W).
-void preshuffle(const TensorView& w, const TensorView& out, cudaStream_t stream = nullptr);
+void preshuffle(const TensorView& w, const TensorView& out, cudaStream_t stream = nullptr,
+                const ShuffleArgNames& names = {});
 /// The exact inverse of preshuffle(); out is [B,N,K] (or [N,K]), k = out's last dim.
-void unshuffle(const TensorView& shuffled, const TensorView& out, cudaStream_t stream = nullptr);
+void unshuffle(const TensorView& shuffled, const TensorView& out, cudaStream_t stream = nullptr,
+               const ShuffleArgNames& names = {});
+
+/// The names that error messages give the tensors of quantize_rows() and
+/// silu_mul_quantize_rows(); a null input keeps the default ("input", or "gate_up").
+struct QuantizeArgNames {
+  const char* input = nullptr;
+  const char* out_q = "out_q";
+  const char* out_scale = "out_scale";
+};
 
 /// Per-row quantisation of a [..., K] bf16/fp16/fp32 tensor into e4m3 plus fp32 scales:
 /// scale = max(amax, eps) / 448 (clamped to scale_ub / 448 when scale_ub > 0), q = sat(x / scale).
@@ -146,6 +176,7 @@ struct QuantizeOptions {
   /// there that is <= 0 or NaN means no bound.
   const TensorView* scale_ub_tensor = nullptr;
   cudaStream_t stream = nullptr;
+  const QuantizeArgNames* names = nullptr;  ///< argument names for error messages (null: defaults)
 };
 void quantize_rows(const TensorView& input, const TensorView& out_q, const TensorView& out_scale,
                    const QuantizeOptions& options = {});
@@ -172,6 +203,16 @@ struct ProblemShape {
 /// reject this problem for its sizes, layout or dtypes alone (B, M >= 0; N % 8 == 0; K % 16 == 0;
 /// the kernel's int32 index limits). precompile() and choose_config() check it first.
 void validate_problem(const ProblemShape& problem);
+
+/// The problem that gemm() (or batched_gemm()) solves for these arguments, after the same
+/// validation as the call (the same Error for a bad argument). For is_ready() and choose_config()
+/// ahead of a call, e.g. to refuse compiling inside CUDA-graph capture.
+ProblemShape gemm_problem(const TensorView& x, const TensorView& w, WeightLayout w_layout,
+                          const TensorView& x_scale, const TensorView& w_scale,
+                          const TensorView& out, const GemmOptions& options = {});
+ProblemShape batched_gemm_problem(const TensorView& x, const TensorView& w, WeightLayout w_layout,
+                                  const TensorView& x_scale, const TensorView& w_scale,
+                                  const TensorView& out, const GemmOptions& options = {});
 
 /// The configuration gemm()/batched_gemm() would use for this problem on the current device.
 Config choose_config(const ProblemShape& problem);

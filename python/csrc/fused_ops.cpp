@@ -1,6 +1,5 @@
-/// \brief The fused activation ops of f8gemm's PyTorch extension: the schema (a
-/// TORCH_LIBRARY_FRAGMENT of the f8gemm namespace), the CUDA and CPU implementation over the C++
-/// API, and the Meta (fake) implementation.
+/// \brief The fused activation ops of f8gemm's PyTorch extension (schema in schemas.cpp): the
+/// CUDA and CPU implementation over the C++ API, and the Meta (fake) implementation.
 ///
 ///   silu_mul_quantize_fp8_row(Tensor gate_up, Tensor? scale_ub=None) -> (Tensor, Tensor)
 ///
@@ -74,20 +73,8 @@ TensorView view_of(const at::Tensor& t, const char* name) {
   return v;
 }
 
-/// Library messages in the op's names: input -> gate_up, out_q -> q, out_scale -> scale.
-std::string op_names(std::string text) {
-  const std::pair<const char*, const char*> names[] = {
-      {"out_q", "q"}, {"out_scale", "scale"}, {"the input's", "gate_up's"}};
-  for (const auto& [from, to] : names) {
-    for (size_t pos = text.find(from); pos != std::string::npos;
-         pos = text.find(from, pos + std::strlen(to))) {
-      text.replace(pos, std::strlen(from), to);
-    }
-  }
-  const char* prefix = "f8gemm: ";
-  if (text.compare(0, std::strlen(prefix), prefix) == 0) text.erase(0, std::strlen(prefix));
-  return text;
-}
+/// The op's names for the library's arguments: its messages say q and scale.
+const f8gemm::QuantizeArgNames kNames{"gate_up", "q", "scale"};
 
 std::tuple<at::Tensor, at::Tensor> silu_mul_quantize_fp8_row(
     const at::Tensor& gate_up, const std::optional<at::Tensor>& scale_ub) {
@@ -130,10 +117,14 @@ std::tuple<at::Tensor, at::Tensor> silu_mul_quantize_fp8_row(
     guard.set_index(gate_up.get_device());
     opt.stream = c10::cuda::getCurrentCUDAStream(gate_up.get_device()).stream();
   }
+  opt.names = &kNames;
   try {
     f8gemm::silu_mul_quantize_rows(in, view_of(q, "q"), view_of(scale, "scale"), opt);
   } catch (const f8gemm::Error& e) {
-    const std::string message = std::string("f8gemm.") + kOp + ": " + op_names(e.what());
+    std::string what = e.what();
+    const char* prefix = "f8gemm: ";
+    if (what.compare(0, std::strlen(prefix), prefix) == 0) what.erase(0, std::strlen(prefix));
+    const std::string message = std::string("f8gemm.") + kOp + ": " + what;
     if (e.code() == f8gemm::ErrorCode::kInvalidArgument) C10_THROW_ERROR(ValueError, message);
     C10_THROW_ERROR(Error, message);
   }
@@ -166,12 +157,6 @@ std::tuple<at::Tensor, at::Tensor> silu_mul_quantize_fp8_row_meta(
 
 }  // namespace
 }  // namespace f8gemm_torch_fused
-
-TORCH_LIBRARY_FRAGMENT(f8gemm, m) {
-  // Inductor hands the op contiguous inputs (the library validates, it never copies).
-  m.def("silu_mul_quantize_fp8_row(Tensor gate_up, Tensor? scale_ub=None) -> (Tensor, Tensor)",
-        {at::Tag::needs_contiguous_strides});
-}
 
 TORCH_LIBRARY_IMPL(f8gemm, CUDA, m) {
   m.impl("silu_mul_quantize_fp8_row", TORCH_FN(f8gemm_torch_fused::silu_mul_quantize_fp8_row));

@@ -1,0 +1,143 @@
+/// \brief The shared helpers of the PyTorch extension (binding.hpp).
+#include "binding.hpp"
+
+#include <ATen/cuda/EmptyTensor.h>
+#include <ATen/ops/empty.h>
+#include <c10/cuda/CUDAStream.h>
+#include <c10/util/Exception.h>
+
+#include <cstring>
+
+namespace f8gemm_torch {
+
+using f8gemm::DType;
+using f8gemm::TensorView;
+using f8gemm::WeightLayout;
+
+const char* torch_dtype_name(at::ScalarType s) {
+  switch (s) {
+    case at::ScalarType::Double: return "torch.float64";
+    case at::ScalarType::Float: return "torch.float32";
+    case at::ScalarType::Half: return "torch.float16";
+    case at::ScalarType::BFloat16: return "torch.bfloat16";
+    case at::ScalarType::Float8_e4m3fn: return "torch.float8_e4m3fn";
+    case at::ScalarType::Float8_e5m2: return "torch.float8_e5m2";
+    case at::ScalarType::Float8_e4m3fnuz: return "torch.float8_e4m3fnuz";
+    case at::ScalarType::Float8_e5m2fnuz: return "torch.float8_e5m2fnuz";
+    case at::ScalarType::Byte: return "torch.uint8";
+    case at::ScalarType::Char: return "torch.int8";
+    case at::ScalarType::Short: return "torch.int16";
+    case at::ScalarType::Int: return "torch.int32";
+    case at::ScalarType::Long: return "torch.int64";
+    case at::ScalarType::Bool: return "torch.bool";
+    default: return c10::toString(s);
+  }
+}
+
+std::optional<DType> to_dtype(at::ScalarType s) {
+  switch (s) {
+    case at::ScalarType::Float8_e4m3fn: return DType::kE4M3;
+    case at::ScalarType::Byte: return DType::kU8;
+    case at::ScalarType::BFloat16: return DType::kBF16;
+    case at::ScalarType::Half: return DType::kF16;
+    case at::ScalarType::Float: return DType::kF32;
+    default: return std::nullopt;
+  }
+}
+
+TensorView view_of(const at::Tensor& t, const char* op, const char* name, const char* wanted) {
+  const std::optional<DType> dtype = to_dtype(t.scalar_type());
+  if (!dtype) {
+    C10_THROW_ERROR(ValueError, c10::str("f8gemm.", op, ": invalid argument: ", name,
+                                         " must have dtype ", wanted, ", got ",
+                                         torch_dtype_name(t.scalar_type())));
+  }
+  if (t.dim() > f8gemm::kMaxRank) {
+    C10_THROW_ERROR(ValueError, c10::str("f8gemm.", op, ": invalid argument: ", name, " has ",
+                                         t.dim(), " dimensions (shape ", t.sizes(),
+                                         "); at most ", f8gemm::kMaxRank,
+                                         " are supported: flatten the leading ones"));
+  }
+  TensorView v;
+  v.dtype = *dtype;
+  if (t.is_cuda()) {
+    v.device = t.get_device();
+  } else if (t.is_cpu()) {
+    v.device = f8gemm::kHost;
+  } else {
+    C10_THROW_ERROR(ValueError, c10::str("f8gemm.", op, ": invalid argument: ", name,
+                                         " must be a CUDA tensor, got one on ", t.device()));
+  }
+  v.rank = static_cast<int>(t.dim());
+  const auto sizes = t.sizes();
+  const auto strides = t.strides();
+  for (int i = 0; i < v.rank; ++i) {
+    v.shape[i] = sizes[i];
+    v.stride[i] = strides[i];
+  }
+  if (t.numel() == 0) {
+    // No element is addressed: give the row-major strides the library expects (torch computes
+    // an empty tensor's strides from max(size, 1), which TensorView::is_contiguous rejects).
+    int64_t stride = 1;
+    for (int i = v.rank - 1; i >= 0; --i) {
+      v.stride[i] = stride;
+      stride *= sizes[i];
+    }
+  }
+  v.data = t.numel() > 0 ? t.data_ptr() : nullptr;
+  return v;
+}
+
+at::Tensor new_empty(const at::Tensor& like, at::IntArrayRef sizes, at::ScalarType dtype) {
+  if (like.is_cuda()) {
+    return at::Tensor(at::detail::empty_cuda(sizes, dtype, like.device(), std::nullopt));
+  }
+  return at::empty(sizes, like.options().dtype(dtype));
+}
+
+OnDevice::OnDevice(const at::Tensor& t) {
+  if (t.is_cuda()) {
+    device = t.get_device();
+    guard.set_index(static_cast<c10::DeviceIndex>(device));
+    stream = c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device)).stream();
+  }
+}
+
+bool stream_is_capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &status) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return true;  // cannot tell (e.g. an implicit capture elsewhere): treat as capturing
+  }
+  return status != cudaStreamCaptureStatusNone;
+}
+
+const char* layout_name(WeightLayout layout) {
+  return layout == WeightLayout::kPlain ? "plain" : "preshuffled";
+}
+
+const char* dtype_torch_name(DType d) {
+  switch (d) {
+    case DType::kBF16: return "torch.bfloat16";
+    case DType::kF16: return "torch.float16";
+    case DType::kF32: return "torch.float32";
+    case DType::kE4M3: return "torch.float8_e4m3fn";
+    case DType::kU8: return "torch.uint8";
+  }
+  return "?";
+}
+
+void rethrow(const char* op, const f8gemm::Error& e, const std::string& hint) {
+  std::string what = e.what();
+  const char* prefix = "f8gemm: ";
+  if (what.compare(0, std::strlen(prefix), prefix) == 0) what.erase(0, std::strlen(prefix));
+  const std::string repeated = std::string(": ") + op + ": ";  // "code: op: message"
+  const size_t at = what.find(repeated);
+  if (at != std::string::npos) what.erase(at + 2, repeated.size() - 2);
+  std::string message = std::string("f8gemm.") + op + ": " + what;
+  if (!hint.empty()) message += " (" + hint + ")";
+  if (e.code() == f8gemm::ErrorCode::kInvalidArgument) C10_THROW_ERROR(ValueError, message);
+  C10_THROW_ERROR(Error, message);
+}
+
+}  // namespace f8gemm_torch

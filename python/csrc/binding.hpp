@@ -1,0 +1,51 @@
+/// \brief Shared by the op files of the PyTorch extension: torch tensors as f8gemm TensorViews,
+/// new outputs, the device guard and stream of an op, and library errors as torch errors.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/ScalarType.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <cuda_runtime_api.h>
+
+#include <optional>
+#include <string>
+
+#include "f8gemm/f8gemm.hpp"
+
+namespace f8gemm_torch {
+
+/// "torch.float32", ... : dtype names as a Python user writes them.
+const char* torch_dtype_name(at::ScalarType s);
+const char* dtype_torch_name(f8gemm::DType d);
+const char* layout_name(f8gemm::WeightLayout layout);
+
+/// The library's dtype of a torch dtype, or nullopt for one that it does not know.
+std::optional<f8gemm::DType> to_dtype(at::ScalarType s);
+
+/// A torch tensor as a TensorView: sizes, strides, data pointer (storage offset included) and
+/// device (a CUDA ordinal, or kHost for a CPU tensor so that the library's own validation
+/// rejects it where GPU memory is needed). Raises ValueError for what a view cannot express.
+f8gemm::TensorView view_of(const at::Tensor& t, const char* op, const char* name,
+                           const char* wanted);
+
+/// A new tensor of `sizes` and `dtype` on `like`'s device: the CUDA path skips the dispatcher.
+at::Tensor new_empty(const at::Tensor& like, at::IntArrayRef sizes, at::ScalarType dtype);
+
+/// The device guard and current stream of an op whose data lives where `t` is.
+struct OnDevice {
+  c10::cuda::OptionalCUDAGuard guard;
+  cudaStream_t stream = nullptr;
+  int device = -1;
+  explicit OnDevice(const at::Tensor& t);
+};
+
+/// True when `stream` is capturing a CUDA graph (or when that cannot be told).
+bool stream_is_capturing(cudaStream_t stream);
+
+/// Rethrows a library error as a torch error: "f8gemm.<op>: <code>: <message>" (the library
+/// already names the arguments as the op does), with " (<hint>)" appended when a hint is given.
+/// ValueError for ErrorCode::kInvalidArgument, RuntimeError otherwise.
+[[noreturn]] void rethrow(const char* op, const f8gemm::Error& e,
+                          const std::string& hint = std::string());
+
+}  // namespace f8gemm_torch

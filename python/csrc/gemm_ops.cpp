@@ -1,0 +1,355 @@
+/// \brief The GEMM ops of the PyTorch extension (schemas in schemas.cpp): f8f8bf16_rowwise and
+/// its FBGEMM/MSLK siblings over f8gemm::gemm and f8gemm::batched_gemm, for CUDA tensors (CPU
+/// tensors reach the same code and the library rejects them: "XQ must be in GPU memory").
+///
+/// Every op runs on its tensors' device (a CUDA guard) and on that device's current torch
+/// stream. Inputs are validated by the library under the op's argument names (XQ, WQ, output),
+/// never copied (no .contiguous()): the only allocation is the output. Inside CUDA-graph capture,
+/// a GEMM whose plan is not built (f8gemm::is_ready) raises a RuntimeError telling the user to
+/// precompile instead of compiling during the capture.
+#include <ATen/core/Tensor.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/util/Exception.h>
+#include <torch/library.h>
+
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "binding.hpp"
+#include "f8gemm/f8gemm.hpp"
+
+namespace f8gemm_torch {
+
+/// The name of the public batched op (shared with meta_ops.cpp).
+const char* batched_name(bool preshuffled);
+
+namespace {
+
+using f8gemm::DType;
+using f8gemm::TensorView;
+using f8gemm::WeightLayout;
+
+/// N as the weight's shape gives it (0 when its rank is wrong: the library then says why).
+int64_t weight_rows(const at::Tensor& w, WeightLayout layout, bool batched) {
+  const int64_t lead = batched ? 1 : 0;
+  if (layout == WeightLayout::kPlain) return w.dim() == 2 + lead ? w.size(lead) : 0;
+  return w.dim() == 3 + lead ? w.size(lead + 1) * f8gemm::kShuffleSlabRows : 0;
+}
+
+struct GemmArgs {
+  const char* op;
+  const at::Tensor& XQ;
+  const at::Tensor& WQ;
+  const at::Tensor& x_scale;
+  const at::Tensor& w_scale;
+  const std::optional<at::Tensor>& bias;
+  bool use_fast_accum;
+  WeightLayout layout;
+  bool batched;
+};
+
+/// The hint added to a rank/shape error when a weight of the other layout was passed.
+std::string layout_hint(const GemmArgs& a) {
+  const int64_t plain_rank = a.batched ? 3 : 2;
+  if (a.layout == WeightLayout::kPreshuffled && a.WQ.dim() == plain_rank) {
+    return "WQ looks like a plain weight: pass torch.ops.f8gemm.preshuffle(WQ) to the "
+           "_preshuffled ops, or use the op without the _preshuffled suffix";
+  }
+  if (a.layout == WeightLayout::kPlain && a.WQ.dim() == plain_rank + 1 &&
+      a.WQ.size(-1) == f8gemm::kShuffleSlabBytes) {
+    return "WQ looks like a preshuffled weight: use the _preshuffled op";
+  }
+  return std::string();
+}
+
+/// The op's names for the library's GEMM arguments, so that its messages say XQ, WQ and output.
+const f8gemm::GemmArgNames kGemmNames{"XQ", "WQ", "x_scale", "w_scale", "output", "bias"};
+
+/// The views of one GEMM call and the options that go with them.
+struct GemmCall {
+  TensorView x, w, xs, ws, y, bias;
+  f8gemm::GemmOptions options;
+};
+
+/// Raises a clear error instead of compiling or loading a kernel inside CUDA-graph capture.
+/// The problem comes from the library (the same validation as the call, so invalid arguments
+/// raise the call's own error), and is_ready says whether its plan is built.
+void check_capture(const GemmArgs& a, const GemmCall& c, const OnDevice& on) {
+  // Outside a capture nothing is checked: the common path pays one cudaStreamIsCapturing.
+  if (on.device < 0 || !stream_is_capturing(on.stream)) return;
+  const f8gemm::ProblemShape p =
+      a.batched ? f8gemm::batched_gemm_problem(c.x, c.w, a.layout, c.xs, c.ws, c.y, c.options)
+                : f8gemm::gemm_problem(c.x, c.w, a.layout, c.xs, c.ws, c.y, c.options);
+  if (f8gemm::is_ready(p)) return;
+  const std::string shape =
+      a.batched ? c10::str("(", p.batch, ", ", p.m, ", ", p.n, ", ", p.k, ")")
+                : c10::str("(", p.m, ", ", p.n, ", ", p.k, ")");
+  C10_THROW_ERROR(
+      Error,
+      c10::str("f8gemm.", a.op, ": the kernel for ", a.batched ? "B,M,N,K = " : "M,N,K = ", shape,
+               " (", layout_name(p.w_layout), " weight, ", dtype_torch_name(p.out_dtype),
+               " output, bias ", p.has_bias ? dtype_torch_name(p.bias_dtype) : "None",
+               ", use_fast_accum=", a.use_fast_accum ? "True" : "False", ") is not compiled and loaded on cuda:",
+               on.device,
+               " and the current stream is capturing a CUDA graph, where compiling or loading "
+               "is not allowed. Before the capture, call f8gemm.precompile([",
+               shape, "], layout='", layout_name(p.w_layout), "', use_fast_accum=",
+               a.use_fast_accum ? "True" : "False", ", out_dtype=",
+               dtype_torch_name(p.out_dtype), ", bias_dtype=",
+               p.has_bias ? dtype_torch_name(p.bias_dtype) : "None", ", device='cuda:", on.device,
+               "') or run the op once with these shapes (if the arguments are invalid, running "
+               "it outside the capture says why)"));
+}
+
+/// The output's shape for valid inputs; {0} when XQ's rank is wrong (the library rejects XQ
+/// before it looks at the output).
+std::vector<int64_t> gemm_out_shape(const GemmArgs& a) {
+  const int64_t n = weight_rows(a.WQ, a.layout, a.batched);
+  if (a.batched) {
+    if (a.XQ.dim() != 3) return {0};
+    return {a.XQ.size(0), a.XQ.size(1), n};
+  }
+  if (a.XQ.dim() < 1) return {0};
+  std::vector<int64_t> shape(a.XQ.sizes().begin(), a.XQ.sizes().end() - 1);
+  shape.push_back(n);
+  return shape;
+}
+
+/// `v` without its dimension `dim`, which has size 1: the same elements, the same order.
+TensorView drop_unit_dim(TensorView v, int dim) {
+  for (int i = dim; i + 1 < v.rank; ++i) {
+    v.shape[i] = v.shape[i + 1];
+    v.stride[i] = v.stride[i + 1];
+  }
+  --v.rank;
+  return v;
+}
+
+/// The scale shapes other callers pass, as the library's [M] / [N] ([B, M] / [B, N]): torchao
+/// and vLLM keep the reduced dimension (x_scale [..., 1], w_scale [N, 1]) and some callers give
+/// w_scale as a row [1, N]. A size-1 dimension holds no data, so this is exact and free; any
+/// other shape reaches the library unchanged and is rejected there.
+TensorView accept_scale_shape(const TensorView& v, const GemmArgs& a, bool is_x) {
+  const int lead = a.batched ? 1 : 0;
+  if (is_x) {
+    // x_scale [..., 1]: XQ's rank (keepdim), or [M, 1] for a single GEMM of any XQ rank.
+    const bool keepdim = v.rank == a.XQ.dim() || (!a.batched && v.rank == 2);
+    return keepdim && v.rank >= 2 && v.shape[v.rank - 1] == 1 ? drop_unit_dim(v, v.rank - 1) : v;
+  }
+  if (v.rank != 2 + lead) return v;
+  if (v.shape[v.rank - 1] == 1) return drop_unit_dim(v, v.rank - 1);  // [N, 1], [B, N, 1]
+  if (v.shape[lead] == 1) return drop_unit_dim(v, lead);              // [1, N], [B, 1, N]
+  return v;
+}
+
+/// Added to a scale-shape error: the shapes as passed and the accepted forms.
+std::string scale_hint(const GemmArgs& a) {
+  return c10::str("x_scale ", a.x_scale.sizes(), " and w_scale ", a.w_scale.sizes(),
+                  " were passed; accepted: ",
+                  a.batched ? "x_scale [B, M] or [B, M, 1], w_scale [B, N], [B, N, 1] or [B, 1, N]"
+                            : "x_scale XQ's leading shape, [M] or [M, 1] (or XQ's leading "
+                              "shape + [1]), w_scale [N], [N, 1] or [1, N]");
+}
+
+void run_gemm(const GemmArgs& a, const at::Tensor& out) {
+  const char* op = a.op;
+  GemmCall c;
+  c.x = view_of(a.XQ, op, "XQ", "torch.float8_e4m3fn");
+  c.w = view_of(a.WQ, op, "WQ",
+                a.layout == WeightLayout::kPlain ? "torch.float8_e4m3fn"
+                                                 : "torch.float8_e4m3fn (or torch.uint8)");
+  c.xs = accept_scale_shape(view_of(a.x_scale, op, "x_scale", "torch.float32"), a, true);
+  c.ws = accept_scale_shape(view_of(a.w_scale, op, "w_scale", "torch.float32"), a, false);
+  c.y = view_of(out, op, "output", "torch.bfloat16 or torch.float16");
+  if (a.bias.has_value() && a.bias->defined()) {
+    c.bias = view_of(*a.bias, op, "bias", "torch.float32 or torch.bfloat16");
+    c.options.bias = &c.bias;
+  }
+  c.options.fast_accum = a.use_fast_accum;
+  c.options.names = &kGemmNames;
+  OnDevice on(a.XQ);
+  c.options.stream = on.stream;
+  try {
+    check_capture(a, c, on);
+    if (a.batched) {
+      f8gemm::batched_gemm(c.x, c.w, a.layout, c.xs, c.ws, c.y, c.options);
+    } else {
+      f8gemm::gemm(c.x, c.w, a.layout, c.xs, c.ws, c.y, c.options);
+    }
+  } catch (const f8gemm::Error& e) {
+    std::string hint = layout_hint(a);
+    if (hint.empty() && (std::strstr(e.what(), "_scale must have shape") ||
+                         std::strstr(e.what(), "_scale must have XQ's leading shape"))) {
+      hint = scale_hint(a);
+    }
+    rethrow(op, e, hint);
+  }
+}
+
+void require_out_dtype(const char* op, const at::Tensor& out, at::ScalarType want) {
+  if (out.scalar_type() != want) {
+    C10_THROW_ERROR(ValueError, c10::str("f8gemm.", op, ": invalid argument: output must have dtype ",
+                                         torch_dtype_name(want), ", got ",
+                                         torch_dtype_name(out.scalar_type())));
+  }
+}
+
+at::Tensor gemm_functional(const GemmArgs& a, at::ScalarType out_dtype) {
+  at::Tensor out = new_empty(a.XQ, gemm_out_shape(a), out_dtype);
+  run_gemm(a, out);
+  return out;
+}
+
+// The op entry points. Plain weight: WQ [N, K] (or [B, N, K]); preshuffled: preshuffle(WQ).
+
+at::Tensor f8f8bf16_rowwise(const at::Tensor& XQ, const at::Tensor& WQ, const at::Tensor& x_scale,
+                            const at::Tensor& w_scale, const std::optional<at::Tensor>& bias,
+                            bool use_fast_accum) {
+  return gemm_functional({"f8f8bf16_rowwise", XQ, WQ, x_scale, w_scale, bias, use_fast_accum,
+                          WeightLayout::kPlain, false},
+                         at::ScalarType::BFloat16);
+}
+
+at::Tensor f8f8f16_rowwise(const at::Tensor& XQ, const at::Tensor& WQ, const at::Tensor& x_scale,
+                           const at::Tensor& w_scale, const std::optional<at::Tensor>& bias,
+                           bool use_fast_accum) {
+  return gemm_functional({"f8f8f16_rowwise", XQ, WQ, x_scale, w_scale, bias, use_fast_accum,
+                          WeightLayout::kPlain, false},
+                         at::ScalarType::Half);
+}
+
+void f8f8bf16_rowwise_out(const at::Tensor& XQ, const at::Tensor& WQ, const at::Tensor& x_scale,
+                          const at::Tensor& w_scale, const at::Tensor& output,
+                          const std::optional<at::Tensor>& bias, bool use_fast_accum) {
+  const GemmArgs a{"f8f8bf16_rowwise_out", XQ, WQ, x_scale, w_scale, bias, use_fast_accum,
+                   WeightLayout::kPlain, false};
+  require_out_dtype(a.op, output, at::ScalarType::BFloat16);
+  run_gemm(a, output);
+}
+
+at::Tensor rowwise_batched_impl(const at::Tensor& XQ, const at::Tensor& WQ,
+                                const at::Tensor& x_scale, const at::Tensor& w_scale,
+                                const std::optional<at::Tensor>& bias, bool use_fast_accum,
+                                bool preshuffled) {
+  return gemm_functional({batched_name(preshuffled), XQ, WQ, x_scale, w_scale, bias,
+                          use_fast_accum,
+                          preshuffled ? WeightLayout::kPreshuffled : WeightLayout::kPlain, true},
+                         at::ScalarType::BFloat16);
+}
+
+void rowwise_batched_out_impl(const at::Tensor& XQ, const at::Tensor& WQ,
+                              const at::Tensor& x_scale, const at::Tensor& w_scale,
+                              const at::Tensor& output, const std::optional<at::Tensor>& bias,
+                              bool use_fast_accum, bool preshuffled) {
+  const GemmArgs a{batched_name(preshuffled), XQ, WQ, x_scale, w_scale, bias, use_fast_accum,
+                   preshuffled ? WeightLayout::kPreshuffled : WeightLayout::kPlain, true};
+  require_out_dtype(a.op, output, at::ScalarType::BFloat16);
+  run_gemm(a, output);
+}
+
+at::Tensor batched_composite(const at::Tensor& XQ, const at::Tensor& WQ,
+                             const at::Tensor& x_scale, const at::Tensor& w_scale,
+                             const std::optional<at::Tensor>& bias, bool use_fast_accum,
+                             const std::optional<at::Tensor>& output, bool preshuffled) {
+  if (output.has_value() && output->defined()) {
+    static const auto out_op =
+        c10::Dispatcher::singleton()
+            .findSchemaOrThrow("f8gemm::_rowwise_batched_out", "")
+            .typed<void(const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                        const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&,
+                        bool, bool)>();
+    out_op.call(XQ, WQ, x_scale, w_scale, *output, bias, use_fast_accum, preshuffled);
+    return *output;  // FBGEMM's convention: the output argument is returned
+  }
+  static const auto op =
+      c10::Dispatcher::singleton()
+          .findSchemaOrThrow("f8gemm::_rowwise_batched", "")
+          .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                            const at::Tensor&, const std::optional<at::Tensor>&, bool, bool)>();
+  return op.call(XQ, WQ, x_scale, w_scale, bias, use_fast_accum, preshuffled);
+}
+
+at::Tensor f8f8bf16_rowwise_batched(const at::Tensor& XQ, const at::Tensor& WQ,
+                                    const at::Tensor& x_scale, const at::Tensor& w_scale,
+                                    const std::optional<at::Tensor>& bias, bool use_fast_accum,
+                                    const std::optional<at::Tensor>& output) {
+  return batched_composite(XQ, WQ, x_scale, w_scale, bias, use_fast_accum, output, false);
+}
+
+at::Tensor f8f8bf16_rowwise_batched_preshuffled(const at::Tensor& XQ, const at::Tensor& WQ,
+                                                const at::Tensor& x_scale,
+                                                const at::Tensor& w_scale,
+                                                const std::optional<at::Tensor>& bias,
+                                                bool use_fast_accum,
+                                                const std::optional<at::Tensor>& output) {
+  return batched_composite(XQ, WQ, x_scale, w_scale, bias, use_fast_accum, output, true);
+}
+
+at::Tensor f8f8bf16_rowwise_preshuffled(const at::Tensor& XQ, const at::Tensor& WQ,
+                                        const at::Tensor& x_scale, const at::Tensor& w_scale,
+                                        const std::optional<at::Tensor>& bias,
+                                        bool use_fast_accum) {
+  return gemm_functional({"f8f8bf16_rowwise_preshuffled", XQ, WQ, x_scale, w_scale, bias,
+                          use_fast_accum, WeightLayout::kPreshuffled, false},
+                         at::ScalarType::BFloat16);
+}
+
+at::Tensor f8f8f16_rowwise_preshuffled(const at::Tensor& XQ, const at::Tensor& WQ,
+                                       const at::Tensor& x_scale, const at::Tensor& w_scale,
+                                       const std::optional<at::Tensor>& bias,
+                                       bool use_fast_accum) {
+  return gemm_functional({"f8f8f16_rowwise_preshuffled", XQ, WQ, x_scale, w_scale, bias,
+                          use_fast_accum, WeightLayout::kPreshuffled, false},
+                         at::ScalarType::Half);
+}
+
+void f8f8bf16_rowwise_preshuffled_out(const at::Tensor& XQ, const at::Tensor& WQ,
+                                      const at::Tensor& x_scale, const at::Tensor& w_scale,
+                                      const at::Tensor& output,
+                                      const std::optional<at::Tensor>& bias,
+                                      bool use_fast_accum) {
+  const GemmArgs a{"f8f8bf16_rowwise_preshuffled_out", XQ, WQ, x_scale, w_scale, bias,
+                   use_fast_accum, WeightLayout::kPreshuffled, false};
+  require_out_dtype(a.op, output, at::ScalarType::BFloat16);
+  run_gemm(a, output);
+}
+
+}  // namespace
+
+/// The batched GEMMs are two internal ops: _rowwise_batched (functional) and _rowwise_batched_out
+/// (writes `output`). The public f8f8bf16_rowwise_batched[_preshuffled], whose optional mutable
+/// `output` follows FBGEMM, is a CompositeImplicitAutograd kernel choosing one of them, so that
+/// traced graphs (torch.compile, opcheck) only see ops with plain schemas.
+const char* batched_name(bool preshuffled) {
+  return preshuffled ? "f8f8bf16_rowwise_batched_preshuffled" : "f8f8bf16_rowwise_batched";
+}
+
+}  // namespace f8gemm_torch
+
+// CPU tensors reach the same code: the library rejects them with "XQ must be in GPU memory".
+// f8f8bf16_rowwise_preshuffle and f8f8f16_rowwise_preshuffle are FBGEMM's ROCm names (schemas.cpp).
+#define F8GEMM_TORCH_GEMM_IMPLS(m)                                                             \
+  m.impl("f8f8bf16_rowwise", TORCH_FN(f8gemm_torch::f8f8bf16_rowwise));                        \
+  m.impl("f8f8bf16_rowwise_out", TORCH_FN(f8gemm_torch::f8f8bf16_rowwise_out));                \
+  m.impl("f8f8f16_rowwise", TORCH_FN(f8gemm_torch::f8f8f16_rowwise));                          \
+  m.impl("_rowwise_batched", TORCH_FN(f8gemm_torch::rowwise_batched_impl));                    \
+  m.impl("_rowwise_batched_out", TORCH_FN(f8gemm_torch::rowwise_batched_out_impl));            \
+  m.impl("f8f8bf16_rowwise_preshuffled", TORCH_FN(f8gemm_torch::f8f8bf16_rowwise_preshuffled)); \
+  m.impl("f8f8bf16_rowwise_preshuffled_out",                                                   \
+         TORCH_FN(f8gemm_torch::f8f8bf16_rowwise_preshuffled_out));                            \
+  m.impl("f8f8f16_rowwise_preshuffled", TORCH_FN(f8gemm_torch::f8f8f16_rowwise_preshuffled));  \
+  m.impl("f8f8bf16_rowwise_preshuffle", TORCH_FN(f8gemm_torch::f8f8bf16_rowwise_preshuffled));  \
+  m.impl("f8f8f16_rowwise_preshuffle", TORCH_FN(f8gemm_torch::f8f8f16_rowwise_preshuffled))
+
+TORCH_LIBRARY_IMPL(f8gemm, CUDA, m) { F8GEMM_TORCH_GEMM_IMPLS(m); }
+
+TORCH_LIBRARY_IMPL(f8gemm, CPU, m) { F8GEMM_TORCH_GEMM_IMPLS(m); }
+
+// The public batched ops choose between the internal functional and out forms.
+TORCH_LIBRARY_IMPL(f8gemm, CompositeImplicitAutograd, m) {
+  m.impl("f8f8bf16_rowwise_batched", TORCH_FN(f8gemm_torch::f8f8bf16_rowwise_batched));
+  m.impl("f8f8bf16_rowwise_batched_preshuffled",
+         TORCH_FN(f8gemm_torch::f8f8bf16_rowwise_batched_preshuffled));
+}

@@ -1,0 +1,111 @@
+/// \brief The ops of the PyTorch extension that take no tensor (schemas in schemas.cpp):
+/// precompile over f8gemm::precompile, info (what `f8gemm info` prints) and the preshuffled
+/// layout's version. They are dispatched through CompositeExplicitAutograd.
+#include <ATen/core/Tensor.h>
+#include <c10/util/Exception.h>
+#include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <torch/library.h>
+
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "binding.hpp"
+#include "f8gemm/f8gemm.hpp"
+
+namespace f8gemm_torch {
+namespace {
+
+using f8gemm::DType;
+using f8gemm::WeightLayout;
+
+DType out_dtype_of(const std::optional<at::ScalarType>& s) {
+  if (!s.has_value() || *s == at::ScalarType::BFloat16) return DType::kBF16;
+  if (*s == at::ScalarType::Half) return DType::kF16;
+  C10_THROW_ERROR(ValueError, c10::str("f8gemm.precompile: invalid argument: out_dtype must be "
+                                       "torch.bfloat16 or torch.float16, got ",
+                                       torch_dtype_name(*s)));
+}
+
+/// Compiles (disk-cached) and, on an sm_90 GPU, loads the kernel of one problem so that calls
+/// with it need no compilation: what CUDA-graph capture requires. shape is [M, N, K] for the
+/// single ops (M = the product of XQ's leading dimensions) or [B, M, N, K] for the batched ones.
+void precompile(at::IntArrayRef shape, c10::string_view layout, bool use_fast_accum,
+                std::optional<at::ScalarType> out_dtype, std::optional<at::ScalarType> bias_dtype,
+                std::optional<at::Device> device) {
+  if (shape.size() != 3 && shape.size() != 4) {
+    C10_THROW_ERROR(ValueError, c10::str("f8gemm.precompile: invalid argument: shape must be "
+                                         "[M, N, K] or [B, M, N, K], got ", shape));
+  }
+  f8gemm::ProblemShape p;
+  const size_t o = shape.size() - 3;
+  p.batch = o ? shape[0] : 1;
+  p.m = shape[o];
+  p.n = shape[o + 1];
+  p.k = shape[o + 2];
+  if (layout == "preshuffled") {
+    p.w_layout = WeightLayout::kPreshuffled;
+  } else if (layout == "plain") {
+    p.w_layout = WeightLayout::kPlain;
+  } else {
+    C10_THROW_ERROR(ValueError, c10::str("f8gemm.precompile: invalid argument: layout must be "
+                                         "'preshuffled' or 'plain', got '", layout, "'"));
+  }
+  p.fast_accum = use_fast_accum;
+  p.out_dtype = out_dtype_of(out_dtype);
+  if (bias_dtype.has_value()) {
+    p.has_bias = true;
+    if (*bias_dtype == at::ScalarType::Float) {
+      p.bias_dtype = DType::kF32;
+    } else if (*bias_dtype == at::ScalarType::BFloat16) {
+      p.bias_dtype = DType::kBF16;
+    } else {
+      C10_THROW_ERROR(ValueError, c10::str("f8gemm.precompile: invalid argument: bias_dtype must "
+                                           "be None, torch.float32 or torch.bfloat16, got ",
+                                           torch_dtype_name(*bias_dtype)));
+    }
+  }
+  c10::cuda::OptionalCUDAGuard guard;
+  if (device.has_value()) {
+    if (!device->is_cuda()) {
+      C10_THROW_ERROR(ValueError, c10::str("f8gemm.precompile: invalid argument: device must be "
+                                           "a CUDA device, got ", *device));
+    }
+    guard.set_index(device->has_index() ? device->index() : c10::cuda::current_device());
+  } else if (c10::cuda::device_count() > 0) {
+    // torch's current device (the runtime's may differ: torch defers some device switches)
+    guard.set_index(c10::cuda::current_device());
+  }
+  try {
+    f8gemm::precompile({p});
+  } catch (const f8gemm::Error& e) {
+    rethrow("precompile", e);
+  }
+}
+
+/// What `f8gemm info` prints (tools/cmd_basic.cpp), as one string: `python -m f8gemm info`.
+std::string info() {
+  const f8gemm::DeviceInfo d = f8gemm::device_info();
+  std::string text = c10::str("f8gemm ", f8gemm::kVersion, "\n", "NVRTC ", d.nvrtc_major, ".",
+                              d.nvrtc_minor, ", CUDA runtime ", d.runtime_version, ", driver ",
+                              d.driver_version, "\n", "cache: ", d.cache_dir, "\n");
+  if (!d.has_device) {
+    return text + c10::str("GPU: none (", d.reason, "); kernels still compile for sm_90a\n");
+  }
+  return text + c10::str("GPU ", d.device, ": ", d.name, ", ", d.sm_count,
+                         " SMs, compute capability ", d.cc_major, ".", d.cc_minor,
+                         d.reason.empty() ? "" : ": ", d.reason, "\n");
+}
+
+int64_t preshuffle_layout_version() { return f8gemm::kPreshuffleLayoutVersion; }
+
+}  // namespace
+}  // namespace f8gemm_torch
+
+TORCH_LIBRARY_IMPL(f8gemm, CompositeExplicitAutograd, m) {
+  m.impl("precompile", TORCH_FN(f8gemm_torch::precompile));
+  m.impl("info", TORCH_FN(f8gemm_torch::info));
+  m.impl("preshuffle_layout_version", TORCH_FN(f8gemm_torch::preshuffle_layout_version));
+}

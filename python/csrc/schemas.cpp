@@ -1,0 +1,56 @@
+/// \brief The schemas of every op of the PyTorch extension, in one place: TORCH_LIBRARY(f8gemm)
+/// with FBGEMM's and MSLK's names, argument names and defaults, so that switching to f8gemm
+/// changes one namespace. The implementations register themselves by dispatch key:
+/// gemm_ops.cpp, weight_ops.cpp, quantize_ops.cpp and fused_ops.cpp (CUDA and CPU),
+/// precompile_ops.cpp (CompositeExplicitAutograd), meta_ops.cpp (Meta).
+///
+/// Loaded from Python with torch.ops.load_library (no Python.h here). f8gemm::Error becomes
+/// ValueError for ErrorCode::kInvalidArgument and RuntimeError otherwise.
+#include <ATen/core/Tensor.h>
+#include <torch/library.h>
+
+#include <vector>
+
+TORCH_LIBRARY(f8gemm, m) {
+  // Inductor hands these ops contiguous inputs (the library validates, it never copies).
+  const std::vector<at::Tag> tags = {at::Tag::needs_contiguous_strides};
+  m.def("f8f8bf16_rowwise(Tensor XQ, Tensor WQ, Tensor x_scale, Tensor w_scale, "
+        "Tensor? bias=None, bool use_fast_accum=True) -> Tensor", tags);
+  m.def("f8f8bf16_rowwise_out(Tensor XQ, Tensor WQ, Tensor x_scale, Tensor w_scale, "
+        "Tensor(a!) output, Tensor? bias=None, bool use_fast_accum=True) -> ()");
+  m.def("f8f8f16_rowwise(Tensor XQ, Tensor WQ, Tensor x_scale, Tensor w_scale, "
+        "Tensor? bias=None, bool use_fast_accum=True) -> Tensor", tags);
+  m.def("f8f8bf16_rowwise_batched(Tensor XQ, Tensor WQ, Tensor x_scale, Tensor w_scale, "
+        "Tensor? bias=None, bool use_fast_accum=True, Tensor(a!)? output=None) -> Tensor");
+  m.def("f8f8bf16_rowwise_preshuffled(Tensor XQ, Tensor WQ, Tensor x_scale, Tensor w_scale, "
+        "Tensor? bias=None, bool use_fast_accum=True) -> Tensor", tags);
+  m.def("f8f8bf16_rowwise_preshuffled_out(Tensor XQ, Tensor WQ, Tensor x_scale, "
+        "Tensor w_scale, Tensor(a!) output, Tensor? bias=None, bool use_fast_accum=True) -> ()");
+  m.def("f8f8f16_rowwise_preshuffled(Tensor XQ, Tensor WQ, Tensor x_scale, Tensor w_scale, "
+        "Tensor? bias=None, bool use_fast_accum=True) -> Tensor", tags);
+  m.def("f8f8bf16_rowwise_batched_preshuffled(Tensor XQ, Tensor WQ, Tensor x_scale, "
+        "Tensor w_scale, Tensor? bias=None, bool use_fast_accum=True, "
+        "Tensor(a!)? output=None) -> Tensor");
+  m.def("preshuffle(Tensor WQ) -> Tensor", tags);
+  m.def("unshuffle(Tensor WQ_shuffled, int K) -> Tensor", tags);
+  // Internal: the two forms behind the batched ops (see batched_composite).
+  m.def("_rowwise_batched(Tensor XQ, Tensor WQ, Tensor x_scale, Tensor w_scale, Tensor? bias, "
+        "bool use_fast_accum, bool preshuffled) -> Tensor", tags);
+  m.def("_rowwise_batched_out(Tensor XQ, Tensor WQ, Tensor x_scale, Tensor w_scale, "
+        "Tensor(a!) output, Tensor? bias, bool use_fast_accum, bool preshuffled) -> ()");
+  m.def("quantize_fp8_row(Tensor a, Tensor? scale_ub=None, bool use_triton=True, "
+        "Tensor(a!)? output=None) -> (Tensor, Tensor)");
+  m.def("precompile(int[] shape, str layout='preshuffled', bool use_fast_accum=True, "
+        "ScalarType? out_dtype=None, ScalarType? bias_dtype=None, Device? device=None) -> ()");
+  // FBGEMM's ROCm names for its preshuffled GEMMs, same schemas. Only the names are shared: the
+  // weight layouts differ between vendors, so WQ must come from torch.ops.f8gemm.preshuffle.
+  m.def("f8f8bf16_rowwise_preshuffle(Tensor XQ, Tensor WQ, Tensor x_scale, Tensor w_scale, "
+        "Tensor? bias=None, bool use_fast_accum=True) -> Tensor", tags);
+  m.def("f8f8f16_rowwise_preshuffle(Tensor XQ, Tensor WQ, Tensor x_scale, Tensor w_scale, "
+        "Tensor? bias=None, bool use_fast_accum=True) -> Tensor", tags);
+  // The fused activation of a gated MLP (fused_ops.cpp).
+  m.def("silu_mul_quantize_fp8_row(Tensor gate_up, Tensor? scale_ub=None) -> (Tensor, Tensor)",
+        tags);
+  m.def("info() -> str");
+  m.def("preshuffle_layout_version() -> int");
+}
