@@ -1,5 +1,5 @@
-/// \brief Shared test helpers (see test_util.hpp).
-#include "common/test_util.hpp"
+/// \brief Test and benchmark support (test_support.hpp).
+#include "test_support.hpp"
 
 #include <stdlib.h>
 

@@ -1,4 +1,4 @@
-/// \brief An owning device allocation, shared by the CLI and the tests (not part of the API).
+/// \brief An owning device allocation for the CLI and the tests (f8gemm_testing, not the library).
 #pragma once
 
 #include <cstddef>
