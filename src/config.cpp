@@ -235,7 +235,7 @@ const std::vector<std::pair<std::string, Config>>& all_tables() {
   static const std::vector<std::pair<std::string, Config>> entries = [] {
     std::vector<std::pair<std::string, Config>> e;
     // The user's file first: the lookup takes the first match.
-    if (const char* path = std::getenv("F8GEMM_TUNE_FILE"); path && *path) {
+    if (const std::string path = get_env<std::string>("F8GEMM_TUNE_FILE"); !path.empty()) {
       std::ifstream f(path);
       F8GEMM_REQUIRE(f.good(), kIo, "cannot read F8GEMM_TUNE_FILE '", path, "'");
       std::stringstream ss;
@@ -265,7 +265,7 @@ std::optional<Config> tuned_config(const std::string& gpu_name, int sm_count,
 Config decide(const std::string& gpu_name, int sm_count, const ProblemShape& p) {
   const char* source = "model";
   Config chosen;
-  if (const char* forced = std::getenv("F8GEMM_CONFIG"); forced && *forced) {
+  if (const std::string forced = get_env<std::string>("F8GEMM_CONFIG"); !forced.empty()) {
     chosen = Config::parse(forced);
     const std::string why = config_illegal_reason(chosen, p);
     F8GEMM_REQUIRE(why.empty(), kUnsupported, "F8GEMM_CONFIG=", forced, " cannot run B,M,N,K=",
