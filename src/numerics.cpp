@@ -23,6 +23,8 @@ const char* dtype_name(DType dtype) {
     case DType::kF16: return "fp16";
     case DType::kF32: return "fp32";
     case DType::kU8: return "u8";
+    case DType::kI32: return "i32";
+    case DType::kI64: return "i64";
   }
   return "unknown dtype";
 }

@@ -10,6 +10,8 @@ const char* to_string(DType dtype) {
     case DType::kF16: return "float16";
     case DType::kF32: return "float32";
     case DType::kU8: return "uint8";
+    case DType::kI32: return "int32";
+    case DType::kI64: return "int64";
   }
   return "unknown";
 }
@@ -20,7 +22,9 @@ int dtype_size(DType dtype) {
     case DType::kU8: return 1;
     case DType::kBF16:
     case DType::kF16: return 2;
-    case DType::kF32: return 4;
+    case DType::kF32:
+    case DType::kI32: return 4;
+    case DType::kI64: return 8;
   }
   return 0;
 }

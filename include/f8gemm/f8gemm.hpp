@@ -48,7 +48,7 @@ class Error : public std::runtime_error {
   ErrorCode code_;
 };
 
-enum class DType : int { kE4M3 = 0, kBF16 = 1, kF16 = 2, kF32 = 3, kU8 = 4 };
+enum class DType : int { kE4M3 = 0, kBF16 = 1, kF16 = 2, kF32 = 3, kU8 = 4, kI32 = 5, kI64 = 6 };
 
 const char* to_string(DType dtype);
 int dtype_size(DType dtype);
@@ -116,6 +116,7 @@ struct GemmArgNames {
   const char* w_scale = "w_scale";
   const char* out = "out";
   const char* bias = "bias";
+  const char* m_sizes = "m_sizes";  ///< grouped_gemm() only
 };
 
 /// Options common to gemm() and batched_gemm().
@@ -137,6 +138,30 @@ void gemm(const TensorView& x, const TensorView& w, WeightLayout w_layout, const
 void batched_gemm(const TensorView& x, const TensorView& w, WeightLayout w_layout,
                   const TensorView& x_scale, const TensorView& w_scale, const TensorView& out,
                   const GemmOptions& options = {});
+
+/// Grouped GEMM for mixture-of-experts: G groups (experts), each with its own weight, over
+/// rows whose counts exist only on the device. Group g multiplies its rows of X by W[g]:
+///   Y[r,n] = out( xs[r] * ws[g,n] * sum_k X[r,k] * W[g,n,k] (+ bias[g,n]) ) for r in group g.
+/// - x [total_M, K] e4m3, rows grouped by group in group order; x_scale [total_M];
+/// - w [G,N,K] plain or [G,ceil(K/128),N/8,1024] preshuffled; w_scale [G,N]; bias [G,N] optional;
+/// - m_sizes [G] int32 or int64 on x's device: group g owns rows
+///   [m_sizes[0] + ... + m_sizes[g-1], ... + m_sizes[g]);
+/// - out [total_M, N] bf16 or fp16. Rows past the last group's end are never written.
+/// The sizes are read by the kernel alone: no host sync, legal inside CUDA-graph capture, and a
+/// replay may see new sizes. Sizes are not checked on the host (they are on the device): the
+/// kernel treats a negative size as 0 and clips the groups at total_M, so it never reads or
+/// writes out of bounds (README "Grouped GEMM").
+void grouped_gemm(const TensorView& x, const TensorView& w, WeightLayout w_layout,
+                  const TensorView& x_scale, const TensorView& w_scale, const TensorView& m_sizes,
+                  const TensorView& out, const GemmOptions& options = {});
+
+/// The padded form (expert-capacity layouts): x [G, M_max, K], x_scale [G, M_max],
+/// out [G, M_max, N]; group g's rows are x[g, 0:m_sizes[g]] (sizes clipped to [0, M_max]).
+/// Rows past a group's size are never written.
+void grouped_gemm_padded(const TensorView& x, const TensorView& w, WeightLayout w_layout,
+                         const TensorView& x_scale, const TensorView& w_scale,
+                         const TensorView& m_sizes, const TensorView& out,
+                         const GemmOptions& options = {});
 
 /// Shape of the preshuffled form of a [B,N,K] weight: {B, ceil(K/128), N/8, 1024}.
 std::vector<int64_t> preshuffled_shape(int64_t batch, int64_t n, int64_t k);
