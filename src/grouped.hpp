@@ -8,6 +8,10 @@
 
 namespace f8gemm::detail {
 
+/// Groups per call: the kernel keeps each group's first row and first tile in shared memory
+/// (8 bytes a group).
+inline constexpr int64_t kMaxGroups = 4096;
+
 /// What the host knows of a grouped call: everything but the group sizes, which stay on the
 /// device.
 struct GroupedShape {
