@@ -10,20 +10,21 @@
 namespace f8gemm {
 namespace detail {
 
-namespace {
-
 std::string shape_str(const TensorView& t) {
   std::string s = "[";
   for (int i = 0; i < t.rank; ++i) s += (i ? ", " : "") + std::to_string(t.shape[i]);
   return s + "]";
 }
 
+namespace {
+
 std::string sizes_str(const ProblemShape& p) {
   return concat("B,M,N,K = ", p.batch, ",", p.m, ",", p.n, ",", p.k);
 }
 
-void require_dtype(const TensorView& t, const char* name, DType a, DType b = DType::kU8,
-                   bool allow_b = false) {
+}  // namespace
+
+void require_dtype(const TensorView& t, const char* name, DType a, DType b, bool allow_b) {
   F8GEMM_REQUIRE(t.dtype == a || (allow_b && t.dtype == b), kInvalidArgument, name,
                  " must have dtype ", to_string(a), allow_b ? " or " : "",
                  allow_b ? to_string(b) : "", ", got ", to_string(t.dtype));
@@ -56,6 +57,8 @@ void require_memory(const TensorView& t, const char* name, int alignment) {
   F8GEMM_REQUIRE(reinterpret_cast<uintptr_t>(t.data) % alignment == 0, kInvalidArgument, name,
                  " must be ", alignment, "-byte aligned, got address ", t.data);
 }
+
+namespace {
 
 /// Throws unless value <= limit, naming the size, the limit and the reason for it.
 void require_at_most(const char* what, int64_t value, int64_t limit, const char* why,

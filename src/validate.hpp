@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
+#include <string>
 
 #include "f8gemm/f8gemm.hpp"
 
@@ -29,6 +31,21 @@ inline constexpr int64_t kMaxBatchStrideBytes = int64_t(1) << 40;
 /// A TensorView whose fields may be read: rank 0..kMaxRank, every dimension >= 0, and the product
 /// of its nonzero dimensions within int64 (so numel() cannot overflow). Throws kInvalidArgument.
 void require_view(const TensorView& t, const char* name);
+
+/// "[2, 64, 128]": a view's shape as the messages print it.
+std::string shape_str(const TensorView& t);
+
+/// The checks of one tensor that every call makes; each throws Error(kInvalidArgument) naming
+/// the tensor. require_dtype: dtype a, or b where allow_b. require_rank: rank `rank`, with the
+/// layout it stands for in the message. require_shape: exactly `dims`. require_memory:
+/// contiguous, non-null unless empty, and `alignment`-byte aligned (with the address in the
+/// message).
+void require_dtype(const TensorView& t, const char* name, DType a, DType b = DType::kU8,
+                   bool allow_b = false);
+void require_rank(const TensorView& t, const char* name, int rank, const std::string& layout);
+void require_shape(const TensorView& t, const char* name, std::initializer_list<int64_t> dims,
+                   const std::string& layout);
+void require_memory(const TensorView& t, const char* name, int alignment);
 
 /// A validated GEMM call: its problem and the device of its tensors.
 struct Validated {

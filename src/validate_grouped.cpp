@@ -1,15 +1,177 @@
-/// \brief Argument validation of grouped_gemm() and grouped_gemm_padded() (see grouped.hpp).
+/// \brief Argument validation of grouped_gemm() and grouped_gemm_padded() (see grouped.hpp):
+/// every check runs before any device access, and a failure throws Error(kInvalidArgument)
+/// naming the argument. The group sizes themselves stay on the device and are not read here:
+/// the kernel clamps them (README "Grouped GEMM").
+#include <algorithm>
+#include <string>
+
 #include "check.hpp"
 #include "grouped.hpp"
 #include "validate.hpp"
 
 namespace f8gemm::detail {
 
-ValidatedGrouped validate_grouped_call(const TensorView&, const TensorView&, WeightLayout,
-                                       const TensorView&, const TensorView&, const TensorView&,
-                                       const TensorView&, const GemmOptions&, bool) {
-  F8GEMM_REQUIRE(false, kUnsupported, "grouped validation is being built");
-  return {};
+namespace {
+
+std::string place_str(int device) {
+  return device < 0 ? std::string("the host") : concat("cuda:", device);
+}
+
+std::string sizes_str(const GroupedShape& s) {
+  return concat(s.padded ? "G,M_max,N,K = " : "G,total_M,N,K = ", s.groups, ",", s.rows, ",", s.n,
+                ",", s.k);
+}
+
+/// Throws unless value <= limit, naming the size, the limit and the reason for it.
+void require_at_most(const char* what, int64_t value, int64_t limit, const char* why,
+                     const GroupedShape& s) {
+  F8GEMM_REQUIRE(value <= limit, kInvalidArgument, "sizes exceed the int32 index range: ", what,
+                 " = ", value, " is more than ", limit, " (", why, "; ", sizes_str(s), ")");
+}
+
+/// The sizes against the kernel's index limits (validate.hpp), with the grouped kernel's own:
+/// G <= kMaxGroups, and rows counted over the whole stacked (or padded) tensor, since the tensor
+/// maps of X and Y span all groups.
+void validate_grouped_sizes(const GroupedShape& s) {
+  F8GEMM_REQUIRE(s.groups <= kMaxGroups, kInvalidArgument, "G = ", s.groups,
+                 " groups is more than the ", kMaxGroups,
+                 " a call supports (the kernel keeps each group's first row and first tile in "
+                 "shared memory; ", sizes_str(s), ")");
+  // G <= 4096 and (padded) M_max <= kMaxM keep this product far inside int64.
+  const int64_t total_rows = s.padded ? s.groups * s.rows : s.rows;
+  require_at_most(s.padded ? "M_max" : "total_M", s.rows, kMaxM,
+                  "a tile's rows past its group's end stay in int32", s);
+  if (s.padded) {
+    require_at_most("G * M_max", total_rows, kMaxM,
+                    "the kernel addresses the padded rows as one stacked tensor", s);
+  }
+  require_at_most("N", s.n, kMaxN, "the rasterisation group of up to 64 x N/8 tiles is int32", s);
+  require_at_most("K", s.k, kMaxK, "the k-block count (K + 127) / 128 is int32", s);
+  // Every group's last tile may be partial, so the tiles of all groups are at most
+  // (total_rows / 8 + G) * ceil(N / 8) for tiles of 8 x 8 or more.
+  const int64_t tiles_m = total_rows / 8 + s.groups, tiles_n = (s.n + 7) / 8;
+  F8GEMM_REQUIRE(tiles_m <= kMaxTiles / tiles_n, kInvalidArgument,
+                 "sizes exceed the int32 tile index range: (rows / 8 + G) * ceil(N / 8) is more "
+                 "than ", kMaxTiles, " (", sizes_str(s), ")");
+  // TMA's stride limit applies to one group's W and, padded, to one group's X and Y.
+  const int64_t max_stride = s.padded ? std::max({s.rows * s.k, s.n * s.k, s.rows * s.n * 2})
+                                      : s.n * s.k;
+  F8GEMM_REQUIRE(max_stride < kMaxBatchStrideBytes, kInvalidArgument,
+                 "sizes exceed TMA's stride limit: one group of ",
+                 s.padded ? "X, W or Y" : "W", " must be smaller than 2^40 bytes, got ",
+                 max_stride, " (", sizes_str(s), ")");
+}
+
+}  // namespace
+
+ValidatedGrouped validate_grouped_call(const TensorView& x, const TensorView& w, WeightLayout layout,
+                                       const TensorView& xs, const TensorView& ws,
+                                       const TensorView& m_sizes, const TensorView& out,
+                                       const GemmOptions& opt, bool padded) {
+  static const GemmArgNames kDefaultNames;
+  const GemmArgNames& n = opt.names ? *opt.names : kDefaultNames;
+  const std::string x_s = concat(n.x, "'s");  // "x's"
+  const bool shuffled = layout == WeightLayout::kPreshuffled;
+  F8GEMM_REQUIRE(layout == WeightLayout::kPlain || shuffled, kInvalidArgument,
+                 "w_layout must be kPlain or kPreshuffled");
+  require_dtype(x, n.x, DType::kE4M3);
+  require_dtype(w, n.w, DType::kE4M3, DType::kU8, shuffled);
+  require_dtype(xs, n.x_scale, DType::kF32);
+  require_dtype(ws, n.w_scale, DType::kF32);
+  F8GEMM_REQUIRE(out.dtype == DType::kBF16 || out.dtype == DType::kF16, kInvalidArgument,
+                 n.out, " must have dtype bfloat16 or float16, got ", to_string(out.dtype));
+  const TensorView* bias = opt.bias && opt.bias->defined() ? opt.bias : nullptr;
+  if (bias) require_dtype(*bias, n.bias, DType::kF32, DType::kBF16, true);
+  F8GEMM_REQUIRE(m_sizes.dtype == DType::kI32 || m_sizes.dtype == DType::kI64, kInvalidArgument,
+                 n.m_sizes, " must have dtype int32 or int64, got ", to_string(m_sizes.dtype));
+  // Before any shape is read: a hand-built view may hold anything.
+  require_view(x, n.x);
+  require_view(w, n.w);
+  require_view(xs, n.x_scale);
+  require_view(ws, n.w_scale);
+  require_view(m_sizes, n.m_sizes);
+  require_view(out, n.out);
+  if (bias) require_view(*bias, n.bias);
+
+  ValidatedGrouped v;
+  GroupedShape& s = v.shape;
+  s.padded = padded;
+  // G, N and K come from the weight and x; every other tensor must agree with them.
+  if (padded) {
+    require_rank(x, n.x, 3, "[G, M_max, K] (the padded form)");
+    s.rows = x.shape[1];
+  } else {
+    require_rank(x, n.x, 2, "[total_M, K] (the stacked form: every group's rows, in group order)");
+    s.rows = x.shape[0];
+  }
+  s.k = x.shape[x.rank - 1];
+  F8GEMM_REQUIRE(s.k > 0 && s.k % 16 == 0, kInvalidArgument, "K (", x_s, " last dimension) must ",
+                 "be a positive multiple of 16 (TMA moves 16-byte rows), got ", s.k);
+  if (shuffled) {
+    require_rank(w, n.w, 4, "preshuffled [G, ceil(K/128), N/8, 1024]");
+    s.groups = w.shape[0];
+    s.n = w.shape[2] * kShuffleSlabRows;
+    require_shape(w, n.w, {s.groups, (s.k + 127) / 128, w.shape[2], kShuffleSlabBytes},
+                  concat("preshuffled [G, ceil(K/128), N/8, 1024] matching ", x_s, " K"));
+  } else {
+    require_rank(w, n.w, 3, "[G, N, K] (a plain weight)");
+    s.groups = w.shape[0];
+    s.n = w.shape[1];
+    require_shape(w, n.w, {s.groups, s.n, s.k}, concat("[G, N, K] matching ", x_s, " K"));
+  }
+  F8GEMM_REQUIRE(s.n > 0 && s.n % 8 == 0, kInvalidArgument,
+                 "N (", n.w, "'s rows) must be a positive multiple of 8, got ", s.n);
+  F8GEMM_REQUIRE(m_sizes.rank == 1, kInvalidArgument, n.m_sizes,
+                 " must be 1-D [G] (one size per group), got shape ", shape_str(m_sizes));
+  F8GEMM_REQUIRE(m_sizes.shape[0] == s.groups, kInvalidArgument, n.m_sizes, " has ",
+                 m_sizes.shape[0], " groups but ", n.w, " has ", s.groups, " (", n.w, " ",
+                 shape_str(w), ")");
+  if (padded) {
+    F8GEMM_REQUIRE(x.shape[0] == s.groups, kInvalidArgument, n.x, " has ", x.shape[0],
+                   " groups but ", n.w, " has ", s.groups, " (", n.x, " ", shape_str(x), ", ",
+                   n.w, " ", shape_str(w), ")");
+    require_shape(xs, n.x_scale, {s.groups, s.rows}, "[G, M_max]");
+    require_shape(out, n.out, {s.groups, s.rows, s.n}, "[G, M_max, N]");
+  } else {
+    require_shape(xs, n.x_scale, {s.rows}, "[total_M]");
+    require_shape(out, n.out, {s.rows, s.n}, "[total_M, N]");
+  }
+  require_shape(ws, n.w_scale, {s.groups, s.n}, "[G, N]");
+  if (bias) require_shape(*bias, n.bias, {s.groups, s.n}, "[G, N]");
+
+  s.w_layout = layout;
+  s.out_dtype = out.dtype;
+  s.has_bias = bias != nullptr;
+  s.bias_dtype = bias ? bias->dtype : DType::kF32;
+  s.fast_accum = opt.fast_accum;
+  s.sizes_dtype = m_sizes.dtype;
+  validate_grouped_sizes(s);
+
+  require_memory(x, n.x, 16);
+  require_memory(w, n.w, 16);
+  require_memory(xs, n.x_scale, 4);
+  require_memory(ws, n.w_scale, 4);
+  require_memory(m_sizes, n.m_sizes, dtype_size(m_sizes.dtype));
+  require_memory(out, n.out, 16);
+  if (bias) require_memory(*bias, n.bias, dtype_size(bias->dtype));
+
+  v.device = x.device;
+  F8GEMM_REQUIRE(v.device >= 0, kInvalidArgument, n.x, " must be in GPU memory, got host memory");
+  auto same = [&](const TensorView& t, const char* name) {
+    F8GEMM_REQUIRE(t.device == v.device, kInvalidArgument, name, " is on ", place_str(t.device),
+                   " but ", n.x, " is on cuda:", v.device);
+  };
+  same(w, n.w);
+  same(xs, n.x_scale);
+  same(ws, n.w_scale);
+  same(out, n.out);
+  if (bias) same(*bias, n.bias);
+  // The sizes are read by the kernel alone (no host sync, graph-safe): they must be where it runs.
+  F8GEMM_REQUIRE(m_sizes.device == v.device, kInvalidArgument, n.m_sizes,
+                 " must be on the GPU with ", n.x, " (cuda:", v.device,
+                 "): the kernel reads the group sizes there and the host never does; got ",
+                 place_str(m_sizes.device));
+  return v;
 }
 
 }  // namespace f8gemm::detail
