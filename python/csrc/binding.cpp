@@ -41,6 +41,8 @@ std::optional<DType> to_dtype(at::ScalarType s) {
     case at::ScalarType::BFloat16: return DType::kBF16;
     case at::ScalarType::Half: return DType::kF16;
     case at::ScalarType::Float: return DType::kF32;
+    case at::ScalarType::Int: return DType::kI32;   // group sizes
+    case at::ScalarType::Long: return DType::kI64;  // group sizes
     default: return std::nullopt;
   }
 }
@@ -123,6 +125,8 @@ const char* dtype_torch_name(DType d) {
     case DType::kF32: return "torch.float32";
     case DType::kE4M3: return "torch.float8_e4m3fn";
     case DType::kU8: return "torch.uint8";
+    case DType::kI32: return "torch.int32";
+    case DType::kI64: return "torch.int64";
   }
   return "?";
 }

@@ -158,10 +158,81 @@ std::tuple<at::Tensor, at::Tensor> quantize_fp8_row_meta(const at::Tensor& a,
   return std::make_tuple(q, scale);
 }
 
+/// The grouped ops' output: [total_M, N] (stacked, XQ [total_M, K]) or [G, M_max, N] (padded,
+/// XQ [G, M_max, K]), with N from WQ [G, N, K] or preshuffled [G, ceil(K/128), N/8, 1024].
+at::Tensor meta_grouped(const char* op, const at::Tensor& XQ, const at::Tensor& WQ,
+                        WeightLayout layout, bool padded) {
+  const int64_t w_rank = layout == WeightLayout::kPlain ? 3 : 4;
+  if (WQ.dim() != w_rank) {
+    C10_THROW_ERROR(ValueError,
+                    c10::str("f8gemm.", op, ": invalid argument: WQ must be ", w_rank, "-D ",
+                             layout == WeightLayout::kPlain
+                                 ? "[G, N, K] (a plain weight)"
+                                 : "preshuffled [G, ceil(K/128), N/8, 1024]",
+                             ", got ", WQ.dim(), "-D",
+                             layout == WeightLayout::kPlain && WQ.dim() == 4
+                                 ? " (use the _preshuffled op)"
+                             : layout == WeightLayout::kPreshuffled && WQ.dim() == 3
+                                 ? " (WQ looks like a plain weight: pass "
+                                   "torch.ops.f8gemm.preshuffle(WQ))"
+                                 : ""));
+  }
+  const c10::SymInt n = layout == WeightLayout::kPlain
+                            ? WQ.sym_size(1)
+                            : WQ.sym_size(2) * f8gemm::kShuffleSlabRows;
+  const int64_t x_rank = padded ? 3 : 2;
+  if (XQ.dim() != x_rank) {
+    C10_THROW_ERROR(ValueError, c10::str("f8gemm.", op, ": invalid argument: XQ must be ", x_rank,
+                                         "-D ", padded ? "[G, M_max, K]" : "[total_M, K]",
+                                         ", got ", XQ.dim(), "-D"));
+  }
+  std::vector<c10::SymInt> shape = {XQ.sym_size(0)};
+  if (padded) shape.push_back(XQ.sym_size(1));
+  shape.push_back(n);
+  return at::empty_symint(shape, XQ.options().dtype(at::ScalarType::BFloat16));
+}
+
+at::Tensor grouped_stacked_meta(const at::Tensor& XQ, const at::Tensor& WQ, const at::Tensor&,
+                                const at::Tensor&, const at::Tensor&) {
+  return meta_grouped("f8f8bf16_rowwise_grouped_stacked", XQ, WQ, WeightLayout::kPlain, false);
+}
+
+at::Tensor grouped_stacked_preshuffled_meta(const at::Tensor& XQ, const at::Tensor& WQ,
+                                            const at::Tensor&, const at::Tensor&,
+                                            const at::Tensor&) {
+  return meta_grouped("f8f8bf16_rowwise_grouped_stacked_preshuffled", XQ, WQ,
+                      WeightLayout::kPreshuffled, false);
+}
+
+void grouped_stacked_out_meta(const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                              const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                              const std::optional<at::Tensor>&, bool) {}
+
+at::Tensor grouped_dynamic_meta(const at::Tensor& XQ, const at::Tensor& WQ, const at::Tensor&,
+                                const at::Tensor&, const at::Tensor&, bool) {
+  return meta_grouped("f8f8bf16_rowwise_grouped_dynamic", XQ, WQ, WeightLayout::kPlain, true);
+}
+
+at::Tensor grouped_dynamic_preshuffled_meta(const at::Tensor& XQ, const at::Tensor& WQ,
+                                            const at::Tensor&, const at::Tensor&,
+                                            const at::Tensor&, bool) {
+  return meta_grouped("f8f8bf16_rowwise_grouped_dynamic_preshuffled", XQ, WQ,
+                      WeightLayout::kPreshuffled, true);
+}
+
 }  // namespace
 }  // namespace f8gemm_torch
 
 TORCH_LIBRARY_IMPL(f8gemm, Meta, m) {
+  m.impl("f8f8bf16_rowwise_grouped_stacked", TORCH_FN(f8gemm_torch::grouped_stacked_meta));
+  m.impl("f8f8bf16_rowwise_grouped_stacked_preshuffled",
+         TORCH_FN(f8gemm_torch::grouped_stacked_preshuffled_meta));
+  m.impl("f8f8bf16_rowwise_grouped_stacked_out", TORCH_FN(f8gemm_torch::grouped_stacked_out_meta));
+  m.impl("f8f8bf16_rowwise_grouped_stacked_preshuffled_out",
+         TORCH_FN(f8gemm_torch::grouped_stacked_out_meta));
+  m.impl("f8f8bf16_rowwise_grouped_dynamic", TORCH_FN(f8gemm_torch::grouped_dynamic_meta));
+  m.impl("f8f8bf16_rowwise_grouped_dynamic_preshuffled",
+         TORCH_FN(f8gemm_torch::grouped_dynamic_preshuffled_meta));
   m.impl("f8f8bf16_rowwise", TORCH_FN(f8gemm_torch::f8f8bf16_rowwise_meta));
   m.impl("f8f8bf16_rowwise_out", TORCH_FN(f8gemm_torch::f8f8bf16_rowwise_out_meta));
   m.impl("f8f8f16_rowwise", TORCH_FN(f8gemm_torch::f8f8f16_rowwise_meta));

@@ -1,7 +1,8 @@
 /// \brief The schemas of every op of the PyTorch extension, in one place: TORCH_LIBRARY(f8gemm)
 /// with FBGEMM's and MSLK's names, argument names and defaults, so that switching to f8gemm
 /// changes one namespace. The implementations register themselves by dispatch key:
-/// gemm_ops.cpp, weight_ops.cpp, quantize_ops.cpp and fused_ops.cpp (CUDA and CPU),
+/// gemm_ops.cpp, grouped_ops.cpp, weight_ops.cpp, quantize_ops.cpp and fused_ops.cpp (CUDA and
+/// CPU),
 /// precompile_ops.cpp (CompositeExplicitAutograd), meta_ops.cpp (Meta).
 ///
 /// Loaded from Python with torch.ops.load_library (no Python.h here). f8gemm::Error becomes
@@ -48,6 +49,27 @@ TORCH_LIBRARY(f8gemm, m) {
         "Tensor? bias=None, bool use_fast_accum=True) -> Tensor", tags);
   m.def("f8f8f16_rowwise_preshuffle(Tensor XQ, Tensor WQ, Tensor x_scale, Tensor w_scale, "
         "Tensor? bias=None, bool use_fast_accum=True) -> Tensor", tags);
+  // Grouped GEMMs for mixture-of-experts (grouped_ops.cpp), FBGEMM's schemas. The sizes stay on
+  // the GPU and are clamped there (negative -> 0, clipped at total_M or M_max): XQ [total_M, K]
+  // stacked by group with M_sizes [G], or XQ [G, M_max, K] with zero_start_index_M [G] (the
+  // rows in use of each group); WQ [G, N, K], or preshuffle(WQ) for the _preshuffled forms.
+  m.def("f8f8bf16_rowwise_grouped_stacked(Tensor XQ, Tensor WQ, Tensor x_scale, Tensor w_scale, "
+        "Tensor M_sizes) -> Tensor", tags);
+  m.def("f8f8bf16_rowwise_grouped_stacked_preshuffled(Tensor XQ, Tensor WQ, Tensor x_scale, "
+        "Tensor w_scale, Tensor M_sizes) -> Tensor", tags);
+  m.def("f8f8bf16_rowwise_grouped_dynamic(Tensor XQ, Tensor WQ, Tensor x_scale, Tensor w_scale, "
+        "Tensor zero_start_index_M, bool zeroing_output_tensor=True) -> Tensor", tags);
+  m.def("f8f8bf16_rowwise_grouped_dynamic_preshuffled(Tensor XQ, Tensor WQ, Tensor x_scale, "
+        "Tensor w_scale, Tensor zero_start_index_M, bool zeroing_output_tensor=True) -> Tensor",
+        tags);
+  // Ours: the stacked form into a given output (no allocation, e.g. in a CUDA graph), with a
+  // bias [G, N] and the accumulation mode.
+  m.def("f8f8bf16_rowwise_grouped_stacked_out(Tensor XQ, Tensor WQ, Tensor x_scale, "
+        "Tensor w_scale, Tensor M_sizes, Tensor(a!) output, Tensor? bias=None, "
+        "bool use_fast_accum=True) -> ()");
+  m.def("f8f8bf16_rowwise_grouped_stacked_preshuffled_out(Tensor XQ, Tensor WQ, Tensor x_scale, "
+        "Tensor w_scale, Tensor M_sizes, Tensor(a!) output, Tensor? bias=None, "
+        "bool use_fast_accum=True) -> ()");
   // The fused activation of a gated MLP (fused_ops.cpp).
   m.def("silu_mul_quantize_fp8_row(Tensor gate_up, Tensor? scale_ub=None) -> (Tensor, Tensor)",
         tags);

@@ -29,6 +29,21 @@ The ops (schemas follow FBGEMM/MSLK; XQ [..., K] e4m3fn, WQ [N, K] e4m3fn, fp32 
     precompile(shape, layout='preshuffled', use_fast_accum=True, out_dtype=None,
                bias_dtype=None, device=None)
 
+Grouped (mixture-of-experts) GEMMs, FBGEMM's schemas; the group sizes stay on the GPU (no
+sync, CUDA-graph safe) and are clamped there: a negative size counts as 0, groups are clipped
+at total_M (or M_max). WQ [G, N, K] e4m3fn (or preshuffle(WQ) for the _preshuffled forms),
+w_scale [G, N]:
+
+    f8f8bf16_rowwise_grouped_stacked(XQ [total_M, K], WQ, x_scale [total_M], w_scale,
+                                     M_sizes [G] int32/int64) -> [total_M, N]
+        (rows outside every group are left unspecified, as in FBGEMM)
+    f8f8bf16_rowwise_grouped_stacked_out(XQ, WQ, x_scale, w_scale, M_sizes, output, bias=None,
+                                         use_fast_accum=True)   (rows outside stay untouched)
+    f8f8bf16_rowwise_grouped_dynamic(XQ [G, M_max, K], WQ, x_scale [G, M_max], w_scale,
+                                     zero_start_index_M [G], zeroing_output_tensor=True)
+        -> [G, M_max, N]   (rows past each group's size: zeros, or unspecified if False)
+    ..._preshuffled variants of the three
+
 Errors: a bad argument raises ValueError naming it (dtype, shape, layout, device, K % 16, ...);
 anything else (no sm_90 GPU, CUDA or compile failure, a compile needed during CUDA-graph
 capture) raises RuntimeError.
@@ -53,6 +68,12 @@ __all__ = [
     "preshuffle",
     "unshuffle",
     "quantize_fp8_row",
+    "f8f8bf16_rowwise_grouped_stacked",
+    "f8f8bf16_rowwise_grouped_stacked_preshuffled",
+    "f8f8bf16_rowwise_grouped_stacked_out",
+    "f8f8bf16_rowwise_grouped_stacked_preshuffled_out",
+    "f8f8bf16_rowwise_grouped_dynamic",
+    "f8f8bf16_rowwise_grouped_dynamic_preshuffled",
     "precompile",
     "library_path",
     "info",
@@ -125,6 +146,13 @@ f8f8f16_rowwise_preshuffle = _ops.f8f8f16_rowwise_preshuffle
 preshuffle = _ops.preshuffle
 unshuffle = _ops.unshuffle
 quantize_fp8_row = _ops.quantize_fp8_row
+f8f8bf16_rowwise_grouped_stacked = _ops.f8f8bf16_rowwise_grouped_stacked
+f8f8bf16_rowwise_grouped_stacked_preshuffled = _ops.f8f8bf16_rowwise_grouped_stacked_preshuffled
+f8f8bf16_rowwise_grouped_stacked_out = _ops.f8f8bf16_rowwise_grouped_stacked_out
+f8f8bf16_rowwise_grouped_stacked_preshuffled_out = \
+    _ops.f8f8bf16_rowwise_grouped_stacked_preshuffled_out
+f8f8bf16_rowwise_grouped_dynamic = _ops.f8f8bf16_rowwise_grouped_dynamic
+f8f8bf16_rowwise_grouped_dynamic_preshuffled = _ops.f8f8bf16_rowwise_grouped_dynamic_preshuffled
 
 # The preshuffled weight layout's version (README "Preshuffled weight layout"); FP8Linear's
 # state_dict records it.

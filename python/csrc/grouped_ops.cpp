@@ -1,0 +1,289 @@
+/// \brief The grouped (mixture-of-experts) GEMM ops of the PyTorch extension (schemas in
+/// schemas.cpp) over f8gemm::grouped_gemm and grouped_gemm_padded: FBGEMM's
+/// f8f8bf16_rowwise_grouped_stacked and f8f8bf16_rowwise_grouped_dynamic, their preshuffled
+/// counterparts, and _out forms that take the output, a bias and the accumulation mode.
+///
+/// The group sizes (M_sizes, zero_start_index_M) stay on the GPU: no op reads them on the host
+/// (no .item(), no sync), so every op is legal in CUDA-graph capture and each replay uses the
+/// sizes of that moment. Bad sizes are not an error: the kernel treats a negative size as 0 and
+/// clips the groups at total_M (stacked) or M_max (padded). Rows outside every group are never
+/// written, so the stacked op's output holds unspecified values there (torch.empty, as in
+/// FBGEMM), and the dynamic op zeroes the output first unless zeroing_output_tensor=False.
+///
+/// As in gemm_ops.cpp: the op runs on XQ's device and current stream, inputs are validated by
+/// the library under the op's argument names and never copied, and inside CUDA-graph capture a
+/// grouped problem that has not run before raises a RuntimeError instead of compiling.
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/zeros.h>
+#include <c10/util/Exception.h>
+#include <torch/library.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "binding.hpp"
+#include "f8gemm/f8gemm.hpp"
+#include "grouped_readiness.hpp"
+
+namespace f8gemm_torch {
+namespace {
+
+using f8gemm::DType;
+using f8gemm::TensorView;
+using f8gemm::WeightLayout;
+
+struct GroupedArgs {
+  const char* op;
+  const at::Tensor& XQ;
+  const at::Tensor& WQ;
+  const at::Tensor& x_scale;
+  const at::Tensor& w_scale;
+  const at::Tensor& sizes;
+  const std::optional<at::Tensor>& bias;
+  bool use_fast_accum;
+  WeightLayout layout;
+  bool padded;
+};
+
+/// The name FBGEMM gives the sizes argument of each form.
+const char* sizes_name(bool padded) { return padded ? "zero_start_index_M" : "M_sizes"; }
+
+const f8gemm::GemmArgNames kStackedNames{"XQ", "WQ", "x_scale", "w_scale", "output", "bias",
+                                         "M_sizes"};
+const f8gemm::GemmArgNames kPaddedNames{"XQ", "WQ", "x_scale", "w_scale", "output", "bias",
+                                        "zero_start_index_M"};
+
+/// N as the weight's shape gives it (0 when its rank is wrong: the library then says why).
+int64_t grouped_weight_rows(const at::Tensor& w, WeightLayout layout) {
+  if (layout == WeightLayout::kPlain) return w.dim() == 3 ? w.size(1) : 0;
+  return w.dim() == 4 ? w.size(2) * f8gemm::kShuffleSlabRows : 0;
+}
+
+/// The output's shape for valid inputs: [total_M, N] or [G, M_max, N]; {0} when XQ's rank is
+/// wrong (the library rejects XQ before it looks at the output).
+std::vector<int64_t> grouped_out_shape(const GroupedArgs& a) {
+  const int64_t n = grouped_weight_rows(a.WQ, a.layout);
+  if (a.padded) return a.XQ.dim() == 3 ? std::vector<int64_t>{a.XQ.size(0), a.XQ.size(1), n}
+                                       : std::vector<int64_t>{0};
+  return a.XQ.dim() == 2 ? std::vector<int64_t>{a.XQ.size(0), n} : std::vector<int64_t>{0};
+}
+
+/// `v` without its last dimension when that is a size-1 dimension past `rank`: the scale
+/// shapes that keep the reduced dimension (x_scale [total_M, 1], w_scale [G, N, 1], as
+/// quantize_fp8_row(keepdim) and FBGEMM's callers pass them). Exact and free; any other shape
+/// reaches the library unchanged and is rejected there.
+TensorView accept_keepdim(TensorView v, int rank) {
+  if (v.rank == rank + 1 && v.shape[v.rank - 1] == 1) --v.rank;
+  return v;
+}
+
+/// The hint added to a rank/shape error when a weight of the other layout was passed.
+std::string grouped_layout_hint(const GroupedArgs& a) {
+  if (a.layout == WeightLayout::kPreshuffled && a.WQ.dim() == 3) {
+    return "WQ looks like a plain [G, N, K] weight: pass torch.ops.f8gemm.preshuffle(WQ) to the "
+           "_preshuffled ops, or use the op without _preshuffled";
+  }
+  if (a.layout == WeightLayout::kPlain && a.WQ.dim() == 4 &&
+      a.WQ.size(-1) == f8gemm::kShuffleSlabBytes) {
+    return "WQ looks like a preshuffled weight: use the _preshuffled op";
+  }
+  return std::string();
+}
+
+/// The views of one grouped call and the options that go with them.
+struct GroupedCall {
+  TensorView x, w, xs, ws, sizes, y, bias;
+  f8gemm::GemmOptions options;
+};
+
+GroupedProblem problem_of(const GroupedArgs& a, const GroupedCall& c, int device) {
+  GroupedProblem p;
+  p.device = device;
+  p.padded = a.padded;
+  p.groups = a.WQ.dim() >= 1 ? a.WQ.size(0) : 0;
+  p.rows = c.x.rank >= 2 ? c.x.shape[a.padded ? 1 : 0] : 0;
+  p.n = grouped_weight_rows(a.WQ, a.layout);
+  p.k = c.x.rank >= 1 ? c.x.shape[c.x.rank - 1] : 0;
+  p.layout = a.layout;
+  p.out_dtype = c.y.dtype;
+  p.has_bias = c.options.bias != nullptr;
+  p.bias_dtype = p.has_bias ? c.bias.dtype : DType::kF32;
+  p.fast_accum = a.use_fast_accum;
+  p.sizes_dtype = c.sizes.dtype;
+  return p;
+}
+
+/// Raises a clear error instead of compiling or loading a kernel inside CUDA-graph capture.
+void check_grouped_capture(const GroupedArgs& a, const GroupedProblem& p, const OnDevice& on) {
+  // Outside a capture nothing is checked: the common path pays one cudaStreamIsCapturing.
+  if (on.device < 0 || !stream_is_capturing(on.stream)) return;
+  // An empty problem launches nothing, so it compiles nothing.
+  if (p.rows == 0 || p.groups == 0 || grouped_is_ready(p)) return;
+  C10_THROW_ERROR(
+      Error,
+      c10::str("f8gemm.", a.op, ": the grouped kernel for ", p.sizes(), " (", layout_name(p.layout),
+               " weight, ", dtype_torch_name(p.out_dtype), " output, bias ",
+               p.has_bias ? dtype_torch_name(p.bias_dtype) : "None",
+               ", use_fast_accum=", p.fast_accum ? "True" : "False", ", ", sizes_name(a.padded),
+               " ", dtype_torch_name(p.sizes_dtype), ") has not run on cuda:", on.device,
+               " in this process, and the current stream is capturing a CUDA graph, where "
+               "compiling or loading a kernel is not allowed. Run the op once with these shapes "
+               "before the capture (any sizes will do; if the arguments are invalid, running it "
+               "outside the capture says why)"));
+}
+
+void run_grouped(const GroupedArgs& a, const at::Tensor& out) {
+  const char* op = a.op;
+  const int lead = a.padded ? 2 : 1;  // the rank of x_scale: [G, M_max] or [total_M]
+  GroupedCall c;
+  c.x = view_of(a.XQ, op, "XQ", "torch.float8_e4m3fn");
+  c.w = view_of(a.WQ, op, "WQ",
+                a.layout == WeightLayout::kPlain ? "torch.float8_e4m3fn"
+                                                 : "torch.float8_e4m3fn (or torch.uint8)");
+  c.xs = accept_keepdim(view_of(a.x_scale, op, "x_scale", "torch.float32"), lead);
+  c.ws = accept_keepdim(view_of(a.w_scale, op, "w_scale", "torch.float32"), 2);
+  c.sizes = view_of(a.sizes, op, sizes_name(a.padded), "torch.int32 or torch.int64");
+  c.y = view_of(out, op, "output", "torch.bfloat16 or torch.float16");
+  if (a.bias.has_value() && a.bias->defined()) {
+    c.bias = view_of(*a.bias, op, "bias", "torch.float32 or torch.bfloat16");
+    c.options.bias = &c.bias;
+  }
+  c.options.fast_accum = a.use_fast_accum;
+  c.options.names = a.padded ? &kPaddedNames : &kStackedNames;
+  OnDevice on(a.XQ);
+  c.options.stream = on.stream;
+  const GroupedProblem p = problem_of(a, c, on.device);
+  try {
+    check_grouped_capture(a, p, on);
+    if (a.padded) {
+      f8gemm::grouped_gemm_padded(c.x, c.w, a.layout, c.xs, c.ws, c.sizes, c.y, c.options);
+    } else {
+      f8gemm::grouped_gemm(c.x, c.w, a.layout, c.xs, c.ws, c.sizes, c.y, c.options);
+    }
+  } catch (const f8gemm::Error& e) {
+    rethrow(op, e, grouped_layout_hint(a));
+  }
+  mark_grouped_ready(p);
+}
+
+// The op entry points. Plain weight: WQ [G, N, K]; preshuffled: torch.ops.f8gemm.preshuffle(WQ).
+
+at::Tensor stacked(const char* op, const at::Tensor& XQ, const at::Tensor& WQ,
+                   const at::Tensor& x_scale, const at::Tensor& w_scale, const at::Tensor& M_sizes,
+                   WeightLayout layout) {
+  static const std::optional<at::Tensor> kNoBias;
+  const GroupedArgs a{op, XQ, WQ, x_scale, w_scale, M_sizes, kNoBias, true, layout, false};
+  // Rows outside every group stay unwritten: unspecified, as FBGEMM's op leaves them.
+  at::Tensor out = new_empty(XQ, grouped_out_shape(a), at::ScalarType::BFloat16);
+  run_grouped(a, out);
+  return out;
+}
+
+at::Tensor f8f8bf16_rowwise_grouped_stacked(const at::Tensor& XQ, const at::Tensor& WQ,
+                                            const at::Tensor& x_scale, const at::Tensor& w_scale,
+                                            const at::Tensor& M_sizes) {
+  return stacked("f8f8bf16_rowwise_grouped_stacked", XQ, WQ, x_scale, w_scale, M_sizes,
+                 WeightLayout::kPlain);
+}
+
+at::Tensor f8f8bf16_rowwise_grouped_stacked_preshuffled(const at::Tensor& XQ,
+                                                        const at::Tensor& WQ,
+                                                        const at::Tensor& x_scale,
+                                                        const at::Tensor& w_scale,
+                                                        const at::Tensor& M_sizes) {
+  return stacked("f8f8bf16_rowwise_grouped_stacked_preshuffled", XQ, WQ, x_scale, w_scale,
+                 M_sizes, WeightLayout::kPreshuffled);
+}
+
+void stacked_out(const char* op, const at::Tensor& XQ, const at::Tensor& WQ,
+                 const at::Tensor& x_scale, const at::Tensor& w_scale, const at::Tensor& M_sizes,
+                 const at::Tensor& output, const std::optional<at::Tensor>& bias,
+                 bool use_fast_accum, WeightLayout layout) {
+  if (output.scalar_type() != at::ScalarType::BFloat16) {
+    C10_THROW_ERROR(ValueError, c10::str("f8gemm.", op, ": invalid argument: output must have "
+                                         "dtype torch.bfloat16, got ",
+                                         torch_dtype_name(output.scalar_type())));
+  }
+  run_grouped({op, XQ, WQ, x_scale, w_scale, M_sizes, bias, use_fast_accum, layout, false},
+              output);
+}
+
+void f8f8bf16_rowwise_grouped_stacked_out(const at::Tensor& XQ, const at::Tensor& WQ,
+                                          const at::Tensor& x_scale, const at::Tensor& w_scale,
+                                          const at::Tensor& M_sizes, const at::Tensor& output,
+                                          const std::optional<at::Tensor>& bias,
+                                          bool use_fast_accum) {
+  stacked_out("f8f8bf16_rowwise_grouped_stacked_out", XQ, WQ, x_scale, w_scale, M_sizes, output,
+              bias, use_fast_accum, WeightLayout::kPlain);
+}
+
+void f8f8bf16_rowwise_grouped_stacked_preshuffled_out(
+    const at::Tensor& XQ, const at::Tensor& WQ, const at::Tensor& x_scale,
+    const at::Tensor& w_scale, const at::Tensor& M_sizes, const at::Tensor& output,
+    const std::optional<at::Tensor>& bias, bool use_fast_accum) {
+  stacked_out("f8f8bf16_rowwise_grouped_stacked_preshuffled_out", XQ, WQ, x_scale, w_scale,
+              M_sizes, output, bias, use_fast_accum, WeightLayout::kPreshuffled);
+}
+
+at::Tensor dynamic(const char* op, const at::Tensor& XQ, const at::Tensor& WQ,
+                   const at::Tensor& x_scale, const at::Tensor& w_scale,
+                   const at::Tensor& zero_start_index_M, bool zeroing_output_tensor,
+                   WeightLayout layout) {
+  static const std::optional<at::Tensor> kNoBias;
+  const GroupedArgs a{op, XQ, WQ, x_scale, w_scale, zero_start_index_M, kNoBias, true, layout,
+                      true};
+  const std::vector<int64_t> shape = grouped_out_shape(a);
+  at::Tensor out;
+  if (zeroing_output_tensor && XQ.is_cuda()) {
+    // Zeroed on XQ's device and current stream (a memset node inside a capture); the kernel
+    // then writes each group's rows, and the padding rows stay 0.
+    OnDevice on(XQ);
+    out = at::zeros(shape, XQ.options().dtype(at::ScalarType::BFloat16));
+  } else {
+    out = new_empty(XQ, shape, at::ScalarType::BFloat16);
+  }
+  run_grouped(a, out);
+  return out;
+}
+
+at::Tensor f8f8bf16_rowwise_grouped_dynamic(const at::Tensor& XQ, const at::Tensor& WQ,
+                                            const at::Tensor& x_scale, const at::Tensor& w_scale,
+                                            const at::Tensor& zero_start_index_M,
+                                            bool zeroing_output_tensor) {
+  return dynamic("f8f8bf16_rowwise_grouped_dynamic", XQ, WQ, x_scale, w_scale, zero_start_index_M,
+                 zeroing_output_tensor, WeightLayout::kPlain);
+}
+
+at::Tensor f8f8bf16_rowwise_grouped_dynamic_preshuffled(const at::Tensor& XQ,
+                                                        const at::Tensor& WQ,
+                                                        const at::Tensor& x_scale,
+                                                        const at::Tensor& w_scale,
+                                                        const at::Tensor& zero_start_index_M,
+                                                        bool zeroing_output_tensor) {
+  return dynamic("f8f8bf16_rowwise_grouped_dynamic_preshuffled", XQ, WQ, x_scale, w_scale,
+                 zero_start_index_M, zeroing_output_tensor, WeightLayout::kPreshuffled);
+}
+
+}  // namespace
+}  // namespace f8gemm_torch
+
+// CPU tensors reach the same code: the library rejects them ("XQ must be in GPU memory", or
+// "M_sizes must be on the GPU with XQ" for CPU sizes beside CUDA data).
+#define F8GEMM_TORCH_GROUPED_IMPLS(m)                                                           \
+  m.impl("f8f8bf16_rowwise_grouped_stacked",                                                    \
+         TORCH_FN(f8gemm_torch::f8f8bf16_rowwise_grouped_stacked));                             \
+  m.impl("f8f8bf16_rowwise_grouped_stacked_preshuffled",                                        \
+         TORCH_FN(f8gemm_torch::f8f8bf16_rowwise_grouped_stacked_preshuffled));                 \
+  m.impl("f8f8bf16_rowwise_grouped_stacked_out",                                                \
+         TORCH_FN(f8gemm_torch::f8f8bf16_rowwise_grouped_stacked_out));                         \
+  m.impl("f8f8bf16_rowwise_grouped_stacked_preshuffled_out",                                    \
+         TORCH_FN(f8gemm_torch::f8f8bf16_rowwise_grouped_stacked_preshuffled_out));             \
+  m.impl("f8f8bf16_rowwise_grouped_dynamic",                                                    \
+         TORCH_FN(f8gemm_torch::f8f8bf16_rowwise_grouped_dynamic));                             \
+  m.impl("f8f8bf16_rowwise_grouped_dynamic_preshuffled",                                        \
+         TORCH_FN(f8gemm_torch::f8f8bf16_rowwise_grouped_dynamic_preshuffled))
+
+TORCH_LIBRARY_IMPL(f8gemm, CUDA, m) { F8GEMM_TORCH_GROUPED_IMPLS(m); }
+
+TORCH_LIBRARY_IMPL(f8gemm, CPU, m) { F8GEMM_TORCH_GROUPED_IMPLS(m); }
