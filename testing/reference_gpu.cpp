@@ -1,4 +1,4 @@
-/// \brief Launches the fp64 reference check kernel (kernels/f8gemm_util.cuh).
+/// \brief Launches the fp64 reference check kernel (kernels/reference_check.cuh).
 #include "reference_gpu.hpp"
 
 #include <cmath>
@@ -6,7 +6,6 @@
 #include "check.hpp"
 #include "codegen.hpp"
 #include "device.hpp"
-#include "numerics.hpp"
 
 namespace f8gemm::detail {
 
@@ -21,7 +20,8 @@ CheckResult reference_check(const TensorView& x, const TensorView& w, const Tens
                  kInvalidArgument, "reference_check: shapes do not match");
   F8GEMM_REQUIRE(b <= 65535, kInvalidArgument, "reference_check: at most 65535 batches");
   CheckResult result;
-  if (b * m * n == 0) return result;
+  result.count = b * m * n;
+  if (result.count == 0) return result;
   require_sm90(x.device);
   auto instance = util_instance();
   cudaKernel_t kernel = instance->kernel("f8gemm_reference_check");

@@ -5,7 +5,7 @@
 #include <cstdint>
 
 #include "f8gemm/f8gemm.hpp"
-#include "numerics.hpp"
+#include "reference.hpp"
 
 namespace f8gemm::detail {
 
@@ -13,10 +13,11 @@ struct CheckResult {
   double rel_rms = 0.0;      ///< ||y - ref|| / ||ref||
   double max_ratio = 0.0;    ///< max over elements of |y - ref| / element_bound
   int64_t nonfinite = 0;     ///< elements of y that are NaN or inf (the reference is finite)
+  int64_t count = 0;         ///< elements compared (the RMS bound applies from kMinCountForRms)
 };
 
 /// The element bound is numerics::element_bound with gamma = numerics::accumulation_gamma (one
-/// definition, src/numerics.hpp; README "Accuracy"); the kernel evaluates the same expression.
+/// definition, reference.hpp; README "Accuracy"); the kernel evaluates the same expression.
 using numerics::accumulation_gamma;
 
 /// x [B,M,K] and w [B,N,K] (plain) e4m3, xs [B,M], ws [B,N], bias null or [B,N], y [B,M,N]: all

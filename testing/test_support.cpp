@@ -11,6 +11,7 @@
 
 #include "check.hpp"
 #include "numerics.hpp"
+#include "reference.hpp"
 
 namespace f8gemm::test {
 
@@ -73,23 +74,6 @@ bool still_poisoned(const DeviceBuffer& buffer) {
     if (b != 0xFF) return false;
   }
   return true;
-}
-
-std::vector<uint8_t> random_e4m3(std::mt19937_64& rng, size_t count, double stddev) {
-  std::normal_distribution<double> normal(0.0, stddev);
-  constexpr int kTableBits = 12;
-  std::vector<uint8_t> table(size_t(1) << kTableBits);
-  for (uint8_t& c : table) c = numerics::float_to_e4m3(float(normal(rng)));
-  std::vector<uint8_t> out(count);
-  size_t i = 0;
-  while (i < count) {
-    uint64_t bits = rng();
-    // 5 indices of 12 bits from each 64-bit draw.
-    for (int j = 0; j < 5 && i < count; ++j, bits >>= kTableBits) {
-      out[i++] = table[bits & ((1u << kTableBits) - 1)];
-    }
-  }
-  return out;
 }
 
 std::vector<uint8_t> small_int_e4m3(std::mt19937_64& rng, size_t count, int lo, int hi) {

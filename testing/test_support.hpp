@@ -3,13 +3,13 @@
 /// emulation, environment overrides and temporary directories. Free of GoogleTest, so that the
 /// CLI can link it too; tests/common/test_util.hpp adds the gtest pieces.
 ///
-/// The error bounds stay in the library (src/numerics.hpp: accumulation_gamma, element_bound,
-/// rel_rms_bound, within_bounds): `f8gemm run --verify`, `demo` and `tune` apply them, and the
-/// GPU reference check (reference_gpu.hpp) evaluates the same expression. There is one
-/// definition, and everything here calls it.
+/// The error bounds and the fp64 reference GEMM are in reference.hpp (one definition that the
+/// tests, `f8gemm run --verify`, `demo` and `tune` apply), the random operands in random.hpp.
 #pragma once
 
 #include "device_buffer.hpp"
+#include "random.hpp"
+#include "reference.hpp"
 
 #include <cuda_runtime_api.h>
 
@@ -39,10 +39,7 @@ void poison(DeviceBuffer& buffer, cudaStream_t stream = nullptr);
 /// True when every byte of the buffer is still 0xFF.
 bool still_poisoned(const DeviceBuffer& buffer);
 
-/// e4m3 codes of normal(0, stddev) samples rounded by numerics::float_to_e4m3: never a NaN code
-/// (finite inputs saturate to +-448). Draws from a 4096-entry table of such samples so that the
-/// hundreds of megabytes of the largest MSLK shapes take a fraction of a second.
-std::vector<uint8_t> random_e4m3(std::mt19937_64& rng, size_t count, double stddev = 1.0);
+/// random_e4m3 (normal(0, stddev) e4m3 codes): random.hpp.
 /// e4m3 codes of integers uniform in [lo, hi] (exact in e4m3 for |v| <= 16).
 std::vector<uint8_t> small_int_e4m3(std::mt19937_64& rng, size_t count, int lo, int hi);
 /// Positive scales, log-uniform in [lo, hi].

@@ -1,4 +1,4 @@
-/// \brief Benchmark helpers: device buffers, random FP8 data, event/graph timing, copy bandwidth.
+/// \brief Benchmark helpers: event/graph timing, copy bandwidth, L2 rotation.
 #include "bench_util.hpp"
 
 #include <algorithm>
@@ -10,98 +10,8 @@
 #include <vector>
 
 #include "f8gemm/check.hpp"
-#include "numerics.hpp"
 
 namespace f8gemm::cli {
-
-namespace {
-
-constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;
-
-/// splitmix64's output function applied to a counter: a counter-based generator, so element i's
-/// value does not depend on how the range is split among threads.
-inline uint64_t splitmix64(uint64_t x) {
-  x += kGolden;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-/// Runs body(begin, end) over [0, count) on up to hardware_concurrency threads, in contiguous
-/// slices of at least 1 Mi items (~10 ms of Box-Muller), so thread start-up stays negligible.
-template <typename Body>
-void parallel_for(size_t count, const Body& body) {
-  constexpr size_t kMinPerThread = size_t{1} << 20;
-  size_t hw = std::max<size_t>(1, std::thread::hardware_concurrency());
-  size_t threads = std::max<size_t>(1, std::min(hw, count / kMinPerThread));
-  if (threads == 1) {
-    body(size_t{0}, count);
-    return;
-  }
-  size_t per = (count + threads - 1) / threads;
-  std::vector<std::thread> pool;
-  pool.reserve(threads);
-  try {
-    for (size_t t = 0; t < threads; ++t) {
-      size_t begin = std::min(count, t * per);
-      size_t end = std::min(count, begin + per);
-      pool.emplace_back([&body, begin, end] { body(begin, end); });
-    }
-  } catch (...) {
-    for (auto& th : pool) th.join();
-    throw;
-  }
-  for (auto& th : pool) th.join();
-}
-
-/// Two uniforms from one 64-bit draw: u1 in (0, 1] (safe for log), u2 in [0, 1).
-inline void two_uniforms(uint64_t r, float& u1, float& u2) {
-  constexpr float kInv2p32 = 1.0f / 4294967296.0f;
-  u1 = (static_cast<float>(static_cast<uint32_t>(r >> 32)) + 1.0f) * kInv2p32;
-  u2 = static_cast<float>(static_cast<uint32_t>(r)) * kInv2p32;
-  u1 = std::min(u1, 1.0f);
-}
-
-}  // namespace
-
-void fill_random_e4m3(void* dev, size_t count, uint64_t seed, float stddev) {
-  if (count == 0) return;
-  F8GEMM_REQUIRE(dev != nullptr, kInvalidArgument, "fill_random_e4m3: null device pointer");
-  std::unique_ptr<uint8_t[]> host(new uint8_t[count]);
-  const uint64_t base = splitmix64(seed);
-  const size_t pairs = (count + 1) / 2;
-  uint8_t* out = host.get();
-  // Box-Muller: one 64-bit draw gives two normals, written to elements 2p and 2p+1.
-  parallel_for(pairs, [&](size_t begin, size_t end) {
-    constexpr float kTwoPi = 6.283185307179586f;
-    for (size_t p = begin; p < end; ++p) {
-      float u1, u2;
-      two_uniforms(splitmix64(base + p * kGolden), u1, u2);
-      float r = std::sqrt(-2.0f * std::log(u1)) * stddev;
-      float angle = kTwoPi * u2;
-      size_t i = 2 * p;
-      out[i] = numerics::float_to_e4m3(r * std::cos(angle));
-      if (i + 1 < count) out[i + 1] = numerics::float_to_e4m3(r * std::sin(angle));
-    }
-  });
-  F8GEMM_CHECK_CUDA(cudaMemcpy(dev, out, count, cudaMemcpyHostToDevice));
-}
-
-void fill_random_f32(float* dev, size_t n, uint64_t seed, float lo, float hi) {
-  if (n == 0) return;
-  F8GEMM_REQUIRE(dev != nullptr, kInvalidArgument, "fill_random_f32: null device pointer");
-  F8GEMM_REQUIRE(lo <= hi, kInvalidArgument, "fill_random_f32: lo ", lo, " > hi ", hi);
-  std::vector<float> host(n);
-  const uint64_t base = splitmix64(seed ^ 0x5CA1Eull);
-  parallel_for(n, [&](size_t begin, size_t end) {
-    for (size_t i = begin; i < end; ++i) {
-      // 24 random bits: exactly representable steps of 2^-24 in [0, 1).
-      float u = static_cast<float>(splitmix64(base + i * kGolden) >> 40) * (1.0f / 16777216.0f);
-      host[i] = lo + (hi - lo) * u;
-    }
-  });
-  F8GEMM_CHECK_CUDA(cudaMemcpy(dev, host.data(), n * sizeof(float), cudaMemcpyHostToDevice));
-}
 
 void run_for_ms(const StreamFn& fn, double ms, cudaStream_t stream) {
   using Clock = std::chrono::steady_clock;

@@ -1,5 +1,6 @@
-/// \brief Benchmark helpers for the CLI: device buffers, random FP8 data, event and graph timing,
-/// the copy-bandwidth ceiling, clock warm-up and L2 rotation.
+/// \brief Benchmark helpers for the CLI: device buffers, event and graph timing, the
+/// copy-bandwidth ceiling, clock warm-up and L2 rotation. Random operands come from the testing/
+/// target (random.hpp).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -9,18 +10,13 @@
 #include <functional>
 
 #include "device_buffer.hpp"
+#include "random.hpp"
 
 namespace f8gemm::cli {
 
 using DeviceBuffer = ::f8gemm::detail::DeviceBuffer;
-
-/// Fills `count` e4m3fn codes at device address `dev` with normal(0, stddev) values rounded to e4m3
-/// (nearest even, saturating at +-448). The values depend only on (seed, index), not on the number
-/// of host threads, so a run is reproducible. Synchronous.
-void fill_random_e4m3(void* dev, size_t count, uint64_t seed, float stddev);
-
-/// Fills n floats at `dev` with uniform values in [lo, hi). Synchronous.
-void fill_random_f32(float* dev, size_t n, uint64_t seed, float lo, float hi);
+using test::fill_random_e4m3;
+using test::fill_random_f32;
 
 /// A unit of work enqueued on the given stream (it must launch only on that stream, so that a
 /// graph capture sees all of it).

@@ -11,7 +11,7 @@
 #include "f8gemm/check.hpp"
 #include "f8gemm/tuning.hpp"
 #include "fixture.hpp"
-#include "numerics.hpp"
+#include "reference.hpp"
 #include "shapes.hpp"
 
 namespace f8gemm::cli {
@@ -112,7 +112,7 @@ int cmd_demo(const Args& args) {
       auto fn = [&](cudaStream_t st) { fx.run(false, fast, nullptr, st); };
       run_for_ms(fn, 100, stream);
       const double us = time_graph_us(fn, iters, stream);
-      const bool ok = passes(gpu, fast) && passes(cpu, fast);
+      const bool ok = fx.passes(gpu, fast) && fx.passes(cpu, fast);
       row_ok = row_ok && ok;
       const Config c = choose_config(fx.problem(false, fast));
       std::printf(" %-34s %9.2f %8.1f %7.2f %9.2e %9.2e", c.name().c_str(), us,

@@ -61,7 +61,7 @@ int cmd_run(const Args& args) {
     int rc = 0;
     if (opt.flag("--verify")) {
       const auto r = fx.verify(fast, stream);
-      rc = passes(r, fast) ? 0 : 1;
+      rc = fx.passes(r, fast) ? 0 : 1;
       std::printf("verify (fp64 GPU reference): rel RMS %.3e, max |err|/bound %.3f: %s\n", r.rel_rms,
                   r.max_ratio, rc == 0 ? "PASS" : "FAIL");
     }
@@ -99,7 +99,7 @@ int cmd_run(const Args& args) {
     fx.poison(stream);
     fx.run(plain, fast, config, stream);
     const auto r = fx.verify(fast, stream);
-    const bool ok = passes(r, fast);
+    const bool ok = fx.passes(r, fast);
     std::printf("verify (fp64 GPU reference): rel RMS %.3e, max |err|/bound %.3f, non-finite %lld: %s\n",
                 r.rel_rms, r.max_ratio, (long long)r.nonfinite, ok ? "PASS" : "FAIL");
     rc = ok ? 0 : 1;

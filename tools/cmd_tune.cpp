@@ -17,7 +17,7 @@
 #include "f8gemm/check.hpp"
 #include "f8gemm/tuning.hpp"
 #include "fixture.hpp"
-#include "numerics.hpp"
+#include "reference.hpp"
 #include "shapes.hpp"
 
 namespace f8gemm::cli {

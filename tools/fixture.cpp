@@ -5,15 +5,12 @@
 #include <vector>
 
 #include "f8gemm/check.hpp"
-#include "numerics.hpp"
+#include "reference.hpp"
+#include "test_support.hpp"
 
 namespace f8gemm::cli {
 
 namespace {
-
-/// The acceptance bounds on the relative RMS error (README "Accuracy").
-constexpr double kRmsBoundPrecise = 1.8e-3;
-constexpr double kRmsBoundFast = 3.0e-3;
 
 /// Uniform fp32 values in [-range, range) quantised per row on the GPU into `q` and `scale`.
 void random_quantised(int64_t rows, int64_t cols, float range, uint64_t seed, const TensorView& q,
@@ -38,11 +35,6 @@ bool have_gpu(std::string& reason) {
   const DeviceInfo info = device_info();
   reason = info.reason;
   return info.has_device && info.reason.empty();
-}
-
-bool passes(const detail::CheckResult& r, bool fast_accum) {
-  return r.nonfinite == 0 && r.max_ratio <= 1.0 &&
-         r.rel_rms <= (fast_accum ? kRmsBoundFast : kRmsBoundPrecise);
 }
 
 Fixture::Fixture(const FixtureSpec& s)
@@ -75,8 +67,9 @@ Fixture::Fixture(const FixtureSpec& s)
     } else {
       std::vector<float> host(size_t(s.b * s.n));
       F8GEMM_CHECK_CUDA(cudaMemcpy(host.data(), values.get(), values.bytes(), cudaMemcpyDeviceToHost));
+      const std::vector<double> wide(host.begin(), host.end());
       std::vector<uint16_t> bits(host.size());
-      for (size_t i = 0; i < host.size(); ++i) bits[i] = numerics::double_to_bf16(host[i]);
+      numerics::round_output(wide.data(), wide.size(), DType::kBF16, bits.data());
       F8GEMM_CHECK_CUDA(cudaMemcpy(bias_.get(), bits.data(), bits.size() * 2, cudaMemcpyHostToDevice));
     }
   }
@@ -128,7 +121,7 @@ void Fixture::poison(cudaStream_t stream) const {
 
 detail::CheckResult Fixture::verify(bool fast_accum, cudaStream_t stream) const {
   return detail::reference_check(xv_, wv_, xsv_, wscale_v_, spec_.bias ? &biasv_ : nullptr, yv_,
-                                 detail::accumulation_gamma(spec_.k, fast_accum), stream);
+                                 numerics::accumulation_gamma(spec_.k, fast_accum), stream);
 }
 
 detail::CheckResult Fixture::verify_cpu_sample(bool fast_accum, int64_t rows) const {
@@ -146,27 +139,19 @@ detail::CheckResult Fixture::verify_cpu_sample(bool fast_accum, int64_t rows) co
   F8GEMM_CHECK_CUDA(cudaMemcpy(ws.data(), ws_.get(), ws.size() * 4, cudaMemcpyDeviceToHost));
   if (s.bias) F8GEMM_CHECK_CUDA(cudaMemcpy(bias.data(), bias_.get(), bias.size(), cudaMemcpyDeviceToHost));
   F8GEMM_CHECK_CUDA(cudaMemcpy(y.data(), y_.get(), y.size() * 2, cudaMemcpyDeviceToHost));
-  std::vector<double> ref(y.size()), abs_ref(y.size());
-  numerics::reference_gemm(1, rows, s.n, s.k, x.data(), w.data(), xs.data(), ws.data(),
-                           s.bias ? bias.data() : nullptr, s.bias_dtype, ref.data(), abs_ref.data());
-  const double u = numerics::unit_roundoff(s.out_dtype);
-  const double gamma = detail::accumulation_gamma(s.k, fast_accum);
-  const double tiny = s.out_dtype == DType::kF16 ? 0x1p-25 : 0x1p-133;
-  double err2 = 0, ref2 = 0;
-  for (size_t i = 0; i < y.size(); ++i) {
-    const double got = s.out_dtype == DType::kF16 ? numerics::f16_to_double(y[i])
-                                                  : numerics::bf16_to_double(y[i]);
-    if (!std::isfinite(got)) {
-      ++r.nonfinite;
-      continue;
-    }
-    const double e = got - ref[i];
-    err2 += e * e;
-    ref2 += ref[i] * ref[i];
-    r.max_ratio = std::max(r.max_ratio, std::fabs(e) / (u * std::fabs(ref[i]) + (1 + u) * gamma * abs_ref[i] + tiny));
-  }
-  r.rel_rms = ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
+  const test::CheckStats stats = test::check_against_reference(
+      1, rows, s.n, s.k, x.data(), w.data(), xs.data(), ws.data(), s.bias ? bias.data() : nullptr,
+      s.bias_dtype, y.data(), s.out_dtype, numerics::accumulation_gamma(s.k, fast_accum));
+  r.rel_rms = stats.rel_rms;
+  r.max_ratio = stats.max_ratio;
+  r.nonfinite = stats.nonfinite;
+  r.count = rows * s.n;
   return r;
+}
+
+bool Fixture::passes(const detail::CheckResult& r, bool fast_accum) const {
+  return numerics::within_bounds(r.rel_rms, r.max_ratio, r.nonfinite, r.count, spec_.k, fast_accum,
+                                 spec_.out_dtype);
 }
 
 }  // namespace f8gemm::cli

@@ -27,10 +27,6 @@ FixtureSpec fixture_spec(const Shape& shape);
 /// True when an sm_90 GPU is usable here; else `reason` says why not.
 bool have_gpu(std::string& reason);
 
-/// The acceptance bounds of `run --verify` and `demo`: every element within its bound, no
-/// non-finite output, and the relative RMS error within the mode's bound (README "Accuracy").
-bool passes(const detail::CheckResult& result, bool fast_accum);
-
 /// The problem a fixture of this spec runs (no allocation: for checks before one is made).
 ProblemShape problem_of(const FixtureSpec& spec, bool plain_w, bool fast_accum);
 
@@ -47,8 +43,13 @@ class Fixture {
   void poison(cudaStream_t stream) const;
   /// Checks the output against the GPU fp64 reference with the mode's element bound.
   detail::CheckResult verify(bool fast_accum, cudaStream_t stream) const;
-  /// Checks up to `rows` rows of batch 0 against the CPU fp64 reference (numerics.hpp).
+  /// Checks up to `rows` rows of batch 0 against the CPU fp64 reference (reference.hpp).
   detail::CheckResult verify_cpu_sample(bool fast_accum, int64_t rows) const;
+  /// The acceptance test of `run --verify` and `demo`, numerics::within_bounds for this K and
+  /// output type: no non-finite output, every element within its bound, and from
+  /// kMinCountForRms outputs on the relative RMS error within the mode's bound (README
+  /// "Accuracy"; the same test `tune` applies to its winners).
+  bool passes(const detail::CheckResult& result, bool fast_accum) const;
 
   const FixtureSpec& spec() const { return spec_; }
   /// The problem a run() with these arguments solves (for configuration choice and tables).

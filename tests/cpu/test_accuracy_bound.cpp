@@ -15,6 +15,7 @@
 
 #include "common/test_util.hpp"
 #include "numerics.hpp"
+#include "reference.hpp"
 
 namespace f8gemm {
 namespace {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "numerics.hpp"
+#include "reference.hpp"
 
 namespace f8gemm::numerics {
 namespace {

@@ -1,10 +1,11 @@
 /// \brief The shape of the source tree (issue 8, "the house"): the CLI stands on the public API
-/// (nothing in tools/ includes a header from src/), and no source file grows past 500 lines.
+/// and the testing/ target (nothing in tools/ or in testing/'s headers includes a header from
+/// src/, and src/ is off the CLI's include path), and no source file grows past 500 lines.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <regex>
 #include <string>
 #include <vector>
@@ -54,19 +55,12 @@ std::string join(const std::vector<std::string>& items) {
   return text;
 }
 
-/// Test support the CLI shares with the tests (device buffers, the GPU and CPU references, the
-/// error bounds): issue 8 moves it out of the library into the testing/ target. Until it lands
-/// these are reported, not failed; empty this list and take src/ off f8gemm_cli's include path
-/// in CMakeLists.txt then.
-const std::vector<std::string> kTestSupportInTransit = {"device_buffer.hpp", "numerics.hpp",
-                                                        "reference_gpu.hpp"};
-
-/// "tools/file:line: header" for every include in tools/ of a header from src/: a name that
+/// "dir/file:line: header" for every include under `dir` of a header from src/: a name that
 /// resolves to a file in src/ and not to one beside the including file or under include/.
-std::vector<std::string> tools_includes_from_src() {
+std::vector<std::string> includes_from_src(const fs::path& dir) {
   const std::regex include_line(R"(^\s*#\s*include\s*[<"]([^>"]+)[>"])");
   std::vector<std::string> found;
-  for (const fs::path& file : sources_under("tools")) {
+  for (const fs::path& file : sources_under(dir)) {
     std::ifstream in(file);
     int line_no = 0;
     for (std::string line; std::getline(in, line);) {
@@ -85,30 +79,44 @@ std::vector<std::string> tools_includes_from_src() {
   return found;
 }
 
-/// Whether a "file:line: header" entry names a header of kTestSupportInTransit.
-bool in_transit(const std::string& entry) {
-  const std::string header = entry.substr(entry.rfind(' ') + 1);
-  return std::find(kTestSupportInTransit.begin(), kTestSupportInTransit.end(), header) !=
-         kTestSupportInTransit.end();
-}
-
 // Style habit 16: what the CLI needs from inside the library is a public seam in
-// include/f8gemm/ (tuning.hpp, check.hpp), never a private header.
+// include/f8gemm/ (tuning.hpp, check.hpp), or test support from the testing/ target, never a
+// private header.
 TEST(Structure, ToolsIncludeNothingFromSrc) {
-  std::vector<std::string> private_includes;
-  for (const auto& entry : tools_includes_from_src()) {
-    if (!in_transit(entry)) private_includes.push_back(entry);
-  }
+  const auto private_includes = includes_from_src("tools");
   EXPECT_TRUE(private_includes.empty())
       << "tools/ includes library internals; give them a public seam in include/f8gemm/:"
       << join(private_includes);
 }
 
-TEST(Structure, ToolsTestSupportComesFromTesting) {
-  const auto pending = tools_includes_from_src();
-  if (!pending.empty()) {
-    GTEST_SKIP() << "test support still in src/, to come from the testing/ target:" << join(pending);
+// testing/'s headers are what the CLI sees of the testing/ target: src/ stays private to its
+// sources.
+TEST(Structure, TestingHeadersIncludeNothingFromSrc) {
+  std::vector<std::string> found;
+  for (const auto& entry : includes_from_src("testing")) {
+    const std::string file = entry.substr(0, entry.find(':'));
+    if (file.size() > 4 && file.compare(file.size() - 4, 4, ".hpp") == 0) found.push_back(entry);
   }
+  EXPECT_TRUE(found.empty()) << "testing/ headers include library internals:" << join(found);
+}
+
+/// The arguments of every target_include_directories(f8gemm_cli ...) call in CMakeLists.txt.
+std::string cli_include_directories() {
+  std::ifstream in(kRoot / "CMakeLists.txt");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::regex call(R"(target_include_directories\s*\(\s*f8gemm_cli\b([^)]*)\))");
+  std::string args;
+  for (std::sregex_iterator it(text.begin(), text.end(), call), end; it != end; ++it) {
+    args += (*it)[1].str();
+  }
+  return args;
+}
+
+// Without src/ on the CLI's include path, a private include in tools/ does not even compile.
+TEST(Structure, CliIncludePathLacksSrc) {
+  const std::string args = cli_include_directories();
+  EXPECT_EQ(args.find("/src"), std::string::npos)
+      << "CMakeLists.txt puts src/ on f8gemm_cli's include path:" << args;
 }
 
 TEST(Structure, SourceFilesAreAtMost500Lines) {
