@@ -1,12 +1,15 @@
-/// \brief Device properties, the sm_90 check, the device guard and the tensor-map encoder.
+/// \brief Device properties, the sm_90 check, the same-memory check, the device guard, the
+/// tensor-map encoder, and device_info() (what `f8gemm info` prints).
 #include "device.hpp"
 
 #include <cudaTypedefs.h>
+#include <nvrtc.h>
 
 #include <array>
 #include <mutex>
 
 #include "check.hpp"
+#include "jit/disk_cache.hpp"
 
 namespace f8gemm::detail {
 
@@ -48,6 +51,11 @@ const DeviceProps& require_sm90(int device) {
                  props.name, ") has compute capability ", props.cc_major, ".", props.cc_minor,
                  "; f8gemm's kernels need sm_90 (H100/H200)");
   return props;
+}
+
+void require_same_place(const TensorView& a, const char* an, const TensorView& b, const char* bn) {
+  F8GEMM_REQUIRE(a.device == b.device, kInvalidArgument, an, " and ", bn,
+                 " must be in the same memory (host or one GPU)");
 }
 
 DeviceGuard::DeviceGuard(int device) {
@@ -96,3 +104,36 @@ CUtensorMap make_tensor_map_3d(const void* base, uint64_t dim0, uint64_t dim1, u
 }
 
 }  // namespace f8gemm::detail
+
+namespace f8gemm {
+
+DeviceInfo device_info() {
+  DeviceInfo info;
+  nvrtcVersion(&info.nvrtc_major, &info.nvrtc_minor);
+  info.cache_dir = jit::cache_dir();
+  info.cache_problem = jit::cache_problem();
+  cudaRuntimeGetVersion(&info.runtime_version);
+  cudaDriverGetVersion(&info.driver_version);
+  int count = 0;
+  cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess || count == 0) {
+    cudaGetLastError();
+    info.reason = status != cudaSuccess ? cudaGetErrorString(status) : "no CUDA device found";
+    return info;
+  }
+  int device = 0;
+  cudaGetDevice(&device);
+  const auto& props = detail::device_props(device);
+  info.has_device = true;
+  info.device = device;
+  info.name = props.name;
+  info.sm_count = props.sm_count;
+  info.cc_major = props.cc_major;
+  info.cc_minor = props.cc_minor;
+  if (props.cc_major != 9 || props.cc_minor != 0) {
+    info.reason = "not an sm_90 GPU: f8gemm's kernels will not run here";
+  }
+  return info;
+}
+
+}  // namespace f8gemm

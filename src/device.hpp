@@ -22,6 +22,10 @@ const DeviceProps& device_props(int device);
 /// Throws Error(kNoDevice) unless `device` is an sm_90 GPU (what the wgmma kernels need).
 const DeviceProps& require_sm90(int device);
 
+/// Throws Error(kInvalidArgument) unless views `a` and `b` (named an, bn) are in the same memory:
+/// both on the host, or both on one GPU.
+void require_same_place(const TensorView& a, const char* an, const TensorView& b, const char* bn);
+
 /// Makes `device` current for its lifetime and restores the previous one.
 class DeviceGuard {
  public:

@@ -220,4 +220,47 @@ void silu_mul_quantize_rows_host(const void* gate_up, DType in_dtype, int64_t ro
 }
 
 }  // namespace numerics
+
+void quantize_rows(const TensorView& input, const TensorView& out_q, const TensorView& out_scale,
+                   const QuantizeOptions& opt) {
+  static const QuantizeArgNames kDefaultNames;
+  const QuantizeArgNames& names = opt.names ? *opt.names : kDefaultNames;
+  const char* in = names.input ? names.input : "input";
+  const char* q = names.out_q;
+  const char* s = names.out_scale;
+  F8GEMM_REQUIRE(input.dtype == DType::kBF16 || input.dtype == DType::kF16 ||
+                     input.dtype == DType::kF32,
+                 kInvalidArgument, in, " must be bfloat16, float16 or float32, got ",
+                 to_string(input.dtype));
+  F8GEMM_REQUIRE(input.rank >= 1, kInvalidArgument, in, " must be [..., K]");
+  F8GEMM_REQUIRE(out_q.dtype == DType::kE4M3, kInvalidArgument,
+                 q, " must be float8_e4m3fn, got ", to_string(out_q.dtype));
+  F8GEMM_REQUIRE(out_scale.dtype == DType::kF32, kInvalidArgument,
+                 s, " must be float32, got ", to_string(out_scale.dtype));
+  detail::require_view(input, in);
+  detail::require_view(out_q, q);
+  detail::require_view(out_scale, s);
+  bool q_ok = out_q.rank == input.rank;
+  for (int i = 0; q_ok && i < input.rank; ++i) q_ok = out_q.shape[i] == input.shape[i];
+  // The C++ default reads "the input's shape"; a caller's name reads "a's shape".
+  F8GEMM_REQUIRE(q_ok, kInvalidArgument, q, " must have ",
+                 names.input ? detail::concat(names.input, "'s") : std::string("the input's"),
+                 " shape");
+  const int64_t cols = input.shape[input.rank - 1];
+  const int64_t rows = cols ? input.numel() / cols : 0;
+  F8GEMM_REQUIRE(out_scale.numel() == rows || (cols == 0 && out_scale.numel() == 0) ||
+                     (cols == 0 && out_scale.rank == input.rank - 1),
+                 kInvalidArgument, s, " must hold one value per row (", rows, "), got ",
+                 out_scale.numel());
+  F8GEMM_REQUIRE(opt.eps > 0.0f, kInvalidArgument, "eps must be positive, got ", opt.eps);
+  F8GEMM_REQUIRE(rows <= INT32_MAX, kInvalidArgument, "too many rows: ", rows);
+  detail::require_contiguous(input, in, dtype_size(input.dtype));
+  detail::require_contiguous(out_q, q, 1);
+  detail::require_contiguous(out_scale, s, 4);
+  detail::require_same_place(input, in, out_q, q);
+  detail::require_same_place(input, in, out_scale, s);
+  if (rows == 0 || cols == 0) return;
+  detail::quantize_rows_checked(input, rows, cols, out_q, out_scale, opt);
+}
+
 }  // namespace f8gemm
