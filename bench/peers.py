@@ -211,6 +211,138 @@ class CsvOut:
                   fmt(tflops, ".1f"), fmt(tbps, ".3f"), ""])
 
 
+# ---------------------------------------------------------------- timing helpers
+# Module level, so that other benchmarks (bench/grouped_peers.py) time the same way.
+
+_side_stream = None
+
+
+def sync():
+    import torch
+    torch.cuda.synchronize()
+
+
+def run_for(fn, seconds):
+    """Calls fn in doubling batches until `seconds` have passed (clock warm-up)."""
+    t0 = time.perf_counter()
+    batch = 1
+    while True:
+        b0 = time.perf_counter()
+        for _ in range(batch):
+            fn()
+        sync()
+        now = time.perf_counter()
+        if now - t0 >= seconds:
+            return
+        if now - b0 < 0.01 and batch < 65536:
+            batch *= 2
+
+
+def time_host_us(fn, iters):
+    """us per call of `iters` back-to-back calls between two CUDA events, after a warm-up."""
+    import torch
+    for _ in range(WARMUP_CALLS):
+        fn()
+    sync()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(iters):
+        fn()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) * 1000.0 / iters
+
+
+def capture(fn, calls):
+    """A CUDA graph of `calls` calls of fn, after a side-stream warm-up (as torch.cuda.graphs
+    recommends)."""
+    import torch
+    global _side_stream
+    if _side_stream is None:
+        _side_stream = torch.cuda.Stream()
+    _side_stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(_side_stream):
+        for _ in range(2):
+            fn()
+    torch.cuda.current_stream().wait_stream(_side_stream)
+    sync()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(calls):
+            fn()
+    sync()
+    return g
+
+
+def time_graph_us(g, calls, iters):
+    """Median us per call over replays of a graph of `calls` calls (at least 3 replays)."""
+    import torch
+    for _ in range(2):
+        g.replay()
+    sync()
+    replays = max(3, -(-iters // calls))
+    events = []
+    for _ in range(replays):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        g.replay()
+        e.record()
+        events.append((s, e))
+    sync()
+    return statistics.median(s.elapsed_time(e) * 1000.0 / calls for s, e in events)
+
+
+def quantize_rows(t):
+    """(e4m3 codes, fp32 dequantisation scales [...]) of t [..., K], per row."""
+    import torch
+    amax = t.abs().amax(dim=-1, keepdim=True).float().clamp_min(1e-12)
+    scale = amax / E4M3_MAX
+    q = (t / scale).clamp(-E4M3_MAX, E4M3_MAX).to(torch.float8_e4m3fn)
+    return q, scale.squeeze(-1).contiguous()
+
+
+def ceilings(dev, iters, baseline=None):
+    """(BW TB/s, PEAK TFLOP/s) after >= CLOCK_WARM_S of clock warm-up: from the ceiling rows of
+    a C++ bench CSV (baseline), else measured: a 4 GiB device copy (read + write) and
+    torch._scaled_mm tensorwise at 8192^3 under a CUDA graph."""
+    import torch
+    torch.manual_seed(0)
+    sq = 8192
+    pa, _ = quantize_rows(torch.randn(sq, sq, device=dev) * 0.1)
+    pb, _ = quantize_rows(torch.randn(sq, sq, device=dev) * 0.01)
+    one = torch.ones((), device=dev, dtype=torch.float32)
+    peak_fn = lambda: torch._scaled_mm(pa, pb.t(), scale_a=one, scale_b=one,
+                                       out_dtype=torch.bfloat16, use_fast_accum=True)
+    run_for(peak_fn, CLOCK_WARM_S)
+    if baseline:
+        bw, peak = read_ceilings(baseline)
+        print(f"ceilings from {baseline}: BW {bw:.3f} TB/s, PEAK {peak:.1f} TFLOP/s")
+    else:
+        nbytes = 4 << 30
+        src = torch.empty(nbytes, dtype=torch.uint8, device=dev).fill_(0x5A)
+        dst = torch.empty_like(src)
+        dst.copy_(src)
+        rates = []
+        for _ in range(5):
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            dst.copy_(src)
+            e.record()
+            e.synchronize()
+            rates.append(2 * nbytes / (s.elapsed_time(e) * 1e-3) / 1e12)
+        bw = statistics.median(rates)
+        del src, dst
+        g = capture(peak_fn, CALLS_PER_GRAPH)
+        peak_us = time_graph_us(g, CALLS_PER_GRAPH, iters)
+        del g
+        peak = 2.0 * sq ** 3 / (peak_us * 1e-6) / 1e12
+        print(f"ceilings measured: BW {bw:.3f} TB/s (copy), PEAK {peak:.1f} TFLOP/s "
+              "(torch._scaled_mm tensorwise 8192^3, fast accum, graph)")
+    del pa, pb
+    torch.cuda.empty_cache()
+    return bw, peak
+
+
 def main(argv):
     args = parse_args(argv)
     import torch
@@ -303,109 +435,7 @@ def main(argv):
         fp8_rowwise_bmm[grid](x, w, xs, ws, y, m, n, k, x.stride(0), x.stride(1), w.stride(0),
                               w.stride(1), y.stride(0), y.stride(1), FAST_ACCUM=fast)
 
-    # ---------------------------------------------------------------- timing helpers
-    stream = torch.cuda.Stream()
-
-    def sync():
-        torch.cuda.synchronize()
-
-    def run_for(fn, seconds):
-        t0 = time.perf_counter()
-        batch = 1
-        while True:
-            b0 = time.perf_counter()
-            for _ in range(batch):
-                fn()
-            sync()
-            now = time.perf_counter()
-            if now - t0 >= seconds:
-                return
-            if now - b0 < 0.01 and batch < 65536:
-                batch *= 2
-
-    def time_host_us(fn, iters):
-        for _ in range(WARMUP_CALLS):
-            fn()
-        sync()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(iters):
-            fn()
-        end.record()
-        end.synchronize()
-        return start.elapsed_time(end) * 1000.0 / iters
-
-    def capture(fn, calls):
-        # Side-stream warm-up as torch.cuda.graphs recommends, then capture.
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            for _ in range(2):
-                fn()
-        torch.cuda.current_stream().wait_stream(stream)
-        sync()
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            for _ in range(calls):
-                fn()
-        sync()
-        return g
-
-    def time_graph_us(g, calls, iters):
-        for _ in range(2):
-            g.replay()
-        sync()
-        replays = max(3, -(-iters // calls))
-        events = []
-        for _ in range(replays):
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record()
-            g.replay()
-            e.record()
-            events.append((s, e))
-        sync()
-        return statistics.median(s.elapsed_time(e) * 1000.0 / calls for s, e in events)
-
-    # ---------------------------------------------------------------- ceilings
-    def quantize_rows(t):
-        amax = t.abs().amax(dim=-1, keepdim=True).float().clamp_min(1e-12)
-        scale = amax / E4M3_MAX
-        q = (t / scale).clamp(-E4M3_MAX, E4M3_MAX).to(torch.float8_e4m3fn)
-        return q, scale.squeeze(-1).contiguous()
-
-    torch.manual_seed(0)
-    sq = 8192
-    pa, _ = quantize_rows(torch.randn(sq, sq, device=dev) * 0.1)
-    pb, _ = quantize_rows(torch.randn(sq, sq, device=dev) * 0.01)
-    one = torch.ones((), device=dev, dtype=torch.float32)
-    peak_fn = lambda: torch._scaled_mm(pa, pb.t(), scale_a=one, scale_b=one,
-                                       out_dtype=torch.bfloat16, use_fast_accum=True)
-    run_for(peak_fn, CLOCK_WARM_S)
-    if args.baseline:
-        bw, peak = read_ceilings(args.baseline)
-        print(f"ceilings from {args.baseline}: BW {bw:.3f} TB/s, PEAK {peak:.1f} TFLOP/s")
-    else:
-        nbytes = 4 << 30
-        src = torch.empty(nbytes, dtype=torch.uint8, device=dev).fill_(0x5A)
-        dst = torch.empty_like(src)
-        dst.copy_(src)
-        rates = []
-        for _ in range(5):
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record()
-            dst.copy_(src)
-            e.record()
-            e.synchronize()
-            rates.append(2 * nbytes / (s.elapsed_time(e) * 1e-3) / 1e12)
-        bw = statistics.median(rates)
-        del src, dst
-        g = capture(peak_fn, CALLS_PER_GRAPH)
-        peak_us = time_graph_us(g, CALLS_PER_GRAPH, args.iters)
-        del g
-        peak = 2.0 * sq ** 3 / (peak_us * 1e-6) / 1e12
-        print(f"ceilings measured: BW {bw:.3f} TB/s (copy), PEAK {peak:.1f} TFLOP/s "
-              "(torch._scaled_mm tensorwise 8192^3, fast accum, graph)")
-    del pa, pb
-    torch.cuda.empty_cache()
+    bw, peak = ceilings(dev, args.iters, args.baseline)
 
     out = CsvOut(args.csv, args.append)
     if out.write_ceilings:
