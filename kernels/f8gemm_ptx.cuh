@@ -61,6 +61,48 @@ __device__ __forceinline__ void mbar_arrive_cluster(u64* bar, u32 rank) {
 
 // ---- thread-block clusters ----------------------------------------------------------------
 
+/// Arrives on the barrier at the same offset in CTA `rank` of the cluster, releasing this
+/// thread's prior writes (and those it has observed, e.g. through a named barrier) at cluster
+/// scope: the waiter's acquire (mbar_wait_cluster) then sees them.
+__device__ __forceinline__ void mbar_arrive_release_cluster(u64* bar, u32 rank) {
+  asm volatile(
+      "{\n"
+      ".reg .b32 remote;\n"
+      "mapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
+      "}\n" ::"r"(smem_addr(bar)),
+      "r"(rank)
+      : "memory");
+}
+
+/// mbar_wait with acquire at cluster scope: for phases completed by other CTAs' releases.
+__device__ __forceinline__ void mbar_wait_cluster(u64* bar, u32 parity) {
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "WAIT_%=:\n"
+      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT_%=;\n"
+      "}\n" ::"r"(smem_addr(bar)),
+      "r"(parity)
+      : "memory");
+}
+
+/// 16 bytes from the same shared-memory offset in CTA `rank` of the cluster (DSMEM).
+__device__ __forceinline__ float4 ld_shared_cluster_f32x4(const void* local, u32 rank) {
+  float4 v;
+  asm volatile(
+      "{\n"
+      ".reg .b32 remote;\n"
+      "mapa.shared::cluster.u32 remote, %4, %5;\n"
+      "ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [remote];\n"
+      "}\n"
+      : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+      : "r"(smem_addr(local)), "r"(rank)
+      : "memory");
+  return v;
+}
+
 __device__ __forceinline__ u32 cluster_ctarank() {
   u32 rank;
   asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));

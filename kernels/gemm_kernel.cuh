@@ -4,13 +4,15 @@
 ///
 /// Warpgroup 0 produces (one thread issues every copy); warpgroups 1..kConsumers compute, each
 /// owning 64 rows of the tile's A side. With kClusterM = 2, two CTAs on neighbouring X tiles
-/// share each W tile: each loads half of it and multicasts it into both.
+/// share each W tile: each loads half of it and multicasts it into both. With kSplitK > 1 the CTAs
+/// of a cluster split one tile's K and rank 0 reduces and stores (gemm_split_k.cuh).
 /// The instance source (src/codegen.cpp) defines the Spec type and `Wgmma<bn>` and includes this.
 #pragma once
 
 #include "gemm_epilogue.cuh"
 #include "gemm_mainloop.cuh"
 #include "gemm_producer.cuh"
+#include "gemm_split_k.cuh"
 #include "gemm_tile_scheduler.cuh"
 
 namespace f8gemm {
@@ -35,9 +37,10 @@ struct GemmKernel {
     if (threadIdx.x == 0) {
       if (smem_addr(smem) % 1024 != 0) __trap();
       Producer<T>::init_barriers(full, empty);
+      SplitK<T>::init_barriers(smem);
     }
-    // A pair's copies and arrivals reach the other CTA's barriers: both must be initialised.
-    if (T::kClusterM > 1) cluster_sync();
+    // A cluster's copies and arrivals reach the other CTAs' barriers: all must be initialised.
+    if (T::kClusterSize > 1) cluster_sync();
     else __syncthreads();
 
     const TileScheduler<T> sched(p.m, p.batch);
@@ -50,43 +53,50 @@ struct GemmKernel {
       __syncwarp();
     } else {
       if (T::kConsumers == 2) regs_increase<232>();
+      typename SplitK<T>::State split = SplitK<T>::state(smem, warpgroup - 1, sched.k_rank);
       consume(p, sched, ring, regions + (warpgroup - 1) * T::kSmem.region_bytes, full, empty,
-              warpgroup - 1, tid_in_wg);
+              split, warpgroup - 1, tid_in_wg);
     }
-    // No CTA of a pair leaves while the other may still arrive on its barriers.
-    if (T::kClusterM > 1) cluster_sync();
+    // No CTA of a cluster leaves while another may still arrive on its barriers or read its
+    // shared memory.
+    if (T::kClusterSize > 1) cluster_sync();
   }
 
-  /// One tile: scales, mainloop, epilogue, for the consumer's block at A-side rows a_block * 64.
-  /// `between` runs after the mainloop, before the epilogue.
+  /// One tile: scales, mainloop (over this CTA's k-blocks), the split-K reduction, epilogue,
+  /// for the consumer's block at A-side rows a_block * 64. `between` runs after the mainloop,
+  /// before the epilogue.
   template <class Between>
   static __device__ __forceinline__ void compute_tile(const GemmParams& p, const Tile& tile,
-                                                      const u8* ring, u8* region, u64* full,
-                                                      u64* empty, RingPos& pos, float* acc,
-                                                      float* total, int consumer, int a_block,
-                                                      int tid, Between&& between) {
+                                                      int kblocks, const u8* ring, u8* region,
+                                                      u64* full, u64* empty, RingPos& pos,
+                                                      typename SplitK<T>::State& split,
+                                                      float* acc, float* total, int consumer,
+                                                      int a_block, int tid, Between&& between) {
     if (!T::kFastAccum) {
 #pragma unroll
       for (int i = 0; i < T::kAcc; ++i) total[i] = 0.0f;
     }
     const typename Epilogue<T>::Scales scales = Epilogue<T>::load_scales(p, tile, a_block, tid);
-    Mainloop<T>::run(ring, full, empty, pos, acc, total, a_block, tid % 32,
+    Mainloop<T>::run(ring, full, empty, pos, acc, total, kblocks, a_block, tid % 32,
                      [&] { Epilogue<T>::stage_scales(scales, region, tid); });
     between();
-    Epilogue<T>::store(p, tile, T::kFastAccum ? acc : total, region, consumer, a_block, tid);
+    float* sum = T::kFastAccum ? acc : total;
+    if (!SplitK<T>::reduce(sum, split, consumer, tid)) return;
+    Epilogue<T>::store(p, tile, sum, region, consumer, a_block, tid);
   }
 
   static __device__ __forceinline__ void consume(const GemmParams& p, const TileScheduler<T>& sched,
                                                  const u8* ring, u8* region, u64* full, u64* empty,
-                                                 int consumer, int tid) {
+                                                 typename SplitK<T>::State& split, int consumer,
+                                                 int tid) {
     float acc[T::kAcc];
     float total[T::kFastAccum ? 1 : T::kAcc];
     if (!T::kPingPong) {
       // Cooperative: both consumers run every tile, each on its 64 rows of the A side.
       RingPos pos;
       for (int t = sched.first; t < sched.total; t += sched.stride) {
-        compute_tile(p, sched.tile(t), ring, region, full, empty, pos, acc, total, consumer,
-                     consumer, tid, [] {});
+        compute_tile(p, sched.tile(t), sched.kb_count, ring, region, full, empty, pos, split,
+                     acc, total, consumer, consumer, tid, [] {});
       }
     } else {
       // Ping-pong: consumer c runs this CTA's tiles c, c + 2, ... Their mainloops take turns
@@ -99,8 +109,8 @@ struct GemmKernel {
         if (j >= 1 + (consumer == 0 ? 1 : 0)) named_barrier_sync(3 + consumer, 256);
         RingPos pos = RingPos::at<T::kStages>(j * T::kKBlocks);
         const bool other_has_next = t + sched.stride < sched.total;
-        compute_tile(p, sched.tile(t), ring, region, full, empty, pos, acc, total, consumer, 0,
-                     tid, [&] {
+        compute_tile(p, sched.tile(t), T::kKBlocks, ring, region, full, empty, pos, split, acc,
+                     total, consumer, 0, tid, [&] {
                        if (other_has_next) named_barrier_arrive(3 + (1 - consumer), 256);
                      });
       }

@@ -16,15 +16,17 @@ namespace dev {
 
 template <class T>
 struct Mainloop {
-  /// Accumulates the consumer's 64 x kBN block (A-side rows a_block * 64 onwards) into acc
-  /// (fast mode) or total (precise mode, which the caller zeroes). `after_first_issue` runs once, right after the first k-block's wgmmas
-  /// are issued, so that its latency hides under tensor-core work.
+  /// Accumulates the consumer's 64 x kBN block (A-side rows a_block * 64 onwards) over `kblocks`
+  /// k-blocks into acc (fast mode) or total (precise mode, which the caller zeroes).
+  /// `after_first_issue` runs once, right after the first k-block's wgmmas are issued, so that
+  /// its latency hides under tensor-core work.
   template <class AfterFirstIssue>
   static __device__ __forceinline__ void run(const u8* ring, u64* full, u64* empty, RingPos& pos,
-                                             float* acc, float* total, int a_block, int lane,
+                                             float* acc, float* total, int kblocks,
+                                             int a_block, int lane,
                                              AfterFirstIssue&& after_first_issue) {
     int prev_stage = 0;
-    for (int kb = 0; kb < T::kKBlocks; ++kb) {
+    for (int kb = 0; kb < kblocks; ++kb) {
       mbar_wait(&full[pos.stage], pos.phase);
       const u8* x_tile = ring + pos.stage * T::kStageBytes;
       const u8* w_tile = x_tile + T::kXTileBytes;

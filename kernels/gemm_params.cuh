@@ -20,6 +20,7 @@ struct GemmSpec {
   int stages;       ///< shared-memory ring depth
   int cluster_m;    ///< CTAs per cluster along the X side; they share (multicast) each W tile
   int raster;       ///< rasterisation group width in X tiles (0: none)
+  int split_k;      ///< CTAs per cluster along K (1: none); rank 0 sums their partial tiles
   bool swap;        ///< swap-AB: W rows on the A side, tokens on the B side (small M)
   bool pingpong;    ///< two consumers own alternate 64-row tiles (else they split one tile)
   bool plain_w;     ///< W is plain [B,N,K] (3-D TMA) rather than preshuffled (bulk copies)
@@ -68,12 +69,15 @@ constexpr OutBox gemm_out_box(int bn, bool swap) {
 ///   regions:  one per consumer warpgroup (bm / 64 of them, or 2 in ping-pong): output staging,
 ///             then the tile's scales and bias
 ///             (A side [64] + its bias [64], B side [bn] + its bias [bn]), 1024-byte aligned;
-///   barriers: full[stages], empty[stages].
+///   partials: split-K only: one fp32 64 x bn block per consumer, the CTA's partial sum that
+///             rank 0 of the cluster reads;
+///   barriers: full[stages], empty[stages], then with split-K reduce_full[consumers] and
+///             reduce_empty[consumers].
 struct GemmSmemLayout {
   int x_tile_bytes, w_tile_bytes, stage_bytes;
   int staging_bytes;  ///< output staging of one consumer
   int region_bytes;   ///< staging + scales of one consumer, 1024-byte aligned
-  int regions_offset, barriers_offset, total_bytes;
+  int regions_offset, partials_offset, partial_bytes, barriers_offset, total_bytes;
 };
 
 /// Staging: kTmaCols32 double-buffers 64x32 chunks (2 x 4 KB) so the next chunk is written while
@@ -88,7 +92,8 @@ constexpr int gemm_staging_bytes(int bn, bool swap) {
 /// Consumer warpgroups: each owns 64 rows of the tile's A side, or (ping-pong) every other tile.
 constexpr int gemm_consumers(int bm, bool pingpong) { return pingpong ? 2 : bm / 64; }
 
-constexpr GemmSmemLayout gemm_smem_layout(int bm, int bn, int stages, bool swap, bool pingpong) {
+constexpr GemmSmemLayout gemm_smem_layout(int bm, int bn, int stages, bool swap, bool pingpong,
+                                          int split_k) {
   GemmSmemLayout l{};
   const int x_rows = swap ? bn : bm, w_rows = swap ? bm : bn;
   l.x_tile_bytes = x_rows * 128;
@@ -97,8 +102,10 @@ constexpr GemmSmemLayout gemm_smem_layout(int bm, int bn, int stages, bool swap,
   l.staging_bytes = gemm_staging_bytes(bn, swap);
   l.region_bytes = (l.staging_bytes + 2 * (64 + bn) * 4 + 1023) / 1024 * 1024;
   l.regions_offset = stages * l.stage_bytes;
-  l.barriers_offset = l.regions_offset + gemm_consumers(bm, pingpong) * l.region_bytes;
-  l.total_bytes = l.barriers_offset + 2 * stages * 8;
+  l.partials_offset = l.regions_offset + gemm_consumers(bm, pingpong) * l.region_bytes;
+  l.partial_bytes = split_k > 1 ? 64 * bn * 4 : 0;
+  l.barriers_offset = l.partials_offset + gemm_consumers(bm, pingpong) * l.partial_bytes;
+  l.total_bytes = l.barriers_offset + 2 * stages * 8 + (split_k > 1 ? 4 * 8 : 0);
   return l;
 }
 

@@ -62,7 +62,7 @@ struct Producer {
       const int w_rows = int(min(i64(T::kWRows), T::kN - tile.n0));
       // TMA counts whole boxes (zero-filled rows and columns included).
       const u32 w_bytes = T::kPlainW ? u32(T::kWTileBytes) : u32(w_rows) * 128u;
-      for (int kb = 0; kb < T::kKBlocks; ++kb) {
+      for (int kb = sched.kb_begin; kb < sched.kb_begin + sched.kb_count; ++kb) {
         mbar_wait(&empty[pos.stage], pos.phase ^ 1);
         u8* x_tile = ring + pos.stage * T::kStageBytes;
         u8* w_tile = x_tile + T::kXTileBytes;

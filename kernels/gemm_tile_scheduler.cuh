@@ -1,7 +1,7 @@
 /// \brief The persistent tile schedule: which output tiles a CTA computes, in which order.
 ///
 /// Work is counted in cluster tiles: kClusterM X tiles that share one W tile (with 1x1 clusters
-/// a cluster tile is a tile). The grid is a whole number of clusters, and cluster c takes
+/// a cluster tile is a tile). A split-K cluster computes one tile, each CTA over its slice of K. The grid is a whole number of clusters, and cluster c takes
 /// cluster tiles c, c + clusters, ... over all batches, so both CTAs of a pair always run the
 /// same tiles and the same k-blocks in step, which their shared W loads need. Inside a batch,
 /// cluster tiles are rasterised in groups of X tiles along the W dimension, so that consecutive
@@ -25,15 +25,21 @@ struct TileScheduler {
   int cluster_x;  // cluster tiles along X in one batch
   int total;      // cluster tiles in the launch
   int first, stride;
-  int rank;       // this CTA's rank in its cluster: its X tile within the cluster tile
+  int rank;       // this CTA's X tile within the cluster tile (0 unless kClusterM = 2)
+  int k_rank;     // this CTA's slice of K (0 unless kSplitK > 1)
+  int kb_begin, kb_count;  // the k-blocks of its slice
 
   __device__ __forceinline__ TileScheduler(int m, int batch) {
     const int tiles_x = (m + T::kXRows - 1) / T::kXRows;
     cluster_x = (tiles_x + T::kClusterM - 1) / T::kClusterM;
     total = batch * cluster_x * T::kWTiles;
-    first = blockIdx.x / T::kClusterM;
-    stride = gridDim.x / T::kClusterM;
+    first = blockIdx.x / T::kClusterSize;
+    stride = gridDim.x / T::kClusterSize;
     rank = T::kClusterM == 1 ? 0 : int(blockIdx.x % T::kClusterM);
+    // Split-K: slice r holds k-blocks [r * KB / S, (r + 1) * KB / S), at least one each.
+    k_rank = T::kSplitK == 1 ? 0 : int(blockIdx.x % T::kSplitK);
+    kb_begin = k_rank * T::kKBlocks / T::kSplitK;
+    kb_count = (k_rank + 1) * T::kKBlocks / T::kSplitK - kb_begin;
   }
 
   /// Cluster tile t, seen from this CTA. Rows past M (the second X tile of a pair at M's edge)

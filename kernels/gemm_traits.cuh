@@ -27,6 +27,8 @@ struct GemmTraits {
   static constexpr int kStages = kSpec.stages;
   static constexpr int kClusterM = kSpec.cluster_m;
   static constexpr int kRaster = kSpec.raster;
+  static constexpr int kSplitK = kSpec.split_k > 1 ? kSpec.split_k : 1;
+  static constexpr int kClusterSize = kClusterM * kSplitK;  // CTAs per cluster
   static constexpr bool kSwap = kSpec.swap;
   static constexpr bool kPingPong = kSpec.pingpong;
   static constexpr bool kPlainW = kSpec.plain_w;
@@ -46,7 +48,8 @@ struct GemmTraits {
   static constexpr int kWTiles = int((kN + kWRows - 1) / kWRows);
   static constexpr int kAcc = kBN / 2;  // fp32 accumulators per thread for m64 x kBN
 
-  static constexpr GemmSmemLayout kSmem = gemm_smem_layout(kBM, kBN, kStages, kSwap, kPingPong);
+  static constexpr GemmSmemLayout kSmem =
+      gemm_smem_layout(kBM, kBN, kStages, kSwap, kPingPong, kSplitK);
   static constexpr int kXTileBytes = kSmem.x_tile_bytes;
   static constexpr int kWTileBytes = kSmem.w_tile_bytes;
   static constexpr int kStageBytes = kSmem.stage_bytes;
@@ -65,6 +68,10 @@ struct GemmTraits {
                 "tiles stay 1024-byte aligned for the 128-byte swizzle");
   static_assert(kClusterM == 1 || (kClusterM == 2 && !kSwap),
                 "clusters pair two X tiles of the tiled path around one W tile");
+  static_assert(kSplitK == 1 || (kClusterM == 1 && !kPingPong),
+                "split-K clusters run one tile per CTA, cooperatively, without W multicast");
+  static_assert(kSplitK <= 8 && kSplitK <= kKBlocks,
+                "split-K: at most 8 CTAs (a portable cluster), each with at least one k-block");
   static_assert(kClusterM == 1 || kWRows % 16 == 0,
                 "each CTA of a pair loads whole 8-row slabs of half the W tile");
 };

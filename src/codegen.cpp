@@ -59,6 +59,7 @@ std::string spec_function(const dev::GemmSpec& g) {
      << "  g.n = " << g.n << "LL;\n  g.k = " << g.k << "LL;\n"
      << "  g.bm = " << g.bm << ";\n  g.bn = " << g.bn << ";\n  g.stages = " << g.stages
      << ";\n  g.cluster_m = " << g.cluster_m << ";\n  g.raster = " << g.raster << ";\n"
+     << "  g.split_k = " << g.split_k << ";\n"
      << "  g.swap = " << b(g.swap) << ";\n  g.pingpong = " << b(g.pingpong) << ";\n"
      << "  g.plain_w = " << b(g.plain_w) << ";\n  g.out_f16 = " << b(g.out_f16) << ";\n"
      << "  g.fast_accum = " << b(g.fast_accum) << ";\n"
@@ -77,6 +78,7 @@ dev::GemmSpec InstanceSpec::gemm_spec() const {
   g.stages = config.stages;
   g.cluster_m = config.cluster_m;
   g.raster = config.raster;
+  g.split_k = config.split_k;
   g.swap = config.path == KernelPath::kSwapAB;
   g.pingpong = config.path == KernelPath::kPingPong;
   g.plain_w = w_layout == WeightLayout::kPlain;

@@ -24,6 +24,7 @@ std::string Config::name() const {
      << (path == KernelPath::kSwapAB ? "swap" : path == KernelPath::kPingPong ? "pingpong" : "tiled")
      << "_" << bm << "x" << bn
      << "x" << bk << "_s" << stages << "_c" << cluster_m << "x" << cluster_n << "_r" << raster;
+  if (split_k != 1) os << "_k" << split_k;
   return os.str();
 }
 
@@ -69,9 +70,9 @@ Config Config::parse(const std::string& name) {
        r.number(&c.bn, "bn") && r.literal("x") && r.number(&c.bk, "bk") && r.literal("_s") &&
        r.number(&c.stages, "stages") && r.literal("_c") && r.number(&c.cluster_m, "cluster_m") &&
        r.literal("x") && r.number(&c.cluster_n, "cluster_n") && r.literal("_r") &&
-       r.number(&c.raster, "raster") && r.at_end();
+       r.number(&c.raster, "raster") && (r.at_end() || (r.literal("_k") && r.number(&c.split_k, "split_k") && r.at_end()));
   F8GEMM_REQUIRE(ok, kInvalidArgument, "config name '", name,
-                 "' does not match sm90_<tiled|pingpong|swap>_<bm>x<bn>x<bk>_s<stages>_c<m>x<n>_r<raster>");
+                 "' does not match sm90_<tiled|pingpong|swap>_<bm>x<bn>x<bk>_s<stages>_c<m>x<n>_r<raster>[_k<split>]");
   c.path = swap ? KernelPath::kSwapAB : pingpong ? KernelPath::kPingPong : KernelPath::kTiled;
   // Parse is exact: the name must be the canonical one (no leading zeros).
   F8GEMM_REQUIRE(c.name() == name, kInvalidArgument, "config name '", name,
@@ -81,7 +82,8 @@ Config Config::parse(const std::string& name) {
 
 bool Config::operator==(const Config& o) const {
   return path == o.path && bm == o.bm && bn == o.bn && bk == o.bk && stages == o.stages &&
-         cluster_m == o.cluster_m && cluster_n == o.cluster_n && raster == o.raster;
+         cluster_m == o.cluster_m && cluster_n == o.cluster_n && raster == o.raster &&
+         split_k == o.split_k;
 }
 
 namespace detail {
@@ -101,7 +103,7 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int config_smem_bytes(const Config& c) {
   // The kernel's own layout function (kernels/gemm_params.cuh): one definition for both sides.
   return dev::gemm_smem_layout(c.bm, c.bn, c.stages, c.path == KernelPath::kSwapAB,
-                               c.path == KernelPath::kPingPong)
+                               c.path == KernelPath::kPingPong, c.split_k)
       .total_bytes;
 }
 
@@ -120,6 +122,13 @@ std::string config_illegal_reason(const Config& c, const ProblemShape& p) {
   else if (c.cluster_m == 2 && c.bn % 16 != 0)
     why << "2x1 clusters split the W tile into two halves of whole 8-row slabs: bn % 16 == 0";
   else if (c.raster < 0 || c.raster > 64) why << "raster must be 0..64";
+  else if (c.split_k < 1 || c.split_k > 8)
+    why << "split_k must be 1..8 (a split-K cluster is at most 8 CTAs)";
+  else if (c.split_k > 1 && (c.cluster_m != 1 || c.path == KernelPath::kPingPong))
+    why << "split-K clusters are 1x1 in M and cooperative (not ping-pong)";
+  else if (c.split_k > (p.k + 127) / 128)
+    why << "split_k = " << c.split_k << " exceeds the " << (p.k + 127) / 128
+        << " k-blocks of K = " << p.k << " (each CTA needs at least one)";
   else if (config_smem_bytes(c) > kMaxSmemBytes)
     why << "needs " << config_smem_bytes(c) << " bytes of shared memory, more than " << kMaxSmemBytes;
   else if (!p.fast_accum && c.bn > 192)
@@ -130,13 +139,16 @@ std::string config_illegal_reason(const Config& c, const ProblemShape& p) {
 double estimate_us(const Config& c, const ProblemShape& p, int sm_count) {
   const bool swap = c.path == KernelPath::kSwapAB;
   const int64_t x_rows = swap ? c.bn : c.bm, w_rows = swap ? c.bm : c.bn;
-  const int64_t k_pad = ceil_div(p.k, 128) * 128;
   // A pair computes two X tiles, the second one empty at an odd edge.
   const int64_t x_tiles = ceil_div(ceil_div(p.m, x_rows), c.cluster_m) * c.cluster_m;
   const int64_t tiles = p.batch * x_tiles * ceil_div(p.n, w_rows);
   if (tiles == 0) return 0.0;
-  const int64_t ctas = std::min<int64_t>(tiles, sm_count / c.cluster_m * c.cluster_m);
-  const int64_t tiles_per_cta = ceil_div(tiles, ctas);
+  // Split-K: each tile is split_k units of work, each over a slice of K.
+  const int64_t cluster = int64_t(c.cluster_m) * c.split_k;
+  const int64_t units = tiles * c.split_k;
+  const int64_t ctas = std::min<int64_t>(units, sm_count / cluster * cluster);
+  const int64_t tiles_per_cta = ceil_div(units, ctas);
+  const int64_t k_slice = ceil_div(ceil_div(p.k, 128), c.split_k) * 128;
   const double inflight = double(c.stages) * (x_rows + w_rows) * c.bk;
   // DRAM: every byte once, at the lower of the copy rate and what the CTAs keep in flight.
   const double unique = double(p.batch) * (p.m * p.k + p.n * p.k + 2 * p.m * p.n + 4 * (p.m + p.n));
@@ -149,26 +161,33 @@ double estimate_us(const Config& c, const ProblemShape& p, int sm_count) {
   // (docs/logs/2026-11-30-tune-4.csv; tests/cpu/test_model.cpp holds the model to that data).
   double wgmma_eff = double(c.bn) / (c.bn + 24.0) * (p.fast_accum ? 1.0 : 0.9);
   if (!p.fast_accum && c.bm == 64 && c.path != KernelPath::kPingPong) wgmma_eff *= 0.9;
-  const double tile_flops = 2.0 * c.bm * c.bn * k_pad;
+  const double tile_flops = 2.0 * c.bm * c.bn * k_slice;
   const double mma_us = tile_flops / (kPeakFlopsPerUs / sm_count * wgmma_eff);
   const double l2_rate = std::min(kL2BytesPerUs / ctas, inflight / (0.5 * kLatencyUs));
   // A pair of CTAs reads each W tile from L2 once and multicasts it into both.
   const double l2_rows = double(x_rows) + double(w_rows) / c.cluster_m;
-  const double tile_us = std::max(mma_us, l2_rows * k_pad / l2_rate);
+  const double tile_us = std::max(mma_us, l2_rows * k_slice / l2_rate);
+  // Split-K: rank 0 reads split_k - 1 fp32 partial tiles through distributed shared memory
+  // (assumed 50 GB/s per SM) after a cluster handshake (0.5 µs assumed).
+  const double reduce_us =
+      c.split_k > 1 ? 0.5 + (c.split_k - 1) * 4.0 * c.bm * c.bn / 50.0e3 : 0.0;
   // The wgmma work on padded rows costs power and issue slots even when memory is the limit:
   // a tenth of it breaks the ties that bandwidth-bound shapes (decode) would otherwise leave.
-  return kFixedUs + std::max(dram_us, tiles_per_cta * tile_us) + 0.1 * tiles_per_cta * mma_us;
+  return kFixedUs + std::max(dram_us, tiles_per_cta * tile_us) + 0.1 * tiles_per_cta * mma_us +
+         tiles_per_cta * reduce_us;
 }
 
 std::vector<Config> candidates(const ProblemShape& p, int sm_count) {
   std::vector<std::pair<double, Config>> scored;
-  auto add = [&](KernelPath path, int bm, int bn, int max_stages, int raster, int cluster_m = 1) {
+  auto add = [&](KernelPath path, int bm, int bn, int max_stages, int raster, int cluster_m = 1,
+                 int split_k = 1) {
     Config c;
     c.path = path;
     c.bm = bm;
     c.bn = bn;
     c.raster = raster;
     c.cluster_m = cluster_m;
+    c.split_k = split_k;
     // The deepest ring that fits: more stages keep more bytes in flight (decode is latency-bound).
     for (c.stages = max_stages; c.stages >= 2; --c.stages) {
       if (config_smem_bytes(c) <= kMaxSmemBytes) break;
@@ -191,7 +210,15 @@ std::vector<Config> candidates(const ProblemShape& p, int sm_count) {
       }
     }
     if (p.m <= 256) {
-      for (int bn : {8, 16, 24, 32, 48, 64, 96, 128}) add(KernelPath::kSwapAB, bm, bn, 12, 0);
+      for (int bn : {8, 16, 24, 32, 48, 64, 96, 128}) {
+        add(KernelPath::kSwapAB, bm, bn, 12, 0);
+        // Thin grids (decode with few W tiles): split K over a cluster so that more SMs
+        // stream W, as long as the split tiles still fit in one wave.
+        const int64_t tiles = p.batch * ceil_div(p.m, bn) * ceil_div(p.n, bm);
+        for (int split : {2, 3, 4, 6, 8}) {
+          if (tiles * split <= sm_count) add(KernelPath::kSwapAB, bm, bn, 12, 0, 1, split);
+        }
+      }
     }
   }
   std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) {

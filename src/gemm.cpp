@@ -64,8 +64,7 @@ struct Plan {
 struct PlanKey {
   int64_t b, m, n, k;
   int layout, out, bias, fast, device;
-  int forced[8];  // a forced Config's fields (all zero when the choice is automatic)
-  int tail = 0;   // fills what would be padding: the key is compared and hashed as bytes
+  int forced[9];  // a forced Config's fields (all zero when the choice is automatic)
   bool operator==(const PlanKey& o) const { return std::memcmp(this, &o, sizeof(*this)) == 0; }
 };
 static_assert(std::has_unique_object_representations_v<PlanKey>,
@@ -95,16 +94,17 @@ std::shared_ptr<Plan> make_plan(const ProblemShape& p, int device, const Config*
   F8GEMM_CHECK_CUDA(cudaFuncSetAttribute(reinterpret_cast<const void*>(plan.kernel),
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, plan.smem));
   plan.max_ctas = props.sm_count;
-  if (config.cluster_m > 1) {
-    // A pair needs two free SMs of one GPC: fewer pairs than SMs / 2 may fit at once, and a
-    // persistent grid larger than that would run its last clusters as a second wave.
+  const int cluster = config.cluster_m * config.split_k;
+  if (cluster > 1) {
+    // A cluster needs that many free SMs of one GPC: fewer clusters than SMs / size may fit at
+    // once, and a persistent grid larger than that would run its last clusters as a second wave.
     cudaLaunchConfig_t cfg{};
     cudaLaunchAttribute attr{};
     attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = unsigned(config.cluster_m);
+    attr.val.clusterDim.x = unsigned(cluster);
     attr.val.clusterDim.y = 1;
     attr.val.clusterDim.z = 1;
-    cfg.gridDim = dim3(unsigned(props.sm_count / config.cluster_m * config.cluster_m));
+    cfg.gridDim = dim3(unsigned(props.sm_count / cluster * cluster));
     cfg.blockDim = dim3(unsigned(plan.threads));
     cfg.dynamicSmemBytes = size_t(plan.smem);
     cfg.attrs = &attr;
@@ -113,8 +113,8 @@ std::shared_ptr<Plan> make_plan(const ProblemShape& p, int device, const Config*
     F8GEMM_CHECK_CUDA(cudaOccupancyMaxActiveClusters(
         &clusters, reinterpret_cast<const void*>(plan.kernel), &cfg));
     F8GEMM_REQUIRE(clusters > 0, kUnsupported, "config ", config.name(),
-                   ": no ", config.cluster_m, "-CTA cluster of it fits on device ", device);
-    plan.max_ctas = clusters * config.cluster_m;
+                   ": no ", cluster, "-CTA cluster of it fits on device ", device);
+    plan.max_ctas = clusters * cluster;
   }
   if (get_env<bool>("F8GEMM_LOG")) {
     std::fprintf(stderr, "f8gemm: plan %s: %d threads, %d bytes of shared memory, %d CTAs at once\n",
@@ -208,9 +208,9 @@ PlanKey plan_key(const ProblemShape& p, int device, const Config* forced) {
   PlanKey key{p.batch, p.m, p.n, p.k, int(p.w_layout), int(p.out_dtype),
               p.has_bias ? int(p.bias_dtype) + 1 : 0, p.fast_accum ? 1 : 0, device, {}};
   if (forced) {
-    const int fields[8] = {int(forced->path) + 1, forced->bm,        forced->bn,
+    const int fields[9] = {int(forced->path) + 1, forced->bm,        forced->bn,
                            forced->bk,           forced->stages,    forced->cluster_m,
-                           forced->cluster_n,    forced->raster};
+                           forced->cluster_n,    forced->raster,    forced->split_k};
     std::memcpy(key.forced, fields, sizeof(fields));
   }
   return key;
@@ -270,15 +270,16 @@ void run(const TensorView& x, const TensorView& w, WeightLayout layout, const Te
   params.batch = int(p.batch);
   params.m = int(p.m);
 
-  // Persistent: at most as many CTAs as run at once, in whole clusters of cluster_m X tiles.
+  // Persistent: at most as many CTAs as run at once, in whole clusters (cluster_m X tiles that
+  // share W, or split_k slices of K of one tile).
+  const int cluster = c.cluster_m * c.split_k;
   const int64_t x_tiles = (p.m + x_rows - 1) / x_rows;
   const int64_t cluster_tiles =
       p.batch * ((x_tiles + c.cluster_m - 1) / c.cluster_m) * ((p.n + w_rows - 1) / w_rows);
-  const int grid =
-      int(std::min<int64_t>(cluster_tiles, plan->max_ctas / c.cluster_m)) * c.cluster_m;
+  const int grid = int(std::min<int64_t>(cluster_tiles, plan->max_ctas / cluster)) * cluster;
   DeviceGuard guard(v.device);
   void* args[] = {&params};
-  launch(plan->kernel, grid, c.cluster_m, plan->threads, plan->smem, opt.stream, args, v.device);
+  launch(plan->kernel, grid, cluster, plan->threads, plan->smem, opt.stream, args, v.device);
 }
 
 }  // namespace

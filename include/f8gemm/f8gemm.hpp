@@ -89,8 +89,9 @@ enum class KernelPath : int {
 };
 
 /// One kernel configuration. Printable and parseable: name() / Config::parse().
-///   sm90_<tiled|swap>_<bm>x<bn>x<bk>_s<stages>_c<cluster_m>x<cluster_n>_r<raster>
-/// e.g. sm90_tiled_128x256x128_s3_c1x1_r8 or sm90_swap_64x8x128_s12_c1x1_r0.
+///   sm90_<tiled|pingpong|swap>_<bm>x<bn>x<bk>_s<stages>_c<cluster_m>x<cluster_n>_r<raster>[_k<split>]
+/// e.g. sm90_tiled_128x256x128_s3_c1x1_r8, or sm90_swap_64x8x128_s12_c1x1_r0_k4 (K split over
+/// a cluster of 4 CTAs).
 struct Config {
   KernelPath path = KernelPath::kTiled;
   int bm = 128;          ///< rows per tile on the wgmma M side (X rows, or W rows if swap)
@@ -100,6 +101,7 @@ struct Config {
   int cluster_m = 1;     ///< thread-block cluster shape
   int cluster_n = 1;
   int raster = 8;        ///< tile rasterisation group width along the longer side (0: none)
+  int split_k = 1;       ///< CTAs of a cluster that split K for one tile (1: none; name suffix _k<n>)
 
   std::string name() const;
   static Config parse(const std::string& name);  ///< throws Error on a bad name

@@ -131,6 +131,14 @@ TEST(ConfigName, KnownSpellings) {
   EXPECT_EQ(Config{}.name(), "sm90_tiled_128x128x128_s4_c1x1_r8");
   EXPECT_EQ(make(KernelPath::kSwapAB, 64, 16, 12, 0).name(), "sm90_swap_64x16x128_s12_c1x1_r0");
   EXPECT_EQ(make(KernelPath::kTiled, 64, 96, 6, 16, 2, 1).name(), "sm90_tiled_64x96x128_s6_c2x1_r16");
+  Config split = make(KernelPath::kSwapAB, 64, 8, 11, 0);
+  split.split_k = 4;
+  EXPECT_EQ(split.name(), "sm90_swap_64x8x128_s11_c1x1_r0_k4");
+  EXPECT_EQ(Config::parse("sm90_swap_64x8x128_s11_c1x1_r0_k4"), split);
+  // split_k = 1 is spelled without the suffix, and "_k1" is not canonical.
+  EXPECT_THROW(Config::parse("sm90_swap_64x8x128_s11_c1x1_r0_k1"), Error);
+  EXPECT_THROW(Config::parse("sm90_swap_64x8x128_s11_c1x1_r0_k"), Error);
+  EXPECT_THROW(Config::parse("sm90_swap_64x8x128_s11_c1x1_r0_k4x"), Error);
 }
 
 TEST(ConfigName, PrintAndParseRoundTrip) {
@@ -159,7 +167,7 @@ TEST(ConfigName, PrintAndParseRoundTrip) {
 TEST(ConfigName, EqualityLooksAtEveryField) {
   const Config base = make(KernelPath::kTiled, 128, 128, 4, 8);
   EXPECT_EQ(base, base);
-  std::vector<Config> changed(8, base);
+  std::vector<Config> changed(9, base);
   changed[0].path = KernelPath::kSwapAB;
   changed[1].bm = 64;
   changed[2].bn = 136;
@@ -168,6 +176,7 @@ TEST(ConfigName, EqualityLooksAtEveryField) {
   changed[5].cluster_m = 2;
   changed[6].cluster_n = 2;
   changed[7].raster = 0;
+  changed[8].split_k = 2;
   for (const Config& c : changed) {
     EXPECT_NE(c, base) << c.name();
     EXPECT_FALSE(c == base) << c.name();
@@ -340,6 +349,31 @@ TEST(ConfigLegality, EachRule) {
     const Config t = make(KernelPath::kTiled, 64, bn, 4);
     EXPECT_EQ(reason(t, fast), "") << bn;
     EXPECT_EQ(has(reason(t, precise), "bn must be <= 192"), bn > 192) << bn;
+  }
+  // Split-K: 1..8 CTAs, 1x1 in M, cooperative, each CTA with at least one k-block.
+  {
+    Config split = make(KernelPath::kSwapAB, 64, 8, 8, 0);
+    for (int s : {2, 3, 8}) {
+      split.split_k = s;
+      EXPECT_EQ(reason(split, fast), "") << s;
+      EXPECT_EQ(reason(split, precise), "") << s;
+    }
+    for (int s : {0, 9, 16}) {
+      split.split_k = s;
+      EXPECT_TRUE(has(reason(split, fast), "split_k must be 1..8")) << s;
+    }
+    split.split_k = 2;
+    Config pair = make(KernelPath::kTiled, 128, 128, 4);
+    pair.cluster_m = 2;
+    pair.split_k = 2;
+    EXPECT_TRUE(has(reason(pair, fast), "split-K clusters are 1x1 in M")) << pair.name();
+    Config pp = make(KernelPath::kPingPong, 64, 128, 4);
+    pp.split_k = 2;
+    EXPECT_TRUE(has(reason(pp, fast), "not ping-pong")) << pp.name();
+    split.split_k = 3;
+    EXPECT_TRUE(has(reason(split, problem(1, 1, 1024, 256, true)), "exceeds the 2 k-blocks"))
+        << reason(split, problem(1, 1, 1024, 256, true));
+    EXPECT_EQ(reason(split, problem(1, 1, 1024, 272, true)), "");  // 3 k-blocks
   }
   // The smallest tiles are legal on both paths.
   EXPECT_EQ(reason(make(KernelPath::kSwapAB, 64, 8, 12, 0), precise), "");

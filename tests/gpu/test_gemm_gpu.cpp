@@ -805,4 +805,79 @@ TEST(GemmGpu, ClusteredAndPingPongSchedulesMatchTheirTwinsBitForBit) {
   }
 }
 
+TEST(GemmGpu, SplitKAgainstTheReferenceAndBitwiseDeterministic) {
+  F8GEMM_SKIP_WITHOUT_SM90();
+  std::mt19937_64 rng(4242);
+  struct Case {
+    int64_t b, m, n, k;
+  };
+  auto config = [](KernelPath path, int bm, int bn, int split) {
+    Config c;
+    c.path = path;
+    c.bm = bm;
+    c.bn = bn;
+    c.raster = 0;
+    c.split_k = split;
+    for (c.stages = 8; c.stages > 2 && detail::config_smem_bytes(c) > detail::kMaxSmemBytes;) {
+      --c.stages;
+    }
+    return c;
+  };
+  // Ragged M, N and K, with K not a multiple of the split: K = 400 is 4 k-blocks (the last one
+  // 16 bytes) split 3 ways as 1 + 1 + 2; K = 1040 is 9 k-blocks split 2, 4 and 8 ways; the
+  // decode shape 1,16,4096,14336 has 112 k-blocks.
+  const std::vector<Config> configs = {
+      config(KernelPath::kSwapAB, 64, 8, 2),   config(KernelPath::kSwapAB, 64, 8, 3),
+      config(KernelPath::kSwapAB, 128, 16, 4), config(KernelPath::kSwapAB, 64, 32, 8),
+      config(KernelPath::kSwapAB, 128, 64, 2), config(KernelPath::kTiled, 128, 64, 3),
+      config(KernelPath::kTiled, 64, 128, 2)};
+  for (const Case& c : {Case{3, 7, 136, 400}, Case{2, 37, 264, 1040}, Case{1, 16, 4096, 14336}}) {
+    HostGemm h = random_gemm(rng, c.b, c.m, c.n, c.k);
+    DeviceGemm d(h);
+    std::vector<std::pair<Config, ProblemShape>> work;
+    for (const Config& cfg : configs) {
+      for (WeightLayout layout : {WeightLayout::kPreshuffled, WeightLayout::kPlain}) {
+        for (bool fast : {false, true}) {
+          const ProblemShape p = shape_of(h, layout, fast, DType::kBF16);
+          if (detail::config_illegal_reason(cfg, p).empty()) work.emplace_back(cfg, p);
+        }
+      }
+    }
+    ASSERT_GE(work.size(), 8u);
+    warm_instances(work);
+    for (const auto& [cfg, p] : work) {
+      const std::string what =
+          cfg.name() + " " + describe(p.batch, p.m, p.n, p.k, p.w_layout, p.fast_accum, p.out_dtype);
+      SCOPED_TRACE(what);
+      const auto y = d.run(p.w_layout, DType::kBF16, p.fast_accum, &cfg);
+      expect_accurate(h.check(y, DType::kBF16, p.fast_accum), h.k, DType::kBF16, h.out_count(),
+                      p.fast_accum, what);
+      // Ten runs, bit for bit: the partial sums are added in a fixed order.
+      for (int run = 1; run < 10; ++run) {
+        const auto again = d.run(p.w_layout, DType::kBF16, p.fast_accum, &cfg);
+        ASSERT_TRUE(again == y) << "run " << run << ": " << first_difference(again, y);
+      }
+    }
+  }
+  // Bias (both dtypes) and fp16 output, both layouts, both modes.
+  for (DType bias_dtype : {DType::kF32, DType::kBF16}) {
+    HostGemm h = random_gemm(rng, 2, 37, 264, 1040, true, bias_dtype);
+    DeviceGemm d(h);
+    for (const Config& cfg : {configs[1], configs[5]}) {
+      for (DType out : {DType::kBF16, DType::kF16}) {
+        for (WeightLayout layout : {WeightLayout::kPreshuffled, WeightLayout::kPlain}) {
+          for (bool fast : {false, true}) {
+            const std::string what = cfg.name() + " " +
+                                     describe(h.b, h.m, h.n, h.k, layout, fast, out) + " bias " +
+                                     to_string(bias_dtype);
+            SCOPED_TRACE(what);
+            const auto y = d.run(layout, out, fast, &cfg);
+            expect_accurate(h.check(y, out, fast), h.k, out, h.out_count(), fast, what);
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace f8gemm
