@@ -203,7 +203,7 @@ std::string CublasLtPeer::rowwise(int64_t batch, int64_t m, int64_t n, int64_t k
   F8GEMM_REQUIRE(x != nullptr && w != nullptr && xs != nullptr && ws != nullptr && y != nullptr,
                  kInvalidArgument, "cuBLASLt rowwise: null pointer");
   // torch 2.11's rowwise _scaled_mm, which is this same cuBLASLt call, answers
-  // CUBLAS_STATUS_NOT_SUPPORTED at M = 1 (anchors.md).
+  // CUBLAS_STATUS_NOT_SUPPORTED at M = 1 (docs/bench/peers.csv, torch_scaled_mm rows at M = 1).
   if (m == 1) return "unsupported: cuBLASLt rowwise FP8 refuses M = 1";
   // cuBLASLt answers NOT_SUPPORTED for scale vectors not 16-byte aligned (seen on the H200 with
   // cuBLASLt 13.1: M = 2, 3, 5, 17 at B = 2 fail, M = 4, 8, 16 pass). Refuse up front rather than

@@ -23,8 +23,8 @@ class CublasLtPeer {
   CublasLtPeer& operator=(const CublasLtPeer&) = delete;
 
   /// Y[b] = bf16(xs[b] (x) ws[b] * X[b] W[b]^T) for b < B, one cublasLtMatmul per batch:
-  /// cuBLASLt finds no algorithm for a strided batch with outer-vector scales (anchors.md), and
-  /// refuses M = 1. x: [B,M,K] e4m3, w: [B,N,K] e4m3, xs: [B,M], ws: [B,N], y: [B,M,N] bf16.
+  /// cuBLASLt found no algorithm for a strided batch with outer-vector scales when this was
+  /// written (tried on the H200 on 2026-11-30; not in a committed log), and it refuses M = 1. x: [B,M,K] e4m3, w: [B,N,K] e4m3, xs: [B,M], ws: [B,N], y: [B,M,N] bf16.
   std::string rowwise(int64_t batch, int64_t m, int64_t n, int64_t k, const void* x, const void* w,
                       const float* xs, const float* ws, void* y, bool fast_accum,
                       cudaStream_t stream);

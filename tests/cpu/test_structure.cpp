@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iterator>
 #include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -117,6 +118,78 @@ TEST(Structure, CliIncludePathLacksSrc) {
   const std::string args = cli_include_directories();
   EXPECT_EQ(args.find("/src"), std::string::npos)
       << "CMakeLists.txt puts src/ on f8gemm_cli's include path:" << args;
+}
+
+/// "file:line: reference" for every repository file named in a source or a document under `dir`
+/// (docs/..., tests/data/..., scripts/..., or any *.md) that is not in the tree.
+std::vector<std::string> dangling_references(const fs::path& dir) {
+  const std::regex reference(
+      R"(((?:docs|tests/data|scripts|bench|examples)/[A-Za-z0-9_./-]*[A-Za-z0-9_-]\.(?:md|log|csv|png|txt|sh|py))|([A-Za-z0-9_-]+\.md)\b)");
+  std::vector<std::string> found;
+  std::vector<fs::path> files = dir.empty() ? std::vector<fs::path>{kRoot / "README.md"}
+                                            : sources_under(dir);
+  if (!dir.empty()) {
+    for (const auto& entry : fs::recursive_directory_iterator(kRoot / dir)) {
+      if (entry.is_regular_file() && entry.path().extension() == ".md") files.push_back(entry.path());
+    }
+  }
+  for (const fs::path& file : files) {
+    // This file names the pending references on purpose (kNotYetInTree).
+    if (file.filename() == "test_structure.cpp") continue;
+    std::ifstream in(file);
+    int line_no = 0;
+    for (std::string line; std::getline(in, line);) {
+      ++line_no;
+      for (std::sregex_iterator it(line.begin(), line.end(), reference), end; it != end; ++it) {
+        const std::string name = (*it)[0].str();
+        const bool path_like = (*it)[1].matched;
+        const bool exists = path_like ? fs::exists(kRoot / name)
+                                      : fs::exists(kRoot / name) || fs::exists(kRoot / "docs" / name);
+        if (!exists) {
+          found.push_back(fs::relative(file, kRoot).string() + ":" + std::to_string(line_no) +
+                          ": " + name);
+        }
+      }
+    }
+  }
+  return found;
+}
+
+/// References that wait for work in flight, "file: name" (no line numbers, which move). Each
+/// must still dangle: the test fails once one resolves, so that the entry goes with it.
+///  - tests/data/heldout-tune.csv is the held-out tune run, made on an H200 next
+///    (scripts/tune-heldout.sh), for the disabled held-out regret test in test_model.cpp.
+///  - src/config.cpp cites a notes file outside the repository for the H200 ceilings; the
+///    comment changes with the kernel work under way in that file.
+const std::set<std::string> kNotYetInTree = {
+    "tests/cpu/test_model.cpp: tests/data/heldout-tune.csv",
+    "src/config.cpp: anchors.md",
+};
+
+// Issue 8: a source or a document that cites a file cites one that is committed (a notes file
+// outside the repository was cited by three source files). A file that the code writes at run
+// time is named without a directory in front, or in a form this check does not read as a path.
+TEST(Structure, NoDanglingReferences) {
+  std::vector<std::string> dangling;
+  std::set<std::string> pending;
+  for (const char* dir : {"", "src", "tools", "testing", "tests/cpu", "tests/gpu", "kernels",
+                          "include", "python", "docs", "scripts"}) {
+    if (*dir != '\0' && !fs::exists(kRoot / dir)) continue;
+    for (const std::string& entry : dangling_references(dir)) {
+      const std::string file = entry.substr(0, entry.find(':'));
+      const std::string key = file + ": " + entry.substr(entry.rfind(' ') + 1);
+      if (kNotYetInTree.count(key) != 0) {
+        pending.insert(key);
+      } else {
+        dangling.push_back(entry);
+      }
+    }
+  }
+  EXPECT_TRUE(dangling.empty()) << "these name files that are not in the repository:"
+                                << join(dangling);
+  for (const std::string& key : kNotYetInTree) {
+    EXPECT_EQ(pending.count(key), 1u) << key << " resolves now: take it off kNotYetInTree";
+  }
 }
 
 TEST(Structure, SourceFilesAreAtMost500Lines) {
