@@ -114,13 +114,17 @@ TEST(CostModel, HeldOutShapesAreRealAndNotFitted) {
   }
 }
 
-TEST(CostModel, PicksNearTheFastestOnHeldOutShapes) {
+// Issue 8, defect 7: the model against shapes it was not fitted on. Its data comes next: the
+// H200 run of scripts/tune-heldout.sh writes tests/data/heldout-tune.csv. Until that file is
+// committed this test fails (it does not skip), so it is disabled: run it with
+//   f8gemm_cpu_tests --gtest_also_run_disabled_tests --gtest_filter='CostModel.*HeldOut*'
+// and, once the CSV is in, drop the DISABLED_ prefix (ctest then runs it in CI) and take the CSV
+// off kNotYetInTree in test_structure.cpp.
+TEST(CostModel, DISABLED_PicksNearTheFastestOnHeldOutShapes) {
   const std::string path = data_path("heldout-tune.csv");
-  if (!std::ifstream(path).good()) {
-    GTEST_SKIP() << "no held-out tune run yet: tests/data/heldout-tune.csv is made on an H200 by "
-                    "`f8gemm tune --shapes tests/data/heldout-shapes.txt --both --log "
-                    "tests/data/heldout-tune.csv`";
-  }
+  ASSERT_TRUE(std::ifstream(path).good())
+      << "no held-out tune run: " << path << " is made on an H200 by scripts/tune-heldout.sh "
+      << "(`f8gemm tune --shapes tests/data/heldout-shapes.txt --both --log <csv>` in two halves)";
   const auto runs = read_tune_log(path);
   // Every held-out shape was tuned, in both modes.
   const auto shapes = read_shapes(data_path("heldout-shapes.txt"));
