@@ -12,7 +12,9 @@
 ///   tensor store per chunk. While one chunk's store reads its buffer the next chunk is written.
 /// - kTmaSwap: one [kBN tokens][64 columns] block in the 128-byte swizzle, one tensor store.
 /// - kRows: rows padded by 16 bytes (conflict-free writes), one bulk copy per row.
-/// The tensor map clips rows past M and columns past N.
+/// The tensor map clips rows past M and columns past N. In a grouped GEMM, a block whose group
+/// ends inside it is copied out by the threads with 16-byte stores of the group's rows only
+/// (the rows after them belong to the next group, or to none).
 #pragma once
 
 #include "f8gemm_ptx.cuh"
@@ -49,11 +51,11 @@ struct Epilogue {
   static __device__ __forceinline__ Scales load_scales(const GemmParams& p, const Tile& tile,
                                                        int a_block, int tid) {
     Scales s;
-    const float* xs = p.x_scale + i64(tile.b) * p.m;
+    const float* xs = p.x_scale + i64(tile.xb) * p.m;
     const float* ws = p.w_scale + i64(tile.b) * T::kN;
     if (tid < 64) {
       const int row = (kSwap ? tile.n0 : tile.m0) + a_block * 64 + tid;
-      if (!kSwap && row < p.m) s.a = xs[row];
+      if (!kSwap && row < tile.m_end) s.a = xs[row];
       if (kSwap && row < T::kN) {
         s.a = ws[row];
         s.a_bias = bias_at(p, tile.b, row);
@@ -64,7 +66,7 @@ struct Epilogue {
       const int idx = tid + i * 128;
       const int row = (kSwap ? tile.m0 : tile.n0) + idx;
       if (idx < kBN) {
-        if (kSwap && row < p.m) s.b[i] = xs[row];
+        if (kSwap && row < tile.m_end) s.b[i] = xs[row];
         if (!kSwap && row < T::kN) {
           s.b[i] = ws[row];
           s.b_bias[i] = bias_at(p, tile.b, row);
@@ -110,6 +112,16 @@ struct Epilogue {
   }
   static __device__ __forceinline__ u16 to_out(float y) {
     return T::kOutF16 ? to_f16(y) : to_bf16(y);
+  }
+
+  /// Grouped GEMM: 16 staged bytes (8 outputs) to row `row`, columns col..col + 7 of Y (one
+  /// matrix), if the row is the group's and the columns exist (N % 8 == 0: all 8 or none).
+  static __device__ __forceinline__ void copy_unit(const GemmParams& p, const u8* staged, int row,
+                                                   int m_end, i64 col) {
+    if (row < m_end && col < T::kN) {
+      *reinterpret_cast<uint4*>(static_cast<u16*>(p.out) + i64(row) * T::kN + col) =
+          *reinterpret_cast<const uint4*>(staged);
+    }
   }
 
   /// `consumer` names the warpgroup (its named barrier), `a_block` its rows in the tile.
@@ -160,9 +172,19 @@ struct Epilogue {
         }
         fence_proxy_async();
         named_barrier(1 + consumer, 128);
+        if (T::kGrouped && first_row + 64 > tile.m_end) {
+          // 64 rows of 4 16-byte units; unit u of row r sits at unit u ^ ((r / 2) % 4).
+#pragma unroll
+          for (int idx = tid; idx < 64 * 4; idx += 128) {
+            const int r = idx / 4, u = idx % 4;
+            copy_unit(p, buf + r * 64 + ((u ^ ((r >> 1) & 3)) << 4), first_row + r, tile.m_end,
+                      first_col + c * 32 + u * 8);
+          }
+        }
         if (tid == 0) {
-          if (first_row < p.m && first_col + c * 32 < T::kN) {
-            tma_store_3d(&p.out_map, buf, int(first_col) + c * 32, first_row, tile.b);
+          if (first_row < tile.m_end && first_col + c * 32 < T::kN &&
+              !(T::kGrouped && first_row + 64 > tile.m_end)) {
+            tma_store_3d(&p.out_map, buf, int(first_col) + c * 32, first_row, tile.xb);
           }
           bulk_commit();
         }
@@ -200,8 +222,17 @@ struct Epilogue {
     fence_proxy_async();
     named_barrier(1 + consumer, 128);
     if (T::kStore == StoreKind::kTmaSwap) {
-      if (tid == 0 && first_row < p.m && first_col < T::kN) {
-        tma_store_3d(&p.out_map, region, int(first_col), first_row, tile.b);
+      if (T::kGrouped && first_row + kBN > tile.m_end) {
+        // kBN token rows of 8 16-byte units; unit u of row r sits at unit u ^ (r % 8).
+        for (int idx = tid; idx < kBN * 8; idx += 128) {
+          const int r = idx / 8, u = idx % 8;
+          copy_unit(p, region + r * 128 + ((u ^ (r % 8)) << 4), first_row + r, tile.m_end,
+                    first_col + u * 8);
+        }
+        return;
+      }
+      if (tid == 0 && first_row < tile.m_end && first_col < T::kN) {
+        tma_store_3d(&p.out_map, region, int(first_col), first_row, tile.xb);
         bulk_commit();
       }
       return;
@@ -211,8 +242,8 @@ struct Epilogue {
     if (cols > 0) {
       for (int r = tid; r < 64; r += 128) {
         const int m = tile.m0 + a_block * 64 + r;
-        if (m < p.m) {
-          u16* dst = static_cast<u16*>(p.out) + (i64(tile.b) * p.m + m) * T::kN + first_col;
+        if (m < tile.m_end) {
+          u16* dst = static_cast<u16*>(p.out) + (i64(tile.xb) * p.m + m) * T::kN + first_col;
           bulk_store(dst, region + r * kRowStride, u32(cols) * 2u);
         }
       }

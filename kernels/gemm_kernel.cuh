@@ -39,11 +39,13 @@ struct GemmKernel {
       Producer<T>::init_barriers(full, empty);
       SplitK<T>::init_barriers(smem);
     }
+    // A grouped GEMM's tables, from the sizes on the device (the ring is free for scratch).
+    if (T::kGrouped) GroupTables<T>(smem).build(p, reinterpret_cast<i64*>(ring));
     // A cluster's copies and arrivals reach the other CTAs' barriers: all must be initialised.
     if (T::kClusterSize > 1) cluster_sync();
     else __syncthreads();
 
-    const TileScheduler<T> sched(p.m, p.batch);
+    const TileScheduler<T> sched(p, smem);
     if (warpgroup == 0) {
       if (T::kConsumers == 2) regs_decrease<40>();
       if (tid_in_wg == 0) Producer<T>::run(p, sched, ring, full, empty);

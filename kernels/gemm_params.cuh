@@ -21,6 +21,7 @@ struct GemmSpec {
   int cluster_m;    ///< CTAs per cluster along the X side; they share (multicast) each W tile
   int raster;       ///< rasterisation group width in X tiles (0: none)
   int split_k;      ///< CTAs per cluster along K (1: none); rank 0 sums their partial tiles
+  int groups_cap;   ///< grouped GEMM: room for this many groups' tables (0: not grouped)
   bool swap;        ///< swap-AB: W rows on the A side, tokens on the B side (small M)
   bool pingpong;    ///< two consumers own alternate 64-row tiles (else they split one tile)
   bool plain_w;     ///< W is plain [B,N,K] (3-D TMA) rather than preshuffled (bulk copies)
@@ -39,8 +40,14 @@ struct GemmParams {
   const float* w_scale;  ///< [B, N]
   const void* bias;      ///< [B, N] or null
   void* out;             ///< [B, M, N]
-  int batch;
-  int m;
+  int batch;             ///< B, or the number of groups G of a grouped GEMM
+  int m;                 ///< M, or a grouped GEMM's rows: total_M (stacked) or M_max (padded)
+  /// Grouped GEMM only (the maps then hold X and Y as one [rows, K] / [rows, N] matrix, and
+  /// W's batch coordinate is the group).
+  const void* m_sizes;   ///< [G] int32 or int64 on the device: rows per group
+  int sizes_i64;         ///< m_sizes is int64
+  int padded;            ///< group g's rows start at g * M_max (else after the previous group's)
+  int rows;              ///< rows of the X and Y matrices: total_M, or G * M_max
 };
 
 /// How the epilogue moves a consumer's output block from shared to global memory.
@@ -72,13 +79,17 @@ constexpr OutBox gemm_out_box(int bn, bool swap) {
 ///   partials: split-K only: one fp32 64 x bn block per consumer, the CTA's partial sum that
 ///             rank 0 of the cluster reads;
 ///   barriers: full[stages], empty[stages], then with split-K reduce_full[consumers] and
-///             reduce_empty[consumers].
+///             reduce_empty[consumers];
+///   groups:   grouped GEMM only: first tile [cap + 1], first row [cap], end row [cap] (int).
 struct GemmSmemLayout {
   int x_tile_bytes, w_tile_bytes, stage_bytes;
   int staging_bytes;  ///< output staging of one consumer
   int region_bytes;   ///< staging + scales of one consumer, 1024-byte aligned
-  int regions_offset, partials_offset, partial_bytes, barriers_offset, total_bytes;
+  int regions_offset, partials_offset, partial_bytes, barriers_offset, groups_offset, total_bytes;
 };
+
+/// Bytes of the grouped GEMM's per-group tables for `cap` groups.
+constexpr int gemm_group_table_bytes(int cap) { return cap > 0 ? 4 * (3 * cap + 1) : 0; }
 
 /// Staging: kTmaCols32 double-buffers 64x32 chunks (2 x 4 KB) so the next chunk is written while
 /// the last one's store reads; this small footprint is what gives 128x256 a 4th ring stage.
@@ -93,7 +104,7 @@ constexpr int gemm_staging_bytes(int bn, bool swap) {
 constexpr int gemm_consumers(int bm, bool pingpong) { return pingpong ? 2 : bm / 64; }
 
 constexpr GemmSmemLayout gemm_smem_layout(int bm, int bn, int stages, bool swap, bool pingpong,
-                                          int split_k) {
+                                          int split_k, int groups_cap = 0) {
   GemmSmemLayout l{};
   const int x_rows = swap ? bn : bm, w_rows = swap ? bm : bn;
   l.x_tile_bytes = x_rows * 128;
@@ -105,7 +116,8 @@ constexpr GemmSmemLayout gemm_smem_layout(int bm, int bn, int stages, bool swap,
   l.partials_offset = l.regions_offset + gemm_consumers(bm, pingpong) * l.region_bytes;
   l.partial_bytes = split_k > 1 ? 64 * bn * 4 : 0;
   l.barriers_offset = l.partials_offset + gemm_consumers(bm, pingpong) * l.partial_bytes;
-  l.total_bytes = l.barriers_offset + 2 * stages * 8 + (split_k > 1 ? 4 * 8 : 0);
+  l.groups_offset = l.barriers_offset + 2 * stages * 8 + (split_k > 1 ? 4 * 8 : 0);
+  l.total_bytes = l.groups_offset + gemm_group_table_bytes(groups_cap);
   return l;
 }
 

@@ -68,7 +68,7 @@ struct Producer {
         u8* w_tile = x_tile + T::kXTileBytes;
         u64* bar = &full[pos.stage];
         mbar_arrive_expect_tx(bar, u32(T::kXTileBytes) + w_bytes);
-        tma_load_3d(x_tile, &p.x_map, bar, kb * 128, tile.m0, tile.b);
+        tma_load_3d(x_tile, &p.x_map, bar, kb * 128, tile.m0, tile.xb);
         load_w(p, tile, kb, w_rows, sched.rank, w_tile, bar);
         pos.template advance<T::kStages>();
       }

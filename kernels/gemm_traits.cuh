@@ -29,6 +29,8 @@ struct GemmTraits {
   static constexpr int kRaster = kSpec.raster;
   static constexpr int kSplitK = kSpec.split_k > 1 ? kSpec.split_k : 1;
   static constexpr int kClusterSize = kClusterM * kSplitK;  // CTAs per cluster
+  static constexpr int kGroupsCap = kSpec.groups_cap;        // grouped GEMM (0: not grouped)
+  static constexpr bool kGrouped = kGroupsCap > 0;
   static constexpr bool kSwap = kSpec.swap;
   static constexpr bool kPingPong = kSpec.pingpong;
   static constexpr bool kPlainW = kSpec.plain_w;
@@ -49,7 +51,7 @@ struct GemmTraits {
   static constexpr int kAcc = kBN / 2;  // fp32 accumulators per thread for m64 x kBN
 
   static constexpr GemmSmemLayout kSmem =
-      gemm_smem_layout(kBM, kBN, kStages, kSwap, kPingPong, kSplitK);
+      gemm_smem_layout(kBM, kBN, kStages, kSwap, kPingPong, kSplitK, kGroupsCap);
   static constexpr int kXTileBytes = kSmem.x_tile_bytes;
   static constexpr int kWTileBytes = kSmem.w_tile_bytes;
   static constexpr int kStageBytes = kSmem.stage_bytes;
@@ -70,6 +72,7 @@ struct GemmTraits {
                 "clusters pair two X tiles of the tiled path around one W tile");
   static_assert(kSplitK == 1 || (kClusterM == 1 && !kPingPong),
                 "split-K clusters run one tile per CTA, cooperatively, without W multicast");
+  static_assert(!kGrouped || kSplitK == 1, "a grouped GEMM does not split K");
   static_assert(kSplitK <= 8 && kSplitK <= kKBlocks,
                 "split-K: at most 8 CTAs (a portable cluster), each with at least one k-block");
   static_assert(kClusterM == 1 || kWRows % 16 == 0,

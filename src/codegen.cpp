@@ -15,6 +15,7 @@ std::string InstanceSpec::label() const {
      << (out_dtype == DType::kF16 ? "f16" : "bf16") << "."
      << (bias == BiasKind::kNone ? "nobias" : bias == BiasKind::kF32 ? "biasf32" : "biasbf16")
      << "." << (fast_accum ? "fast" : "precise");
+  if (groups_cap > 0) os << ".grouped" << groups_cap;
   return os.str();
 }
 
@@ -59,7 +60,7 @@ std::string spec_function(const dev::GemmSpec& g) {
      << "  g.n = " << g.n << "LL;\n  g.k = " << g.k << "LL;\n"
      << "  g.bm = " << g.bm << ";\n  g.bn = " << g.bn << ";\n  g.stages = " << g.stages
      << ";\n  g.cluster_m = " << g.cluster_m << ";\n  g.raster = " << g.raster << ";\n"
-     << "  g.split_k = " << g.split_k << ";\n"
+     << "  g.split_k = " << g.split_k << ";\n  g.groups_cap = " << g.groups_cap << ";\n"
      << "  g.swap = " << b(g.swap) << ";\n  g.pingpong = " << b(g.pingpong) << ";\n"
      << "  g.plain_w = " << b(g.plain_w) << ";\n  g.out_f16 = " << b(g.out_f16) << ";\n"
      << "  g.fast_accum = " << b(g.fast_accum) << ";\n"
@@ -79,6 +80,7 @@ dev::GemmSpec InstanceSpec::gemm_spec() const {
   g.cluster_m = config.cluster_m;
   g.raster = config.raster;
   g.split_k = config.split_k;
+  g.groups_cap = groups_cap;
   g.swap = config.path == KernelPath::kSwapAB;
   g.pingpong = config.path == KernelPath::kPingPong;
   g.plain_w = w_layout == WeightLayout::kPlain;
@@ -105,7 +107,12 @@ std::string instance_source(const InstanceSpec& s) {
 int instance_threads(const InstanceSpec& s) {
   return 128 * (1 + dev::gemm_consumers(s.config.bm, s.config.path == KernelPath::kPingPong));
 }
-int instance_smem_bytes(const InstanceSpec& s) { return config_smem_bytes(s.config); }
+int instance_smem_bytes(const InstanceSpec& s) {
+  const Config& c = s.config;
+  return dev::gemm_smem_layout(c.bm, c.bn, c.stages, c.path == KernelPath::kSwapAB,
+                               c.path == KernelPath::kPingPong, c.split_k, s.groups_cap)
+      .total_bytes;
+}
 
 std::shared_ptr<const jit::Instance> gemm_instance(const InstanceSpec& s) {
   return jit::get_instance(s.label(), instance_source(s), jit::default_options());

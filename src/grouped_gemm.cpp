@@ -1,15 +1,196 @@
-/// \brief grouped_gemm() and grouped_gemm_padded(): validation, then the grouped launch.
+/// \brief grouped_gemm() and grouped_gemm_padded(): validation, the configuration choice, and
+/// the launch of the grouped kernel (the GEMM kernel with its group tables, see
+/// kernels/gemm_tile_scheduler.cuh). The host never reads the group sizes.
+#include <cuda.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <type_traits>
+#include <unordered_map>
+
 #include "check.hpp"
+#include "config.hpp"
+#include "device.hpp"
+#include "env.hpp"
 #include "grouped.hpp"
+#include "hash.hpp"
+#include "launch.hpp"
 
 namespace f8gemm {
 
 namespace detail {
-void launch_grouped(const ValidatedGrouped&, const TensorView&, const TensorView&,
-                    const TensorView&, const TensorView&, const TensorView&, const TensorView&,
-                    const GemmOptions&) {
-  F8GEMM_REQUIRE(false, kUnsupported, "the grouped kernel is being built");
+
+namespace {
+
+/// Room for G groups in the kernel's tables: a power of two from 8, so that a few instances
+/// serve every G.
+int groups_capacity(int64_t groups) {
+  int cap = 8;
+  while (cap < groups) cap *= 2;
+  return cap;
 }
+
+/// The problem the cost model scores for a grouped call: G batches of the average group (the
+/// padded form: of M_max rows). The sizes are on the device; skewed routing makes some groups
+/// larger and some empty, and the tile the average needs is still the right size for most rows.
+ProblemShape model_problem(const GroupedShape& s) {
+  ProblemShape p;
+  p.batch = s.groups;
+  p.m = s.padded ? s.rows : std::max<int64_t>(1, (s.rows + s.groups - 1) / s.groups);
+  p.n = s.n;
+  p.k = s.k;
+  p.w_layout = s.w_layout;
+  p.out_dtype = s.out_dtype;
+  p.has_bias = s.has_bias;
+  p.bias_dtype = s.bias_dtype;
+  p.fast_accum = s.fast_accum;
+  return p;
+}
+
+/// The instance for a grouped call: a forced config (options, then F8GEMM_CONFIG) or the
+/// model's best that does not split K, with the ring shortened where the group tables need
+/// the shared memory.
+InstanceSpec grouped_spec(const GroupedShape& s, int sm_count, const Config* forced) {
+  const ProblemShape p = model_problem(s);
+  const int cap = groups_capacity(s.groups);
+  Config config;
+  std::string forced_name;
+  if (forced) {
+    config = *forced;
+  } else if (const std::string name = get_env<std::string>("F8GEMM_CONFIG"); !name.empty()) {
+    config = Config::parse(name);
+    forced = &config;
+  }
+  if (forced) {
+    std::string why = config_illegal_reason(config, p);
+    if (why.empty() && config.split_k != 1) why = "a grouped GEMM does not split K";
+    F8GEMM_REQUIRE(why.empty(), kUnsupported, "config ", config.name(),
+                   " cannot run the grouped GEMM G,rows,N,K=", s.groups, ",", s.rows, ",", s.n,
+                   ",", s.k, ": ", why);
+  } else {
+    bool found = false;
+    for (const Config& c : candidates(p, sm_count)) {
+      if (c.split_k == 1) {
+        config = c;
+        found = true;
+        break;
+      }
+    }
+    F8GEMM_REQUIRE(found, kInternal, "no legal configuration for the grouped GEMM G,rows,N,K=",
+                   s.groups, ",", s.rows, ",", s.n, ",", s.k);
+  }
+  InstanceSpec spec = make_spec(config, p);
+  spec.groups_cap = cap;
+  while (instance_smem_bytes(spec) > kMaxSmemBytes && spec.config.stages > 2) {
+    --spec.config.stages;
+  }
+  F8GEMM_REQUIRE(instance_smem_bytes(spec) <= kMaxSmemBytes, kUnsupported, "config ",
+                 config.name(), " with the tables of ", cap, " groups needs ",
+                 instance_smem_bytes(spec), " bytes of shared memory, more than ", kMaxSmemBytes);
+  return spec;
+}
+
+struct GroupedPlanKey {
+  int64_t groups, rows, n, k;
+  int padded, layout, out, bias, fast, sizes, device;
+  int forced[9];  // a forced Config's fields (all zero when the choice is automatic)
+  bool operator==(const GroupedPlanKey& o) const {
+    return std::memcmp(this, &o, sizeof(*this)) == 0;
+  }
+};
+static_assert(std::has_unique_object_representations_v<GroupedPlanKey>,
+              "GroupedPlanKey is compared and hashed as bytes: it must have no padding");
+
+std::mutex g_grouped_mutex;
+std::unordered_map<GroupedPlanKey, std::shared_ptr<Plan>, BytesHash<GroupedPlanKey>> g_grouped_plans;
+
+GroupedPlanKey grouped_key(const GroupedShape& s, int device, const Config* forced) {
+  GroupedPlanKey key{s.groups, s.rows, s.n, s.k, s.padded ? 1 : 0, int(s.w_layout),
+                     int(s.out_dtype), s.has_bias ? int(s.bias_dtype) + 1 : 0,
+                     s.fast_accum ? 1 : 0, int(s.sizes_dtype), device, {}};
+  if (forced) {
+    const int fields[9] = {int(forced->path) + 1, forced->bm,        forced->bn,
+                           forced->bk,           forced->stages,    forced->cluster_m,
+                           forced->cluster_n,    forced->raster,    forced->split_k};
+    std::memcpy(key.forced, fields, sizeof(fields));
+  }
+  return key;
+}
+
+std::shared_ptr<Plan> grouped_plan(const GroupedShape& s, int device, const Config* forced) {
+  const GroupedPlanKey key = grouped_key(s, device, forced);
+  {
+    std::lock_guard<std::mutex> lock(g_grouped_mutex);
+    auto it = g_grouped_plans.find(key);
+    if (it != g_grouped_plans.end()) return it->second;
+  }
+  const DeviceProps& props = require_sm90(device);
+  auto plan = build_plan(grouped_spec(s, props.sm_count, forced), device);
+  if (get_env<bool>("F8GEMM_LOG")) {
+    std::fprintf(stderr, "f8gemm: grouped G,%s,N,K=%lld,%lld,%lld,%lld -> %s\n",
+                 s.padded ? "M_max" : "total_M", static_cast<long long>(s.groups),
+                 static_cast<long long>(s.rows), static_cast<long long>(s.n),
+                 static_cast<long long>(s.k), plan->spec.label().c_str());
+  }
+  std::lock_guard<std::mutex> lock(g_grouped_mutex);
+  return g_grouped_plans.emplace(key, plan).first->second;
+}
+
+}  // namespace
+
+void launch_grouped(const ValidatedGrouped& v, const TensorView& x, const TensorView& w,
+                    const TensorView& x_scale, const TensorView& w_scale,
+                    const TensorView& m_sizes, const TensorView& out, const GemmOptions& opt) {
+  const GroupedShape& s = v.shape;
+  const std::shared_ptr<Plan> plan = grouped_plan(s, v.device, opt.config);
+  const Config& c = plan->spec.config;
+  const bool swap = c.path == KernelPath::kSwapAB;
+  const int x_rows = swap ? c.bn : c.bm, w_rows = swap ? c.bm : c.bn;
+  // X and Y as one matrix each over every group's rows; W's batch coordinate is the group.
+  const int64_t rows = s.padded ? s.groups * s.rows : s.rows;
+  dev::GemmParams params{};
+  params.x_map = to_kernel_map(plan->x_map.get(x.data, [&] {
+    return make_tensor_map_3d(x.data, uint64_t(s.k), uint64_t(rows), 1, 128, uint32_t(x_rows));
+  }));
+  if (s.w_layout == WeightLayout::kPlain) {
+    params.w_map = to_kernel_map(plan->w_map.get(w.data, [&] {
+      return make_tensor_map_3d(w.data, uint64_t(s.k), uint64_t(s.n), uint64_t(s.groups), 128,
+                                uint32_t(w_rows / c.cluster_m));
+    }));
+  }
+  const dev::OutBox box = dev::gemm_out_box(c.bn, swap);
+  if (box.cols > 0) {
+    params.out_map = to_kernel_map(plan->out_map.get(out.data, [&] {
+      return make_tensor_map_3d(out.data, uint64_t(s.n), uint64_t(rows), 1, uint32_t(box.cols),
+                                uint32_t(box.rows), 2, box.swizzle_bytes);
+    }));
+  }
+  params.w_shuffled = static_cast<const uint8_t*>(w.data);
+  params.x_scale = static_cast<const float*>(x_scale.data);
+  params.w_scale = static_cast<const float*>(w_scale.data);
+  params.bias = s.has_bias ? opt.bias->data : nullptr;
+  params.out = out.data;
+  params.batch = int(s.groups);
+  params.m = int(s.rows);
+  params.m_sizes = m_sizes.data;
+  params.sizes_i64 = s.sizes_dtype == DType::kI64 ? 1 : 0;
+  params.padded = s.padded ? 1 : 0;
+  params.rows = int(rows);
+
+  // The tiles are counted on the device. At most every row's tile plus one partial tile per
+  // group, in pairs when clustered: the grid never needs more clusters than that bound.
+  const int cluster = c.cluster_m * c.split_k;
+  const int64_t x_tiles = (rows + x_rows - 1) / x_rows + s.groups;
+  const int64_t bound = ((x_tiles + c.cluster_m - 1) / c.cluster_m + s.groups) *
+                        ((s.n + w_rows - 1) / w_rows);
+  const int grid = int(std::min<int64_t>(bound, plan->max_ctas / cluster)) * cluster;
+  DeviceGuard guard(v.device);
+  void* args[] = {&params};
+  launch(plan->kernel, grid, cluster, plan->threads, plan->smem, opt.stream, args, v.device);
+}
+
 }  // namespace detail
 
 void grouped_gemm(const TensorView& x, const TensorView& w, WeightLayout w_layout,

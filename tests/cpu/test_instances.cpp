@@ -82,6 +82,19 @@ std::map<std::string, InstanceSpec> shipped_specs() {
       add(problem(s, WeightLayout::kPreshuffled, fast, DType::kF16));
     }
   }
+  // Grouped GEMM instances (group tables in shared memory, masked stores at group ends) of
+  // every kernel family: swap-AB, tiled, ping-pong and a 2x1 pair, both layouts and modes.
+  for (const char* name : {"sm90_swap_128x16x128_s10_c1x1_r0", "sm90_tiled_128x192x128_s4_c1x1_r8",
+                           "sm90_pingpong_64x192x128_s4_c2x1_r8", "sm90_tiled_128x128x128_s5_c2x1_r8"}) {
+    for (WeightLayout layout : {WeightLayout::kPreshuffled, WeightLayout::kPlain}) {
+      for (bool fast : {true, false}) {
+        ProblemShape p = problem(kBenchShapes[2], layout, fast);
+        InstanceSpec s = detail::make_spec(Config::parse(name), p);
+        s.groups_cap = fast ? 8 : 128;
+        specs.emplace(s.label(), s);
+      }
+    }
+  }
   return specs;
 }
 

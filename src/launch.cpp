@@ -1,0 +1,142 @@
+/// \brief The plan of an instance (compile, load, attributes, resident CTAs) and its launch
+/// through the driver (see launch.hpp).
+#include "launch.hpp"
+
+#include <cudaTypedefs.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "check.hpp"
+#include "device.hpp"
+#include "env.hpp"
+
+namespace f8gemm::detail {
+
+std::shared_ptr<Plan> build_plan(const InstanceSpec& spec, int device) {
+  const DeviceProps& props = require_sm90(device);
+  auto plan_ptr = std::make_shared<Plan>();
+  Plan& plan = *plan_ptr;
+  const Config& config = spec.config;
+  plan.spec = spec;
+  plan.instance = gemm_instance(plan.spec);
+  plan.kernel = plan.instance->kernel("f8gemm_gemm");
+  plan.threads = instance_threads(plan.spec);
+  plan.smem = instance_smem_bytes(plan.spec);
+  DeviceGuard guard(device);
+  F8GEMM_CHECK_CUDA(cudaFuncSetAttribute(reinterpret_cast<const void*>(plan.kernel),
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, plan.smem));
+  plan.max_ctas = props.sm_count;
+  const int cluster = config.cluster_m * config.split_k;
+  if (cluster > 1) {
+    // A cluster needs that many free SMs of one GPC: fewer clusters than SMs / size may fit at
+    // once, and a persistent grid larger than that would run its last clusters as a second wave.
+    cudaLaunchConfig_t cfg{};
+    cudaLaunchAttribute attr{};
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = unsigned(cluster);
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    cfg.gridDim = dim3(unsigned(props.sm_count / cluster * cluster));
+    cfg.blockDim = dim3(unsigned(plan.threads));
+    cfg.dynamicSmemBytes = size_t(plan.smem);
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    int clusters = 0;
+    F8GEMM_CHECK_CUDA(cudaOccupancyMaxActiveClusters(
+        &clusters, reinterpret_cast<const void*>(plan.kernel), &cfg));
+    F8GEMM_REQUIRE(clusters > 0, kUnsupported, "config ", config.name(),
+                   ": no ", cluster, "-CTA cluster of it fits on device ", device);
+    plan.max_ctas = clusters * cluster;
+  }
+  if (get_env<bool>("F8GEMM_LOG")) {
+    std::fprintf(stderr, "f8gemm: plan %s: %d threads, %d bytes of shared memory, %d CTAs at once\n",
+                 plan.spec.label().c_str(), plan.threads, plan.smem, plan.max_ctas);
+  }
+  return plan_ptr;
+}
+
+namespace {
+/// A driver entry point by name, or null (the runtime's launch is the fallback).
+template <typename Fn>
+Fn driver_entry(const char* name, int version) {
+  void* ptr = nullptr;
+  cudaDriverEntryPointQueryResult query{};
+  if (cudaGetDriverEntryPointByVersion(name, &ptr, version, cudaEnableDefault, &query) !=
+          cudaSuccess ||
+      query != cudaDriverEntryPointSuccess) {
+    cudaGetLastError();
+    ptr = nullptr;
+  }
+  return reinterpret_cast<Fn>(ptr);
+}
+}  // namespace
+
+/// Launches through the driver's cuLaunchKernel, or cuLaunchKernelEx for clusters (a
+/// cudaKernel_t is a CUkernel, which they take as their function): about a microsecond of host
+/// time less than the runtime's launch, which matters at the 5 µs per call this path is held to.
+/// A thread whose current context is not yet the device's primary one gets it through
+/// cudaSetDevice and a second try; any other driver error falls back to the runtime's launch,
+/// whose error is the one reported.
+void launch(cudaKernel_t kernel, int grid, int cluster, int threads, int smem,
+            cudaStream_t stream, void** args, int device) {
+  static const auto launch_fn = driver_entry<PFN_cuLaunchKernel_v4000>("cuLaunchKernel", 4000);
+  static const auto launch_ex_fn =
+      driver_entry<PFN_cuLaunchKernelEx_v11060>("cuLaunchKernelEx", 11060);
+  CUlaunchAttribute attr{};
+  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attr.value.clusterDim.x = unsigned(cluster);
+  attr.value.clusterDim.y = 1;
+  attr.value.clusterDim.z = 1;
+  auto try_launch = [&]() -> CUresult {
+    if (cluster == 1) {
+      if (!launch_fn) return CUDA_ERROR_NOT_FOUND;
+      return launch_fn(reinterpret_cast<CUfunction>(kernel), unsigned(grid), 1, 1,
+                       unsigned(threads), 1, 1, unsigned(smem), reinterpret_cast<CUstream>(stream),
+                       args, nullptr);
+    }
+    if (!launch_ex_fn) return CUDA_ERROR_NOT_FOUND;
+    CUlaunchConfig cfg{};
+    cfg.gridDimX = unsigned(grid);
+    cfg.gridDimY = cfg.gridDimZ = 1;
+    cfg.blockDimX = unsigned(threads);
+    cfg.blockDimY = cfg.blockDimZ = 1;
+    cfg.sharedMemBytes = unsigned(smem);
+    cfg.hStream = reinterpret_cast<CUstream>(stream);
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    return launch_ex_fn(&cfg, reinterpret_cast<CUfunction>(kernel), args, nullptr);
+  };
+  CUresult r = try_launch();
+  if (r == CUDA_ERROR_INVALID_CONTEXT) {
+    F8GEMM_CHECK_CUDA(cudaSetDevice(device));
+    r = try_launch();
+  }
+  if (r == CUDA_SUCCESS) return;
+  cudaLaunchConfig_t cfg{};
+  cudaLaunchAttribute rt_attr{};
+  rt_attr.id = cudaLaunchAttributeClusterDimension;
+  rt_attr.val.clusterDim.x = unsigned(cluster);
+  rt_attr.val.clusterDim.y = 1;
+  rt_attr.val.clusterDim.z = 1;
+  cfg.gridDim = dim3(unsigned(grid));
+  cfg.blockDim = dim3(unsigned(threads));
+  cfg.dynamicSmemBytes = size_t(smem);
+  cfg.stream = stream;
+  cfg.attrs = &rt_attr;
+  cfg.numAttrs = 1;
+  F8GEMM_CHECK_CUDA(cudaLaunchKernelExC(&cfg, reinterpret_cast<const void*>(kernel), args));
+  F8GEMM_CHECK_CUDA(cudaGetLastError());
+}
+
+/// The kernel's image of a driver tensor map (kernels/dev_types.cuh).
+dev::TensorMap to_kernel_map(const CUtensorMap& map) {
+  static_assert(sizeof(dev::TensorMap) == sizeof(CUtensorMap) &&
+                    alignof(dev::TensorMap) == alignof(CUtensorMap),
+                "the kernel's TensorMap mirrors CUtensorMap");
+  dev::TensorMap out;
+  std::memcpy(&out, &map, sizeof(out));
+  return out;
+}
+
+}  // namespace f8gemm::detail
