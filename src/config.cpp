@@ -89,7 +89,8 @@ bool Config::operator==(const Config& o) const {
 namespace detail {
 
 namespace {
-// H200 ceilings measured on 2026-11-30 (shared/anchors.md): copy 4.25 TB/s, FP8 1.46 PFLOP/s.
+// H200 ceilings measured during setup on 2026-11-30 (not logged): copy 4.25 TB/s, FP8 1.46 PFLOP/s;
+// docs/logs/2026-11-30-bench-large.log measured 4.248 TB/s and 1297 TFLOP/s.
 constexpr double kDramBytesPerUs = 4.25e6;
 constexpr double kPeakFlopsPerUs = 1.46e9;
 // L2 -> SM bandwidth (an estimate, about 2.5x DRAM on Hopper) and the launch/ramp cost.

@@ -32,13 +32,19 @@ int groups_capacity(int64_t groups) {
   return cap;
 }
 
-/// The problem the cost model scores for a grouped call: G batches of the average group (the
-/// padded form: of M_max rows). The sizes are on the device; skewed routing makes some groups
-/// larger and some empty, and the tile the average needs is still the right size for most rows.
+/// The problem the cost model scores for a grouped call: G batches of a design group size (the
+/// padded form: M_max rows). The sizes are on the device. With few tokens per group (decode) the
+/// GEMM streams W, and routing skew puts several times the average in the busiest groups: each
+/// extra token tile of a group reads its W once more, while a wider tile costs only tensor-core
+/// work that the memory stream hides. So small averages are scored at 4x (at most 64 rows); the
+/// first grouped bench (docs/logs/2026-11-30-s3-grouped-peers.log) read W up to 4 times with
+/// the tile of the average 8 tokens.
 ProblemShape model_problem(const GroupedShape& s) {
   ProblemShape p;
   p.batch = s.groups;
-  p.m = s.padded ? s.rows : std::max<int64_t>(1, (s.rows + s.groups - 1) / s.groups);
+  const int64_t average = std::max<int64_t>(1, (s.rows + s.groups - 1) / s.groups);
+  const int64_t design = average < 64 ? std::min<int64_t>(64, 4 * average) : average;
+  p.m = s.padded ? s.rows : std::min(s.rows, design);
   p.n = s.n;
   p.k = s.k;
   p.w_layout = s.w_layout;
