@@ -8,27 +8,12 @@
 
 namespace f8gemm::detail {
 
-/// Groups per call: the kernel keeps each group's first row and first tile in shared memory
-/// (8 bytes a group).
+/// Groups per call: the kernel keeps each group's first row, end row and first tile in shared
+/// memory (12 bytes a group).
 inline constexpr int64_t kMaxGroups = 4096;
 
-/// What the host knows of a grouped call: everything but the group sizes, which stay on the
-/// device.
-struct GroupedShape {
-  int64_t groups = 0;  ///< G
-  int64_t rows = 0;    ///< total_M (stacked form) or M_max (padded form)
-  int64_t n = 0, k = 0;
-  bool padded = false;
-  WeightLayout w_layout = WeightLayout::kPreshuffled;
-  DType out_dtype = DType::kBF16;
-  bool has_bias = false;
-  DType bias_dtype = DType::kF32;
-  bool fast_accum = true;
-  DType sizes_dtype = DType::kI32;  ///< kI32 or kI64
-};
-
 struct ValidatedGrouped {
-  GroupedShape shape;
+  GroupedProblem shape;
   int device = 0;
 };
 
@@ -40,6 +25,10 @@ ValidatedGrouped validate_grouped_call(const TensorView& x, const TensorView& w,
                                        const TensorView& x_scale, const TensorView& w_scale,
                                        const TensorView& m_sizes, const TensorView& out,
                                        const GemmOptions& options, bool padded);
+
+/// Throws Error(kInvalidArgument) when a call would reject this problem for its sizes, layout
+/// or dtypes alone (precompile() checks with it).
+void validate_grouped_problem(const GroupedProblem& problem);
 
 /// Launches the grouped kernel for a validated call on options.stream.
 void launch_grouped(const ValidatedGrouped& v, const TensorView& x, const TensorView& w,

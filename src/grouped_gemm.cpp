@@ -14,6 +14,7 @@
 #include "config.hpp"
 #include "device.hpp"
 #include "env.hpp"
+#include "f8gemm/tuning.hpp"
 #include "grouped.hpp"
 #include "hash.hpp"
 #include "launch.hpp"
@@ -39,7 +40,7 @@ int groups_capacity(int64_t groups) {
 /// work that the memory stream hides. So small averages are scored at 4x (at most 64 rows); the
 /// first grouped bench (docs/logs/2026-11-30-s3-grouped-peers.log) read W up to 4 times with
 /// the tile of the average 8 tokens.
-ProblemShape model_problem(const GroupedShape& s) {
+ProblemShape model_problem(const GroupedProblem& s) {
   ProblemShape p;
   p.batch = s.groups;
   const int64_t average = std::max<int64_t>(1, (s.rows + s.groups - 1) / s.groups);
@@ -58,7 +59,7 @@ ProblemShape model_problem(const GroupedShape& s) {
 /// The instance for a grouped call: a forced config (options, then F8GEMM_CONFIG) or the
 /// model's best that does not split K, with the ring shortened where the group tables need
 /// the shared memory.
-InstanceSpec grouped_spec(const GroupedShape& s, int sm_count, const Config* forced) {
+InstanceSpec grouped_spec(const GroupedProblem& s, int sm_count, const Config* forced) {
   const ProblemShape p = model_problem(s);
   const int cap = groups_capacity(s.groups);
   Config config;
@@ -112,7 +113,7 @@ static_assert(std::has_unique_object_representations_v<GroupedPlanKey>,
 std::mutex g_grouped_mutex;
 std::unordered_map<GroupedPlanKey, std::shared_ptr<Plan>, BytesHash<GroupedPlanKey>> g_grouped_plans;
 
-GroupedPlanKey grouped_key(const GroupedShape& s, int device, const Config* forced) {
+GroupedPlanKey grouped_key(const GroupedProblem& s, int device, const Config* forced) {
   GroupedPlanKey key{s.groups, s.rows, s.n, s.k, s.padded ? 1 : 0, int(s.w_layout),
                      int(s.out_dtype), s.has_bias ? int(s.bias_dtype) + 1 : 0,
                      s.fast_accum ? 1 : 0, int(s.sizes_dtype), device, {}};
@@ -125,7 +126,7 @@ GroupedPlanKey grouped_key(const GroupedShape& s, int device, const Config* forc
   return key;
 }
 
-std::shared_ptr<Plan> grouped_plan(const GroupedShape& s, int device, const Config* forced) {
+std::shared_ptr<Plan> grouped_plan(const GroupedProblem& s, int device, const Config* forced) {
   const GroupedPlanKey key = grouped_key(s, device, forced);
   {
     std::lock_guard<std::mutex> lock(g_grouped_mutex);
@@ -149,7 +150,7 @@ std::shared_ptr<Plan> grouped_plan(const GroupedShape& s, int device, const Conf
 void launch_grouped(const ValidatedGrouped& v, const TensorView& x, const TensorView& w,
                     const TensorView& x_scale, const TensorView& w_scale,
                     const TensorView& m_sizes, const TensorView& out, const GemmOptions& opt) {
-  const GroupedShape& s = v.shape;
+  const GroupedProblem& s = v.shape;
   const std::shared_ptr<Plan> plan = grouped_plan(s, v.device, opt.config);
   const Config& c = plan->spec.config;
   const bool swap = c.path == KernelPath::kSwapAB;
@@ -198,6 +199,44 @@ void launch_grouped(const ValidatedGrouped& v, const TensorView& x, const Tensor
 }
 
 }  // namespace detail
+
+GroupedProblem grouped_problem(const TensorView& x, const TensorView& w, WeightLayout w_layout,
+                               const TensorView& x_scale, const TensorView& w_scale,
+                               const TensorView& m_sizes, const TensorView& out,
+                               const GemmOptions& options, bool padded) {
+  return detail::validate_grouped_call(x, w, w_layout, x_scale, w_scale, m_sizes, out, options,
+                                       padded)
+      .shape;
+}
+
+bool is_ready(const GroupedProblem& problem) {
+  if (problem.rows == 0 || problem.groups == 0) return true;  // launches nothing
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  const detail::GroupedPlanKey key = detail::grouped_key(problem, device, nullptr);
+  std::lock_guard<std::mutex> lock(detail::g_grouped_mutex);
+  return detail::g_grouped_plans.count(key) > 0;
+}
+
+void precompile(const std::vector<GroupedProblem>& problems) {
+  // Every problem is checked before the first compile, as precompile() does for gemm().
+  for (const GroupedProblem& p : problems) detail::validate_grouped_problem(p);
+  // The current sm_90 GPU, else the H200 that serving will run on (target_gpu()).
+  const TargetGpu gpu = target_gpu();
+  int device = -1;
+  if (!gpu.assumed) F8GEMM_CHECK_CUDA(cudaGetDevice(&device));
+  for (const GroupedProblem& p : problems) {
+    if (p.rows == 0 || p.groups == 0) continue;
+    if (device >= 0) {
+      detail::grouped_plan(p, device, nullptr);  // compiled, loaded, attributes set
+    } else {
+      detail::gemm_instance(detail::grouped_spec(p, gpu.sm_count, nullptr));
+    }
+  }
+}
 
 void grouped_gemm(const TensorView& x, const TensorView& w, WeightLayout w_layout,
                   const TensorView& x_scale, const TensorView& w_scale, const TensorView& m_sizes,

@@ -17,14 +17,14 @@ std::string place_str(int device) {
   return device < 0 ? std::string("the host") : concat("cuda:", device);
 }
 
-std::string sizes_str(const GroupedShape& s) {
+std::string sizes_str(const GroupedProblem& s) {
   return concat(s.padded ? "G,M_max,N,K = " : "G,total_M,N,K = ", s.groups, ",", s.rows, ",", s.n,
                 ",", s.k);
 }
 
 /// Throws unless value <= limit, naming the size, the limit and the reason for it.
 void require_at_most(const char* what, int64_t value, int64_t limit, const char* why,
-                     const GroupedShape& s) {
+                     const GroupedProblem& s) {
   F8GEMM_REQUIRE(value <= limit, kInvalidArgument, "sizes exceed the int32 index range: ", what,
                  " = ", value, " is more than ", limit, " (", why, "; ", sizes_str(s), ")");
 }
@@ -32,7 +32,7 @@ void require_at_most(const char* what, int64_t value, int64_t limit, const char*
 /// The sizes against the kernel's index limits (validate.hpp), with the grouped kernel's own:
 /// G <= kMaxGroups, and rows counted over the whole stacked (or padded) tensor, since the tensor
 /// maps of X and Y span all groups.
-void validate_grouped_sizes(const GroupedShape& s) {
+void validate_grouped_sizes(const GroupedProblem& s) {
   F8GEMM_REQUIRE(s.groups <= kMaxGroups, kInvalidArgument, "G = ", s.groups,
                  " groups is more than the ", kMaxGroups,
                  " a call supports (the kernel keeps each group's first row and first tile in "
@@ -64,6 +64,25 @@ void validate_grouped_sizes(const GroupedShape& s) {
 
 }  // namespace
 
+void validate_grouped_problem(const GroupedProblem& s) {
+  F8GEMM_REQUIRE(s.groups >= 0 && s.rows >= 0, kInvalidArgument,
+                 "G and the rows must be >= 0, got ", sizes_str(s));
+  F8GEMM_REQUIRE(s.n > 0 && s.n % 8 == 0, kInvalidArgument,
+                 "N must be a positive multiple of 8, got ", sizes_str(s));
+  F8GEMM_REQUIRE(s.k > 0 && s.k % 16 == 0, kInvalidArgument,
+                 "K must be a positive multiple of 16 (TMA moves 16-byte rows), got ", sizes_str(s));
+  F8GEMM_REQUIRE(s.w_layout == WeightLayout::kPlain || s.w_layout == WeightLayout::kPreshuffled,
+                 kInvalidArgument, "w_layout must be kPlain or kPreshuffled");
+  F8GEMM_REQUIRE(s.out_dtype == DType::kBF16 || s.out_dtype == DType::kF16, kInvalidArgument,
+                 "the output dtype must be bfloat16 or float16, got ", to_string(s.out_dtype));
+  F8GEMM_REQUIRE(!s.has_bias || s.bias_dtype == DType::kF32 || s.bias_dtype == DType::kBF16,
+                 kInvalidArgument, "the bias dtype must be float32 or bfloat16, got ",
+                 to_string(s.bias_dtype));
+  F8GEMM_REQUIRE(s.sizes_dtype == DType::kI32 || s.sizes_dtype == DType::kI64, kInvalidArgument,
+                 "the sizes dtype must be int32 or int64, got ", to_string(s.sizes_dtype));
+  validate_grouped_sizes(s);
+}
+
 ValidatedGrouped validate_grouped_call(const TensorView& x, const TensorView& w, WeightLayout layout,
                                        const TensorView& xs, const TensorView& ws,
                                        const TensorView& m_sizes, const TensorView& out,
@@ -94,7 +113,7 @@ ValidatedGrouped validate_grouped_call(const TensorView& x, const TensorView& w,
   if (bias) require_view(*bias, n.bias);
 
   ValidatedGrouped v;
-  GroupedShape& s = v.shape;
+  GroupedProblem& s = v.shape;
   s.padded = padded;
   // G, N and K come from the weight and x; every other tensor must agree with them.
   if (padded) {

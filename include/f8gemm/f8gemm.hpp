@@ -165,6 +165,35 @@ void grouped_gemm_padded(const TensorView& x, const TensorView& w, WeightLayout 
                          const TensorView& m_sizes, const TensorView& out,
                          const GemmOptions& options = {});
 
+/// A grouped call as the host sees it: everything but the group sizes, which stay on the
+/// device. rows: total_M (stacked form) or M_max (padded form).
+struct GroupedProblem {
+  int64_t groups = 1, rows = 1, n = 8, k = 16;
+  bool padded = false;
+  WeightLayout w_layout = WeightLayout::kPreshuffled;
+  DType out_dtype = DType::kBF16;
+  bool has_bias = false;
+  DType bias_dtype = DType::kF32;
+  bool fast_accum = true;
+  DType sizes_dtype = DType::kI32;  ///< kI32 or kI64
+};
+
+/// The problem of a grouped_gemm() (padded false) or grouped_gemm_padded() (padded true) call
+/// with these arguments, after the same validation as the call (the same Error).
+GroupedProblem grouped_problem(const TensorView& x, const TensorView& w, WeightLayout w_layout,
+                               const TensorView& x_scale, const TensorView& w_scale,
+                               const TensorView& m_sizes, const TensorView& out,
+                               const GemmOptions& options = {}, bool padded = false);
+
+/// True when a grouped call with this problem on the current device needs no compilation,
+/// loading or attribute setting (any sizes): a CUDA-graph capture may only contain such calls.
+bool is_ready(const GroupedProblem& problem);
+
+/// Compiles (and on an sm_90 GPU loads) the grouped instances for these problems, as
+/// precompile() does for gemm(): afterwards is_ready() holds for each on this GPU. Throws
+/// Error(kInvalidArgument) for a problem a call would reject for its sizes or dtypes.
+void precompile(const std::vector<GroupedProblem>& problems);
+
 /// Shape of the preshuffled form of a [B,N,K] weight: {B, ceil(K/128), N/8, 1024}.
 std::vector<int64_t> preshuffled_shape(int64_t batch, int64_t n, int64_t k);
 

@@ -24,7 +24,6 @@
 
 #include "binding.hpp"
 #include "f8gemm/f8gemm.hpp"
-#include "grouped_readiness.hpp"
 
 namespace f8gemm_torch {
 namespace {
@@ -97,40 +96,28 @@ struct GroupedCall {
   f8gemm::GemmOptions options;
 };
 
-GroupedProblem problem_of(const GroupedArgs& a, const GroupedCall& c, int device) {
-  GroupedProblem p;
-  p.device = device;
-  p.padded = a.padded;
-  p.groups = a.WQ.dim() >= 1 ? a.WQ.size(0) : 0;
-  p.rows = c.x.rank >= 2 ? c.x.shape[a.padded ? 1 : 0] : 0;
-  p.n = grouped_weight_rows(a.WQ, a.layout);
-  p.k = c.x.rank >= 1 ? c.x.shape[c.x.rank - 1] : 0;
-  p.layout = a.layout;
-  p.out_dtype = c.y.dtype;
-  p.has_bias = c.options.bias != nullptr;
-  p.bias_dtype = p.has_bias ? c.bias.dtype : DType::kF32;
-  p.fast_accum = a.use_fast_accum;
-  p.sizes_dtype = c.sizes.dtype;
-  return p;
-}
-
-/// Raises a clear error instead of compiling or loading a kernel inside CUDA-graph capture.
-void check_grouped_capture(const GroupedArgs& a, const GroupedProblem& p, const OnDevice& on) {
+/// Raises a clear error instead of compiling or loading a kernel inside CUDA-graph capture:
+/// the library's is_ready() answers for the grouped problem (any sizes).
+void check_grouped_capture(const GroupedArgs& a, const GroupedCall& c, const OnDevice& on) {
   // Outside a capture nothing is checked: the common path pays one cudaStreamIsCapturing.
   if (on.device < 0 || !stream_is_capturing(on.stream)) return;
-  // An empty problem launches nothing, so it compiles nothing.
-  if (p.rows == 0 || p.groups == 0 || grouped_is_ready(p)) return;
+  // Validated as the call would be: bad arguments raise the call's error.
+  const f8gemm::GroupedProblem p = f8gemm::grouped_problem(c.x, c.w, a.layout, c.xs, c.ws,
+                                                           c.sizes, c.y, c.options, a.padded);
+  if (f8gemm::is_ready(p)) return;
   C10_THROW_ERROR(
       Error,
-      c10::str("f8gemm.", a.op, ": the grouped kernel for ", p.sizes(), " (", layout_name(p.layout),
-               " weight, ", dtype_torch_name(p.out_dtype), " output, bias ",
+      c10::str("f8gemm.", a.op, ": the grouped kernel for ",
+               a.padded ? "G,M_max,N,K = (" : "G,total_M,N,K = (", p.groups, ", ", p.rows, ", ",
+               p.n, ", ", p.k, ") (", layout_name(p.w_layout), " weight, ",
+               dtype_torch_name(p.out_dtype), " output, bias ",
                p.has_bias ? dtype_torch_name(p.bias_dtype) : "None",
                ", use_fast_accum=", p.fast_accum ? "True" : "False", ", ", sizes_name(a.padded),
                " ", dtype_torch_name(p.sizes_dtype), ") has not run on cuda:", on.device,
                " in this process, and the current stream is capturing a CUDA graph, where "
                "compiling or loading a kernel is not allowed. Run the op once with these shapes "
-               "before the capture (any sizes will do; if the arguments are invalid, running it "
-               "outside the capture says why)"));
+               "before the capture (any sizes will do), or precompile the problem "
+               "(f8gemm::precompile with a GroupedProblem)"));
 }
 
 void run_grouped(const GroupedArgs& a, const at::Tensor& out) {
@@ -153,9 +140,8 @@ void run_grouped(const GroupedArgs& a, const at::Tensor& out) {
   c.options.names = a.padded ? &kPaddedNames : &kStackedNames;
   OnDevice on(a.XQ);
   c.options.stream = on.stream;
-  const GroupedProblem p = problem_of(a, c, on.device);
   try {
-    check_grouped_capture(a, p, on);
+    check_grouped_capture(a, c, on);
     if (a.padded) {
       f8gemm::grouped_gemm_padded(c.x, c.w, a.layout, c.xs, c.ws, c.sizes, c.y, c.options);
     } else {
@@ -164,7 +150,6 @@ void run_grouped(const GroupedArgs& a, const at::Tensor& out) {
   } catch (const f8gemm::Error& e) {
     rethrow(op, e, grouped_layout_hint(a));
   }
-  mark_grouped_ready(p);
 }
 
 // The op entry points. Plain weight: WQ [G, N, K]; preshuffled: torch.ops.f8gemm.preshuffle(WQ).

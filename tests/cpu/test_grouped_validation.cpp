@@ -9,6 +9,7 @@
 #include "common/test_util.hpp"
 #include "f8gemm/f8gemm.hpp"
 #include "grouped.hpp"
+#include "jit/jit.hpp"
 
 namespace f8gemm {
 namespace {
@@ -481,6 +482,88 @@ TEST(GroupedValidation, SizesBeyondTheInt32IndexRangeAreRejected) {
   // The limits themselves pass.
   EXPECT_NO_THROW(grouped_args(2, 2147483392, 8, 16).validate());
   EXPECT_NO_THROW(grouped_args(2, 16, 268435200, 16).validate());
+}
+
+
+// ---- the public problem, precompile() and is_ready() ---------------------------------------
+
+TEST(GroupedProblem, GroupedProblemIsTheValidatedShape) {
+  for (Args a : all_forms()) {
+    SCOPED_TRACE(form_name(a));
+    const GroupedProblem p = a.padded
+                                 ? grouped_problem(a.x, a.w, a.layout, a.xs, a.ws, a.sizes, a.out,
+                                                   a.options(), true)
+                                 : grouped_problem(a.x, a.w, a.layout, a.xs, a.ws, a.sizes, a.out,
+                                                   a.options());
+    const detail::ValidatedGrouped v = a.validate();
+    EXPECT_EQ(p.groups, v.shape.groups);
+    EXPECT_EQ(p.rows, v.shape.rows);
+    EXPECT_EQ(p.n, v.shape.n);
+    EXPECT_EQ(p.k, v.shape.k);
+    EXPECT_EQ(p.padded, a.padded);
+    EXPECT_EQ(p.has_bias, v.shape.has_bias);
+  }
+}
+
+TEST(GroupedProblem, PrecompileRejectsWhatACallWould) {
+  GroupedProblem good;
+  good.groups = 8;
+  good.rows = 64;
+  good.n = 256;
+  good.k = 512;
+  auto with = [&](const std::function<void(GroupedProblem&)>& change) {
+    GroupedProblem p = good;
+    change(p);
+    return p;
+  };
+  const std::vector<std::pair<GroupedProblem, std::string>> bad = {
+      {with([](GroupedProblem& p) { p.n = 100; }), "N must be a positive multiple of 8"},
+      {with([](GroupedProblem& p) { p.k = 40; }), "K must be a positive multiple of 16"},
+      {with([](GroupedProblem& p) { p.groups = -1; }), "must be >= 0"},
+      {with([](GroupedProblem& p) { p.groups = detail::kMaxGroups + 1; }), "4096"},
+      {with([](GroupedProblem& p) { p.out_dtype = DType::kF32; }), "bfloat16 or float16"},
+      {with([](GroupedProblem& p) { p.sizes_dtype = DType::kF32; }), "int32 or int64"},
+      {with([](GroupedProblem& p) {
+         p.has_bias = true;
+         p.bias_dtype = DType::kF16;
+       }),
+       "float32 or bfloat16"},
+      {with([](GroupedProblem& p) { p.rows = int64_t(1) << 40; }), "int32 index range"},
+  };
+  for (const auto& [p, needle] : bad) {
+    SCOPED_TRACE(needle);
+    // The bad problem is last: every problem is checked before the first compile.
+    const int64_t compiles = jit::stats().compiles;
+    expect_error([&] { precompile(std::vector<GroupedProblem>{good, p}); },
+                 ErrorCode::kInvalidArgument, needle);
+    EXPECT_EQ(jit::stats().compiles, compiles);
+  }
+}
+
+TEST(GroupedProblem, EmptyProblemsAreReady) {
+  GroupedProblem p;
+  p.rows = 0;
+  EXPECT_TRUE(is_ready(p));
+  p.rows = 64;
+  p.groups = 0;
+  EXPECT_TRUE(is_ready(p));
+}
+
+TEST(GroupedProblem, PrecompileWithoutAGpuCompilesTheGroupedInstance) {
+  if (test::have_any_device()) GTEST_SKIP() << "a GPU is present: precompile loads there";
+  test::TempDir dir("f8gemm_grouped_precompile");
+  test::ScopedEnv cache("F8GEMM_CACHE_DIR");
+  cache.set(dir.path());
+  GroupedProblem p;
+  p.groups = 8;
+  p.rows = 64;
+  p.n = 1024;
+  p.k = 512;
+  const int64_t before = jit::stats().compiles;
+  precompile(std::vector<GroupedProblem>{p});
+  EXPECT_GE(jit::stats().compiles, before + 1);
+  // Without a GPU nothing is loaded: the problem is not ready to run.
+  EXPECT_FALSE(is_ready(p));
 }
 
 }  // namespace
