@@ -47,7 +47,6 @@ struct GemmParams {
   const void* m_sizes;   ///< [G] int32 or int64 on the device: rows per group
   int sizes_i64;         ///< m_sizes is int64
   int padded;            ///< group g's rows start at g * M_max (else after the previous group's)
-  int rows;              ///< rows of the X and Y matrices: total_M, or G * M_max
 };
 
 /// How the epilogue moves a consumer's output block from shared to global memory.

@@ -5,7 +5,7 @@
 /// The grid is a whole number of clusters, and cluster c takes cluster tiles c, c + clusters,
 /// ... over all batches (or groups), so all CTAs of a cluster always run the same tiles and the
 /// same k-blocks in step, which their shared W loads and their reductions need. Inside a batch,
-/// cluster tiles are rasterised in groups of X tiles along the W dimension, so that consecutive
+/// cluster tiles are rasterised in bands of X tiles along the W dimension, so that consecutive
 /// clusters share W (or X) tiles in L2.
 ///
 /// A grouped GEMM (mixture-of-experts) reads its group sizes on the device: every CTA first
@@ -15,6 +15,7 @@
 /// make the kernel read or write out of bounds. Empty groups own no tile.
 #pragma once
 
+#include "f8gemm_ptx.cuh"
 #include "gemm_traits.cuh"
 
 namespace f8gemm {
@@ -103,16 +104,19 @@ struct GroupTables {
     }
     if (g_end == groups && g_begin < g_end) first_tile[groups] = int(tile);
     if (groups == 0 && threadIdx.x == 0) first_tile[0] = 0;
+    // The scratch was written through the generic proxy; TMA (the async proxy) writes the same
+    // bytes of the ring next, after the CTA's barrier.
+    fence_proxy_async();
   }
 };
 
 template <class T>
 struct TileScheduler {
-  // Raster groups in cluster tiles: raster X tiles (at least one cluster tile).
-  static constexpr int kGroup = T::kRaster / T::kClusterM > 0 ? T::kRaster / T::kClusterM : 1;
+  // Raster bands in cluster tiles: raster X tiles (at least one cluster tile).
+  static constexpr int kBand = T::kRaster / T::kClusterM > 0 ? T::kRaster / T::kClusterM : 1;
 
-  int m;          // rows of a batch (not grouped)
-  int cluster_x;  // cluster tiles along X in one batch (not grouped)
+  int m;          // rows of a batch (unused when grouped)
+  int cluster_x;  // cluster tiles along X in one batch (unused when grouped)
   int total;      // cluster tiles in the launch
   int first, stride;
   int rank;       // this CTA's X tile within the cluster tile (0 unless kClusterM = 2)
@@ -140,12 +144,12 @@ struct TileScheduler {
   /// Position r within a batch (or group) of cluster_x cluster tiles along X: (cx, tw).
   __device__ __forceinline__ void place(int r, int clusters_x, int& cx, int& tw) const {
     if (T::kRaster > 0) {
-      const int group_span = kGroup * T::kWTiles;
-      const int first_x = (r / group_span) * kGroup;
-      const int group_x = min(clusters_x - first_x, kGroup);
-      const int in_group = r % group_span;
-      cx = first_x + in_group % group_x;
-      tw = in_group / group_x;
+      const int band_span = kBand * T::kWTiles;
+      const int first_x = (r / band_span) * kBand;
+      const int band_x = min(clusters_x - first_x, kBand);
+      const int in_band = r % band_span;
+      cx = first_x + in_band % band_x;
+      tw = in_band / band_x;
     } else {
       cx = r / T::kWTiles;
       tw = r % T::kWTiles;

@@ -81,12 +81,17 @@ Config Config::parse(const std::string& name) {
 }
 
 bool Config::operator==(const Config& o) const {
-  return path == o.path && bm == o.bm && bn == o.bn && bk == o.bk && stages == o.stages &&
-         cluster_m == o.cluster_m && cluster_n == o.cluster_n && raster == o.raster &&
-         split_k == o.split_k;
+  return detail::config_fields(*this) == detail::config_fields(o);
 }
 
 namespace detail {
+
+ConfigFields config_fields(const Config& c) {
+  // A field added to Config and not listed here breaks this size check first.
+  static_assert(sizeof(Config) == 9 * sizeof(int), "config_fields() lists every Config field");
+  return {int(c.path) + 1, c.bm, c.bn, c.bk, c.stages, c.cluster_m, c.cluster_n, c.raster,
+          c.split_k};
+}
 
 namespace {
 // H200 ceilings measured during setup on 2026-11-30 (not logged): copy 4.25 TB/s, FP8 1.46 PFLOP/s;
@@ -127,6 +132,8 @@ std::string config_illegal_reason(const Config& c, const ProblemShape& p) {
     why << "split_k must be 1..8 (a split-K cluster is at most 8 CTAs)";
   else if (c.split_k > 1 && (c.cluster_m != 1 || c.path == KernelPath::kPingPong))
     why << "split-K clusters are 1x1 in M and cooperative (not ping-pong)";
+  else if (c.split_k > 1 && c.bn > 128)
+    why << "split-K's rank 0 holds a peer's partial sums beside its own: bn must be <= 128";
   else if (c.split_k > (p.k + 127) / 128)
     why << "split_k = " << c.split_k << " exceeds the " << (p.k + 127) / 128
         << " k-blocks of K = " << p.k << " (each CTA needs at least one)";

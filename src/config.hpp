@@ -2,6 +2,7 @@
 /// model, then let a tuned table (checked in, or the user's) override the model.
 #pragma once
 
+#include <array>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,6 +13,11 @@ namespace f8gemm::detail {
 
 /// Largest dynamic shared memory a Hopper block may opt into (227 KB).
 inline constexpr int kMaxSmemBytes = 232448;
+
+/// Every field of a Config as ints, for plan keys compared and hashed as bytes; operator== and
+/// the keys of gemm() and grouped_gemm() read Config through this one list.
+using ConfigFields = std::array<int, 9>;
+ConfigFields config_fields(const Config& config);
 
 /// Shared memory a config's kernel needs (ring + barriers + alignment slack).
 int config_smem_bytes(const Config& config);

@@ -2,10 +2,7 @@
 /// and the launch on the caller's stream. The per-call host path is a validation, one cached
 /// lookup, one or two tensor-map encodes and one launch: a few microseconds.
 #include <cuda.h>
-#include <cudaTypedefs.h>
 
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -16,7 +13,6 @@
 #include "codegen.hpp"
 #include "config.hpp"
 #include "device.hpp"
-#include "env.hpp"
 #include "hash.hpp"
 #include "launch.hpp"
 #include "validate.hpp"
@@ -29,7 +25,7 @@ namespace {
 struct PlanKey {
   int64_t b, m, n, k;
   int layout, out, bias, fast, device;
-  int forced[9];  // a forced Config's fields (all zero when the choice is automatic)
+  ConfigFields forced;  // a forced Config's fields (all zero when the choice is automatic)
   bool operator==(const PlanKey& o) const { return std::memcmp(this, &o, sizeof(*this)) == 0; }
 };
 static_assert(std::has_unique_object_representations_v<PlanKey>,
@@ -54,12 +50,7 @@ std::shared_ptr<Plan> make_plan(const ProblemShape& p, int device, const Config*
 PlanKey plan_key(const ProblemShape& p, int device, const Config* forced) {
   PlanKey key{p.batch, p.m, p.n, p.k, int(p.w_layout), int(p.out_dtype),
               p.has_bias ? int(p.bias_dtype) + 1 : 0, p.fast_accum ? 1 : 0, device, {}};
-  if (forced) {
-    const int fields[9] = {int(forced->path) + 1, forced->bm,        forced->bn,
-                           forced->bk,           forced->stages,    forced->cluster_m,
-                           forced->cluster_n,    forced->raster,    forced->split_k};
-    std::memcpy(key.forced, fields, sizeof(fields));
-  }
+  if (forced) key.forced = config_fields(*forced);
   return key;
 }
 

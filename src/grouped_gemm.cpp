@@ -63,7 +63,6 @@ InstanceSpec grouped_spec(const GroupedProblem& s, int sm_count, const Config* f
   const ProblemShape p = model_problem(s);
   const int cap = groups_capacity(s.groups);
   Config config;
-  std::string forced_name;
   if (forced) {
     config = *forced;
   } else if (const std::string name = get_env<std::string>("F8GEMM_CONFIG"); !name.empty()) {
@@ -90,19 +89,24 @@ InstanceSpec grouped_spec(const GroupedProblem& s, int sm_count, const Config* f
   }
   InstanceSpec spec = make_spec(config, p);
   spec.groups_cap = cap;
-  while (instance_smem_bytes(spec) > kMaxSmemBytes && spec.config.stages > 2) {
+  // The model's pick gives ring stages to the group tables where they need the room; a forced
+  // config runs as named or not at all.
+  while (!forced && instance_smem_bytes(spec) > kMaxSmemBytes && spec.config.stages > 2) {
     --spec.config.stages;
   }
   F8GEMM_REQUIRE(instance_smem_bytes(spec) <= kMaxSmemBytes, kUnsupported, "config ",
                  config.name(), " with the tables of ", cap, " groups needs ",
-                 instance_smem_bytes(spec), " bytes of shared memory, more than ", kMaxSmemBytes);
+                 instance_smem_bytes(spec), " bytes of shared memory, more than ", kMaxSmemBytes,
+                 forced ? ": force fewer stages" : "");
   return spec;
 }
 
+/// The sizes' dtype is not part of the key: the kernel reads either (a run-time flag).
 struct GroupedPlanKey {
   int64_t groups, rows, n, k;
-  int padded, layout, out, bias, fast, sizes, device;
-  int forced[9];  // a forced Config's fields (all zero when the choice is automatic)
+  int padded, layout, out, bias, fast, device;
+  ConfigFields forced;  // a forced Config's fields (all zero when the choice is automatic)
+  int tail = 0;         // fills what would be padding: the key is compared and hashed as bytes
   bool operator==(const GroupedPlanKey& o) const {
     return std::memcmp(this, &o, sizeof(*this)) == 0;
   }
@@ -116,13 +120,8 @@ std::unordered_map<GroupedPlanKey, std::shared_ptr<Plan>, BytesHash<GroupedPlanK
 GroupedPlanKey grouped_key(const GroupedProblem& s, int device, const Config* forced) {
   GroupedPlanKey key{s.groups, s.rows, s.n, s.k, s.padded ? 1 : 0, int(s.w_layout),
                      int(s.out_dtype), s.has_bias ? int(s.bias_dtype) + 1 : 0,
-                     s.fast_accum ? 1 : 0, int(s.sizes_dtype), device, {}};
-  if (forced) {
-    const int fields[9] = {int(forced->path) + 1, forced->bm,        forced->bn,
-                           forced->bk,           forced->stages,    forced->cluster_m,
-                           forced->cluster_n,    forced->raster,    forced->split_k};
-    std::memcpy(key.forced, fields, sizeof(fields));
-  }
+                     s.fast_accum ? 1 : 0, device, {}};
+  if (forced) key.forced = config_fields(*forced);
   return key;
 }
 
@@ -184,10 +183,10 @@ void launch_grouped(const ValidatedGrouped& v, const TensorView& x, const Tensor
   params.m_sizes = m_sizes.data;
   params.sizes_i64 = s.sizes_dtype == DType::kI64 ? 1 : 0;
   params.padded = s.padded ? 1 : 0;
-  params.rows = int(rows);
 
-  // The tiles are counted on the device. At most every row's tile plus one partial tile per
-  // group, in pairs when clustered: the grid never needs more clusters than that bound.
+  // The tiles are counted on the device. Each group's X tiles are at most its rows' share of
+  // the whole plus one partial tile, so at most x_tiles + G over all groups, and pairing them
+  // rounds each group up by at most one more: the grid never needs more clusters than that.
   const int cluster = c.cluster_m * c.split_k;
   const int64_t x_tiles = (rows + x_rows - 1) / x_rows + s.groups;
   const int64_t bound = ((x_tiles + c.cluster_m - 1) / c.cluster_m + s.groups) *
@@ -243,7 +242,10 @@ void grouped_gemm(const TensorView& x, const TensorView& w, WeightLayout w_layou
                   const TensorView& out, const GemmOptions& options) {
   const auto v = detail::validate_grouped_call(x, w, w_layout, x_scale, w_scale, m_sizes, out,
                                                options, false);
-  if (v.shape.rows == 0 || v.shape.groups == 0) return;
+  if (v.shape.rows == 0 || v.shape.groups == 0) {
+    detail::require_sm90(v.device);  // the same answer with or without work, as gemm() gives
+    return;
+  }
   detail::launch_grouped(v, x, w, x_scale, w_scale, m_sizes, out, options);
 }
 
@@ -253,7 +255,10 @@ void grouped_gemm_padded(const TensorView& x, const TensorView& w, WeightLayout 
                          const GemmOptions& options) {
   const auto v = detail::validate_grouped_call(x, w, w_layout, x_scale, w_scale, m_sizes, out,
                                                options, true);
-  if (v.shape.rows == 0 || v.shape.groups == 0) return;
+  if (v.shape.rows == 0 || v.shape.groups == 0) {
+    detail::require_sm90(v.device);  // the same answer with or without work, as gemm() gives
+    return;
+  }
   detail::launch_grouped(v, x, w, x_scale, w_scale, m_sizes, out, options);
 }
 

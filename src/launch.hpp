@@ -48,7 +48,6 @@ struct Plan {
   MapMemo x_map, w_map, out_map;
 };
 
-
 /// Compiles (or finds) the instance, loads it on `device`, sets its shared-memory attribute and
 /// finds how many CTAs of it run at once (whole clusters). Logs with F8GEMM_LOG=1.
 std::shared_ptr<Plan> build_plan(const InstanceSpec& spec, int device);

@@ -35,8 +35,8 @@ void require_at_most(const char* what, int64_t value, int64_t limit, const char*
 void validate_grouped_sizes(const GroupedProblem& s) {
   F8GEMM_REQUIRE(s.groups <= kMaxGroups, kInvalidArgument, "G = ", s.groups,
                  " groups is more than the ", kMaxGroups,
-                 " a call supports (the kernel keeps each group's first row and first tile in "
-                 "shared memory; ", sizes_str(s), ")");
+                 " a call supports (the kernel keeps each group's first row, end row and first "
+                 "tile in shared memory; ", sizes_str(s), ")");
   // G <= 4096 and (padded) M_max <= kMaxM keep this product far inside int64.
   const int64_t total_rows = s.padded ? s.groups * s.rows : s.rows;
   require_at_most(s.padded ? "M_max" : "total_M", s.rows, kMaxM,

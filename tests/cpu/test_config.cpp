@@ -367,6 +367,11 @@ TEST(ConfigLegality, EachRule) {
     pair.cluster_m = 2;
     pair.split_k = 2;
     EXPECT_TRUE(has(reason(pair, fast), "split-K clusters are 1x1 in M")) << pair.name();
+    Config wide = make(KernelPath::kTiled, 64, 256, 4);
+    wide.split_k = 2;
+    EXPECT_TRUE(has(reason(wide, fast), "bn must be <= 128")) << wide.name();
+    wide.bn = 128;
+    EXPECT_EQ(reason(wide, fast), "") << wide.name();
     Config pp = make(KernelPath::kPingPong, 64, 128, 4);
     pp.split_k = 2;
     EXPECT_TRUE(has(reason(pp, fast), "not ping-pong")) << pp.name();

@@ -44,6 +44,12 @@ const std::vector<Shape> kMslkShapes = {
     {2, 128, 7424, 8192}, {2, 1024, 1280, 8192}, {2, 4096, 8192, 1024}, {1, 64, 1280, 8192},
 };
 
+// Issue 7's decode GEMMs (bench/shapes-decode.txt): the table splits K for some of them.
+const std::vector<Shape> kDecodeShapes = {
+    {1, 1, 4096, 4096},  {1, 8, 4096, 4096},   {1, 1, 14336, 4096}, {1, 1, 4096, 14336},
+    {1, 16, 4096, 14336}, {1, 1, 28672, 4096}, {1, 32, 6144, 4096}, {1, 1, 1024, 8192},
+};
+
 ProblemShape problem(const Shape& s, WeightLayout layout, bool fast, DType out = DType::kBF16,
                      bool bias = false, DType bias_dtype = DType::kF32) {
   ProblemShape p;
@@ -67,7 +73,7 @@ std::map<std::string, InstanceSpec> shipped_specs() {
     const InstanceSpec s = detail::make_spec(detail::decide(kGpu, kSms, p), p);
     specs.emplace(s.label(), s);
   };
-  for (const auto* list : {&kBenchShapes, &kMslkShapes}) {
+  for (const auto* list : {&kBenchShapes, &kMslkShapes, &kDecodeShapes}) {
     for (const Shape& s : *list) {
       for (WeightLayout layout : {WeightLayout::kPreshuffled, WeightLayout::kPlain}) {
         for (bool fast : {true, false}) add(problem(s, layout, fast));
