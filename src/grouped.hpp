@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "codegen.hpp"
 #include "f8gemm/f8gemm.hpp"
 
 namespace f8gemm::detail {
@@ -29,6 +30,12 @@ ValidatedGrouped validate_grouped_call(const TensorView& x, const TensorView& w,
 /// Throws Error(kInvalidArgument) when a call would reject this problem for its sizes, layout
 /// or dtypes alone (precompile() checks with it).
 void validate_grouped_problem(const GroupedProblem& problem);
+
+/// The instance a grouped call runs (grouped_config.cpp): `forced` (else F8GEMM_CONFIG) as named,
+/// or the cost model's best unsplit config for a design group size on `sm_count` SMs, its ring
+/// shortened where the group tables need the room. Throws kUnsupported for a forced config that
+/// cannot run the problem.
+InstanceSpec grouped_spec(const GroupedProblem& problem, int sm_count, const Config* forced);
 
 /// Launches the grouped kernel for a validated call on options.stream.
 void launch_grouped(const ValidatedGrouped& v, const TensorView& x, const TensorView& w,

@@ -1,9 +1,9 @@
-/// \brief grouped_gemm() and grouped_gemm_padded(): validation, the configuration choice, and
-/// the launch of the grouped kernel (the GEMM kernel with its group tables, see
-/// kernels/gemm_tile_scheduler.cuh). The host never reads the group sizes.
+/// \brief grouped_gemm() and grouped_gemm_padded(): validation, the plan cache and the launch of
+/// the grouped kernel (the GEMM kernel with its group tables, see
+/// kernels/gemm_tile_scheduler.cuh; the configuration comes from grouped_config.cpp), and the
+/// grouped problem's readiness and precompile(). The host never reads the group sizes.
 #include <cuda.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -24,82 +24,6 @@ namespace f8gemm {
 namespace detail {
 
 namespace {
-
-/// Room for G groups in the kernel's tables: a power of two from 8, so that a few instances
-/// serve every G.
-int groups_capacity(int64_t groups) {
-  int cap = 8;
-  while (cap < groups) cap *= 2;
-  return cap;
-}
-
-/// The problem the cost model scores for a grouped call: G batches of a design group size (the
-/// padded form: M_max rows). The sizes are on the device. With few tokens per group (decode) the
-/// GEMM streams W, and routing skew puts several times the average in the busiest groups: each
-/// extra token tile of a group reads its W once more, while a wider tile costs only tensor-core
-/// work that the memory stream hides. So small averages are scored at 4x (at most 64 rows); the
-/// first grouped bench (docs/logs/2026-11-30-s3-grouped-peers.log) read W up to 4 times with
-/// the tile of the average 8 tokens.
-ProblemShape model_problem(const GroupedProblem& s) {
-  ProblemShape p;
-  p.batch = s.groups;
-  const int64_t average = std::max<int64_t>(1, (s.rows + s.groups - 1) / s.groups);
-  const int64_t design = average < 64 ? std::min<int64_t>(64, 4 * average) : average;
-  p.m = s.padded ? s.rows : std::min(s.rows, design);
-  p.n = s.n;
-  p.k = s.k;
-  p.w_layout = s.w_layout;
-  p.out_dtype = s.out_dtype;
-  p.has_bias = s.has_bias;
-  p.bias_dtype = s.bias_dtype;
-  p.fast_accum = s.fast_accum;
-  return p;
-}
-
-/// The instance for a grouped call: a forced config (options, then F8GEMM_CONFIG) or the
-/// model's best that does not split K, with the ring shortened where the group tables need
-/// the shared memory.
-InstanceSpec grouped_spec(const GroupedProblem& s, int sm_count, const Config* forced) {
-  const ProblemShape p = model_problem(s);
-  const int cap = groups_capacity(s.groups);
-  Config config;
-  if (forced) {
-    config = *forced;
-  } else if (const std::string name = get_env<std::string>("F8GEMM_CONFIG"); !name.empty()) {
-    config = Config::parse(name);
-    forced = &config;
-  }
-  if (forced) {
-    std::string why = config_illegal_reason(config, p);
-    if (why.empty() && config.split_k != 1) why = "a grouped GEMM does not split K";
-    F8GEMM_REQUIRE(why.empty(), kUnsupported, "config ", config.name(),
-                   " cannot run the grouped GEMM G,rows,N,K=", s.groups, ",", s.rows, ",", s.n,
-                   ",", s.k, ": ", why);
-  } else {
-    bool found = false;
-    for (const Config& c : candidates(p, sm_count)) {
-      if (c.split_k == 1) {
-        config = c;
-        found = true;
-        break;
-      }
-    }
-    F8GEMM_REQUIRE(found, kInternal, "no legal configuration for the grouped GEMM G,rows,N,K=",
-                   s.groups, ",", s.rows, ",", s.n, ",", s.k);
-  }
-  InstanceSpec spec = make_spec(config, p);
-  spec.groups_cap = cap;
-  // The model's pick gives ring stages to the group tables where they need the room; a forced
-  // config runs as named or not at all.
-  while (!forced && instance_smem_bytes(spec) > kMaxSmemBytes && spec.config.stages > 2) {
-    --spec.config.stages;
-  }
-  F8GEMM_REQUIRE(instance_smem_bytes(spec) <= kMaxSmemBytes, kUnsupported, "config ",
-                 config.name(), " with the tables of ", cap, " groups needs ",
-                 instance_smem_bytes(spec), " bytes of shared memory, more than ", kMaxSmemBytes,
-                 forced ? ": force fewer stages" : "");
-  return spec;
-}
 
 /// The sizes' dtype is not part of the key: the kernel reads either (a run-time flag).
 struct GroupedPlanKey {
