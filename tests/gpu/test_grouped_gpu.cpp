@@ -457,6 +457,22 @@ TEST(GroupedGpu, ManySmallGroups) {
   check_layouts_and_modes(random_grouped(rng, sizes, 9, 136, 272, true));
 }
 
+TEST(GroupedGpu, MoreGroupsThanThreadsInTheTables) {
+  F8GEMM_SKIP_WITHOUT_SM90();
+  std::mt19937_64 rng(9012);
+  // 256 or 384 threads build the group tables: G = 257, 385 and 1000 give some threads several
+  // groups and leave G off any multiple of the thread count; G = 4096 is the limit (48 KB of
+  // tables, the ring shortened to fit). Empty first and last groups, most others 0..3 rows.
+  for (int64_t groups : {257, 385, 1000, 4096}) {
+    SCOPED_TRACE(groups);
+    std::uniform_int_distribution<int64_t> size(0, 3);
+    std::vector<int64_t> sizes(size_t(groups), 0);
+    for (size_t g = 1; g + 1 < sizes.size(); ++g) sizes[g] = size(rng);
+    sizes[size_t(groups) / 2] = 70;  // one group spanning two 64-row tiles
+    check_layouts_and_modes(random_grouped(rng, sizes, sum_of(sizes), 72, 144));
+  }
+}
+
 // ---- determinism and new sizes in the same buffer --------------------------------------------
 
 TEST(GroupedGpu, RepeatedRunsAreBitwiseIdentical) {
