@@ -107,12 +107,7 @@ std::string instance_source(const InstanceSpec& s) {
 int instance_threads(const InstanceSpec& s) {
   return 128 * (1 + dev::gemm_consumers(s.config.bm, s.config.path == KernelPath::kPingPong));
 }
-int instance_smem_bytes(const InstanceSpec& s) {
-  const Config& c = s.config;
-  return dev::gemm_smem_layout(c.bm, c.bn, c.stages, c.path == KernelPath::kSwapAB,
-                               c.path == KernelPath::kPingPong, c.split_k, s.groups_cap)
-      .total_bytes;
-}
+int instance_smem_bytes(const InstanceSpec& s) { return config_smem_bytes(s.config, s.groups_cap); }
 
 std::shared_ptr<const jit::Instance> gemm_instance(const InstanceSpec& s) {
   return jit::get_instance(s.label(), instance_source(s), jit::default_options());

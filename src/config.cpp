@@ -106,10 +106,10 @@ constexpr double kFixedUs = 2.5;
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 }  // namespace
 
-int config_smem_bytes(const Config& c) {
+int config_smem_bytes(const Config& c, int groups_cap) {
   // The kernel's own layout function (kernels/gemm_params.cuh): one definition for both sides.
   return dev::gemm_smem_layout(c.bm, c.bn, c.stages, c.path == KernelPath::kSwapAB,
-                               c.path == KernelPath::kPingPong, c.split_k)
+                               c.path == KernelPath::kPingPong, c.split_k, groups_cap)
       .total_bytes;
 }
 

@@ -19,8 +19,9 @@ inline constexpr int kMaxSmemBytes = 232448;
 using ConfigFields = std::array<int, 9>;
 ConfigFields config_fields(const Config& config);
 
-/// Shared memory a config's kernel needs (ring + barriers + alignment slack).
-int config_smem_bytes(const Config& config);
+/// Shared memory a config's kernel needs (ring, staging, barriers; and a grouped GEMM's tables
+/// for groups_cap groups).
+int config_smem_bytes(const Config& config, int groups_cap = 0);
 
 /// Empty when the config can run this problem, else the reason it cannot.
 std::string config_illegal_reason(const Config& config, const ProblemShape& problem);

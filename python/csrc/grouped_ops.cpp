@@ -116,8 +116,8 @@ void check_grouped_capture(const GroupedArgs& a, const GroupedCall& c, const OnD
                " ", dtype_torch_name(p.sizes_dtype), ") has not run on cuda:", on.device,
                " in this process, and the current stream is capturing a CUDA graph, where "
                "compiling or loading a kernel is not allowed. Run the op once with these shapes "
-               "before the capture (any sizes will do), or precompile the problem "
-               "(f8gemm::precompile with a GroupedProblem)"));
+               "before the capture (any sizes will do), or precompile it first: "
+               "f8gemm.precompile_grouped((G, rows, N, K), layout=..., padded=...)"));
 }
 
 void run_grouped(const GroupedArgs& a, const at::Tensor& out) {

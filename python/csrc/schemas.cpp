@@ -43,6 +43,9 @@ TORCH_LIBRARY(f8gemm, m) {
         "Tensor(a!)? output=None) -> (Tensor, Tensor)");
   m.def("precompile(int[] shape, str layout='preshuffled', bool use_fast_accum=True, "
         "ScalarType? out_dtype=None, ScalarType? bias_dtype=None, Device? device=None) -> ()");
+  // shape: [G, total_M, N, K] (stacked), or [G, M_max, N, K] with padded=True.
+  m.def("precompile_grouped(int[] shape, str layout='preshuffled', bool padded=False, "
+        "bool use_fast_accum=True, ScalarType? bias_dtype=None, Device? device=None) -> ()");
   // FBGEMM's ROCm names for its preshuffled GEMMs, same schemas. Only the names are shared: the
   // weight layouts differ between vendors, so WQ must come from torch.ops.f8gemm.preshuffle.
   m.def("f8f8bf16_rowwise_preshuffle(Tensor XQ, Tensor WQ, Tensor x_scale, Tensor w_scale, "

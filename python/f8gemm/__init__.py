@@ -28,6 +28,8 @@ The ops (schemas follow FBGEMM/MSLK; XQ [..., K] e4m3fn, WQ [N, K] e4m3fn, fp32 
     quantize_fp8_row(a, scale_ub=None, use_triton=True, output=None) -> (Tensor, Tensor)
     precompile(shape, layout='preshuffled', use_fast_accum=True, out_dtype=None,
                bias_dtype=None, device=None)
+    precompile_grouped(shape, layout='preshuffled', padded=False, use_fast_accum=True,
+                       bias_dtype=None, device=None)   (shape [G, total_M or M_max, N, K])
 
 Grouped (mixture-of-experts) GEMMs, FBGEMM's schemas; the group sizes stay on the GPU (no
 sync, CUDA-graph safe) and are clamped there: a negative size counts as 0, groups are clipped
@@ -75,6 +77,7 @@ __all__ = [
     "f8f8bf16_rowwise_grouped_dynamic",
     "f8f8bf16_rowwise_grouped_dynamic_preshuffled",
     "precompile",
+    "precompile_grouped",
     "library_path",
     "info",
     "PRESHUFFLE_LAYOUT_VERSION",
@@ -185,6 +188,24 @@ def precompile(shapes, layout="preshuffled", use_fast_accum=True, out_dtype=torc
     for shape in shapes:
         _ops.precompile([int(s) for s in shape], layout, use_fast_accum, out_dtype, bias_dtype,
                         device)
+
+
+def precompile_grouped(shapes, layout="preshuffled", padded=False, use_fast_accum=True,
+                       bias_dtype=None, device=None):
+    """precompile() for the grouped ops: shapes are one or several (G, total_M, N, K) for the
+    stacked ops, or (G, M_max, N, K) with padded=True for the dynamic ones. Afterwards a call
+    with that problem compiles nothing, whatever the group sizes: it may be captured in a CUDA
+    graph and replayed with new sizes.
+    """
+    if len(shapes) == 4 and all(isinstance(s, int) for s in shapes):
+        shapes = [shapes]
+    if device is not None:
+        device = torch.device(device)
+        if device.type == "cuda" and device.index is None:
+            device = torch.device("cuda", torch.cuda.current_device())
+    for shape in shapes:
+        _ops.precompile_grouped([int(s) for s in shape], layout, padded, use_fast_accum,
+                                bias_dtype, device)
 
 
 from . import nn  # noqa: E402  (needs the ops above)

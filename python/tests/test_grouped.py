@@ -384,6 +384,36 @@ def test_graph_replay_reads_new_sizes_from_the_same_tensor():
         check_grouped(yd, xd, wq, xsd, ws, sd, outside=0.0)
 
 
+def test_precompile_grouped_rejects_bad_problems():
+    # Runs without a GPU too: the arguments are checked before anything compiles.
+    with pytest.raises(ValueError, match=r"shape must be \[G, total_M, N, K\]"):
+        f8gemm.precompile_grouped([(8, 64, 256)])
+    with pytest.raises(ValueError, match="layout must be 'preshuffled' or 'plain'"):
+        f8gemm.precompile_grouped((8, 64, 256, 512), layout="swizzled")
+    with pytest.raises(ValueError, match="N must be a positive multiple of 8"):
+        f8gemm.precompile_grouped((8, 64, 100, 512))
+    with pytest.raises(ValueError, match="K must be a positive multiple of 16"):
+        f8gemm.precompile_grouped((8, 64, 256, 500))
+    with pytest.raises(ValueError, match="bias_dtype must be None"):
+        f8gemm.precompile_grouped((8, 64, 256, 512), bias_dtype=torch.float16)
+    with pytest.raises(ValueError, match="4096"):
+        f8gemm.precompile_grouped((5000, 64, 256, 512))
+
+
+def test_precompiled_grouped_problem_may_be_captured_before_it_ever_ran():
+    _gpu()
+    # A problem no other test uses, precompiled instead of run: its first call is in a capture.
+    xq, wq, xs, ws, sizes = make_grouped([5, 0, 11], 88, 224, seed=23)
+    f8gemm.precompile_grouped((3, 16, 88, 224), layout="plain")
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        y = ops.f8f8bf16_rowwise_grouped_stacked(xq, wq, xs, ws, sizes)
+    g.replay()
+    torch.cuda.synchronize()
+    check_grouped(y, xq, wq, xs, ws, sizes)
+
+
 def test_capture_of_a_problem_that_has_not_run_is_a_clear_error():
     _gpu()
     # A problem no other test uses: its kernel may need compiling, which a capture forbids.
