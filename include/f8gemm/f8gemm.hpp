@@ -187,6 +187,8 @@ GroupedProblem grouped_problem(const TensorView& x, const TensorView& w, WeightL
 
 /// True when a grouped call with this problem on the current device needs no compilation,
 /// loading or attribute setting (any sizes): a CUDA-graph capture may only contain such calls.
+/// It answers for calls without options.config (a forced config is a plan of its own), as
+/// is_ready(ProblemShape) does.
 bool is_ready(const GroupedProblem& problem);
 
 /// Compiles (and on an sm_90 GPU loads) the grouped instances for these problems, as

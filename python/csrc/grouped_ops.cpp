@@ -117,7 +117,10 @@ void check_grouped_capture(const GroupedArgs& a, const GroupedCall& c, const OnD
                " in this process, and the current stream is capturing a CUDA graph, where "
                "compiling or loading a kernel is not allowed. Run the op once with these shapes "
                "before the capture (any sizes will do), or precompile it first: "
-               "f8gemm.precompile_grouped((G, rows, N, K), layout=..., padded=...)"));
+               "f8gemm.precompile_grouped((", p.groups, ", ", p.rows, ", ", p.n, ", ", p.k,
+               "), layout='", layout_name(p.w_layout), "', padded=", a.padded ? "True" : "False",
+               ", use_fast_accum=", p.fast_accum ? "True" : "False", ", bias_dtype=",
+               p.has_bias ? dtype_torch_name(p.bias_dtype) : "None", ")"));
 }
 
 void run_grouped(const GroupedArgs& a, const at::Tensor& out) {
