@@ -4,16 +4,13 @@
 #include <cuda.h>
 
 #include <cstring>
-#include <mutex>
 #include <string>
 #include <type_traits>
-#include <unordered_map>
 
 #include "check.hpp"
 #include "codegen.hpp"
 #include "config.hpp"
 #include "device.hpp"
-#include "hash.hpp"
 #include "launch.hpp"
 #include "validate.hpp"
 
@@ -31,10 +28,8 @@ struct PlanKey {
 static_assert(std::has_unique_object_representations_v<PlanKey>,
               "PlanKey must have no padding: uninitialised padding bytes would make equal keys "
               "compare unequal and miss the plan cache");
-using PlanKeyHash = BytesHash<PlanKey>;
 
-std::mutex g_plan_mutex;
-std::unordered_map<PlanKey, std::shared_ptr<Plan>, PlanKeyHash> g_plans;
+PlanCache<PlanKey> g_plans;
 
 std::shared_ptr<Plan> make_plan(const ProblemShape& p, int device, const Config* forced) {
   const DeviceProps& props = require_sm90(device);
@@ -56,15 +51,7 @@ PlanKey plan_key(const ProblemShape& p, int device, const Config* forced) {
 
 /// The cached plan, or a new one (compiled, loaded, attributes set) stored for the next call.
 std::shared_ptr<Plan> get_plan(const ProblemShape& p, int device, const Config* forced) {
-  const PlanKey key = plan_key(p, device, forced);
-  {
-    std::lock_guard<std::mutex> lock(g_plan_mutex);
-    auto it = g_plans.find(key);
-    if (it != g_plans.end()) return it->second;
-  }
-  auto plan = make_plan(p, device, forced);
-  std::lock_guard<std::mutex> lock(g_plan_mutex);
-  return g_plans.emplace(key, plan).first->second;
+  return g_plans.get(plan_key(p, device, forced), [&] { return make_plan(p, device, forced); });
 }
 
 void run(const TensorView& x, const TensorView& w, WeightLayout layout, const TensorView& xs,
@@ -80,31 +67,9 @@ void run(const TensorView& x, const TensorView& w, WeightLayout layout, const Te
   const Config& c = plan->spec.config;
   const bool swap = c.path == KernelPath::kSwapAB;
   const int x_rows = swap ? c.bn : c.bm, w_rows = swap ? c.bm : c.bn;
-  dev::GemmParams params{};
-  params.x_map = to_kernel_map(plan->x_map.get(x.data, [&] {
-    return make_tensor_map_3d(x.data, uint64_t(p.k), uint64_t(p.m), uint64_t(p.batch), 128,
-                              uint32_t(x_rows));
-  }));
-  if (p.w_layout == WeightLayout::kPlain) {
-    // In a pair each CTA loads half of the W tile.
-    params.w_map = to_kernel_map(plan->w_map.get(w.data, [&] {
-      return make_tensor_map_3d(w.data, uint64_t(p.k), uint64_t(p.n), uint64_t(p.batch), 128,
-                                uint32_t(w_rows / c.cluster_m));
-    }));
-  }
-  // The epilogue's tensor stores (kernels/gemm_params.cuh decides the box and the swizzle).
-  const dev::OutBox box = dev::gemm_out_box(c.bn, swap);
-  if (box.cols > 0) {
-    params.out_map = to_kernel_map(plan->out_map.get(out.data, [&] {
-      return make_tensor_map_3d(out.data, uint64_t(p.n), uint64_t(p.m), uint64_t(p.batch),
-                                uint32_t(box.cols), uint32_t(box.rows), 2, box.swizzle_bytes);
-    }));
-  }
-  params.w_shuffled = static_cast<const uint8_t*>(w.data);
-  params.x_scale = static_cast<const float*>(xs.data);
-  params.w_scale = static_cast<const float*>(ws.data);
-  params.bias = p.has_bias ? opt.bias->data : nullptr;
-  params.out = out.data;
+  dev::GemmParams params =
+      gemm_params(*plan, x, w, p.w_layout, xs, ws, p.has_bias ? opt.bias->data : nullptr, out,
+                  p.batch, p.m, p.batch, p.n, p.k);
   params.batch = int(p.batch);
   params.m = int(p.m);
 
@@ -133,8 +98,7 @@ bool is_ready(const ProblemShape& problem) {
     return false;
   }
   const detail::PlanKey key = detail::plan_key(problem, device, nullptr);
-  std::lock_guard<std::mutex> lock(detail::g_plan_mutex);
-  return problem.m == 0 || problem.batch == 0 || detail::g_plans.count(key) > 0;
+  return problem.m == 0 || problem.batch == 0 || detail::g_plans.contains(key);
 }
 
 void gemm(const TensorView& x, const TensorView& w, WeightLayout w_layout, const TensorView& x_scale,

@@ -6,9 +6,7 @@
 
 #include <cstdio>
 #include <cstring>
-#include <mutex>
 #include <type_traits>
-#include <unordered_map>
 
 #include "check.hpp"
 #include "config.hpp"
@@ -16,7 +14,6 @@
 #include "env.hpp"
 #include "f8gemm/tuning.hpp"
 #include "grouped.hpp"
-#include "hash.hpp"
 #include "launch.hpp"
 
 namespace f8gemm {
@@ -38,8 +35,7 @@ struct GroupedPlanKey {
 static_assert(std::has_unique_object_representations_v<GroupedPlanKey>,
               "GroupedPlanKey is compared and hashed as bytes: it must have no padding");
 
-std::mutex g_grouped_mutex;
-std::unordered_map<GroupedPlanKey, std::shared_ptr<Plan>, BytesHash<GroupedPlanKey>> g_grouped_plans;
+PlanCache<GroupedPlanKey> g_grouped_plans;
 
 GroupedPlanKey grouped_key(const GroupedProblem& s, int device, const Config* forced) {
   GroupedPlanKey key{s.groups, s.rows, s.n, s.k, s.padded ? 1 : 0, int(s.w_layout),
@@ -50,22 +46,17 @@ GroupedPlanKey grouped_key(const GroupedProblem& s, int device, const Config* fo
 }
 
 std::shared_ptr<Plan> grouped_plan(const GroupedProblem& s, int device, const Config* forced) {
-  const GroupedPlanKey key = grouped_key(s, device, forced);
-  {
-    std::lock_guard<std::mutex> lock(g_grouped_mutex);
-    auto it = g_grouped_plans.find(key);
-    if (it != g_grouped_plans.end()) return it->second;
-  }
-  const DeviceProps& props = require_sm90(device);
-  auto plan = build_plan(grouped_spec(s, props.sm_count, forced), device);
-  if (get_env<bool>("F8GEMM_LOG")) {
-    std::fprintf(stderr, "f8gemm: grouped G,%s,N,K=%lld,%lld,%lld,%lld -> %s\n",
-                 s.padded ? "M_max" : "total_M", static_cast<long long>(s.groups),
-                 static_cast<long long>(s.rows), static_cast<long long>(s.n),
-                 static_cast<long long>(s.k), plan->spec.label().c_str());
-  }
-  std::lock_guard<std::mutex> lock(g_grouped_mutex);
-  return g_grouped_plans.emplace(key, plan).first->second;
+  return g_grouped_plans.get(grouped_key(s, device, forced), [&] {
+    const DeviceProps& props = require_sm90(device);
+    auto plan = build_plan(grouped_spec(s, props.sm_count, forced), device);
+    if (get_env<bool>("F8GEMM_LOG")) {
+      std::fprintf(stderr, "f8gemm: grouped G,%s,N,K=%lld,%lld,%lld,%lld -> %s\n",
+                   s.padded ? "M_max" : "total_M", static_cast<long long>(s.groups),
+                   static_cast<long long>(s.rows), static_cast<long long>(s.n),
+                   static_cast<long long>(s.k), plan->spec.label().c_str());
+    }
+    return plan;
+  });
 }
 
 }  // namespace
@@ -80,28 +71,9 @@ void launch_grouped(const ValidatedGrouped& v, const TensorView& x, const Tensor
   const int x_rows = swap ? c.bn : c.bm, w_rows = swap ? c.bm : c.bn;
   // X and Y as one matrix each over every group's rows; W's batch coordinate is the group.
   const int64_t rows = s.padded ? s.groups * s.rows : s.rows;
-  dev::GemmParams params{};
-  params.x_map = to_kernel_map(plan->x_map.get(x.data, [&] {
-    return make_tensor_map_3d(x.data, uint64_t(s.k), uint64_t(rows), 1, 128, uint32_t(x_rows));
-  }));
-  if (s.w_layout == WeightLayout::kPlain) {
-    params.w_map = to_kernel_map(plan->w_map.get(w.data, [&] {
-      return make_tensor_map_3d(w.data, uint64_t(s.k), uint64_t(s.n), uint64_t(s.groups), 128,
-                                uint32_t(w_rows / c.cluster_m));
-    }));
-  }
-  const dev::OutBox box = dev::gemm_out_box(c.bn, swap);
-  if (box.cols > 0) {
-    params.out_map = to_kernel_map(plan->out_map.get(out.data, [&] {
-      return make_tensor_map_3d(out.data, uint64_t(s.n), uint64_t(rows), 1, uint32_t(box.cols),
-                                uint32_t(box.rows), 2, box.swizzle_bytes);
-    }));
-  }
-  params.w_shuffled = static_cast<const uint8_t*>(w.data);
-  params.x_scale = static_cast<const float*>(x_scale.data);
-  params.w_scale = static_cast<const float*>(w_scale.data);
-  params.bias = s.has_bias ? opt.bias->data : nullptr;
-  params.out = out.data;
+  dev::GemmParams params =
+      gemm_params(*plan, x, w, s.w_layout, x_scale, w_scale, s.has_bias ? opt.bias->data : nullptr,
+                  out, 1, rows, s.groups, s.n, s.k);
   params.batch = int(s.groups);
   params.m = int(s.rows);
   params.m_sizes = m_sizes.data;
@@ -140,8 +112,7 @@ bool is_ready(const GroupedProblem& problem) {
     return false;
   }
   const detail::GroupedPlanKey key = detail::grouped_key(problem, device, nullptr);
-  std::lock_guard<std::mutex> lock(detail::g_grouped_mutex);
-  return detail::g_grouped_plans.count(key) > 0;
+  return detail::g_grouped_plans.contains(key);
 }
 
 void precompile(const std::vector<GroupedProblem>& problems) {

@@ -139,4 +139,39 @@ dev::TensorMap to_kernel_map(const CUtensorMap& map) {
   return out;
 }
 
+dev::GemmParams gemm_params(Plan& plan, const TensorView& x, const TensorView& w,
+                            WeightLayout w_layout, const TensorView& xs, const TensorView& ws,
+                            const void* bias, const TensorView& out, int64_t x_batches,
+                            int64_t rows, int64_t w_batches, int64_t n, int64_t k) {
+  const Config& c = plan.spec.config;
+  const bool swap = c.path == KernelPath::kSwapAB;
+  const int x_rows = swap ? c.bn : c.bm, w_rows = swap ? c.bm : c.bn;
+  dev::GemmParams params{};
+  params.x_map = to_kernel_map(plan.x_map.get(x.data, [&] {
+    return make_tensor_map_3d(x.data, uint64_t(k), uint64_t(rows), uint64_t(x_batches), 128,
+                              uint32_t(x_rows));
+  }));
+  if (w_layout == WeightLayout::kPlain) {
+    // In a pair each CTA loads half of the W tile.
+    params.w_map = to_kernel_map(plan.w_map.get(w.data, [&] {
+      return make_tensor_map_3d(w.data, uint64_t(k), uint64_t(n), uint64_t(w_batches), 128,
+                                uint32_t(w_rows / c.cluster_m));
+    }));
+  }
+  // The epilogue's tensor stores (kernels/gemm_params.cuh decides the box and the swizzle).
+  const dev::OutBox box = dev::gemm_out_box(c.bn, swap);
+  if (box.cols > 0) {
+    params.out_map = to_kernel_map(plan.out_map.get(out.data, [&] {
+      return make_tensor_map_3d(out.data, uint64_t(n), uint64_t(rows), uint64_t(x_batches),
+                                uint32_t(box.cols), uint32_t(box.rows), 2, box.swizzle_bytes);
+    }));
+  }
+  params.w_shuffled = static_cast<const uint8_t*>(w.data);
+  params.x_scale = static_cast<const float*>(xs.data);
+  params.w_scale = static_cast<const float*>(ws.data);
+  params.bias = bias;
+  params.out = out.data;
+  return params;
+}
+
 }  // namespace f8gemm::detail

@@ -6,8 +6,10 @@
 
 #include <memory>
 #include <mutex>
+#include <unordered_map>
 
 #include "codegen.hpp"
+#include "hash.hpp"
 #include "../kernels/gemm_params.cuh"
 
 namespace f8gemm::detail {
@@ -48,9 +50,45 @@ struct Plan {
   MapMemo x_map, w_map, out_map;
 };
 
+/// The plans of one entry point by key, each built once (thread-safe). Key is compared and
+/// hashed as bytes: it must have no padding.
+template <class Key>
+class PlanCache {
+ public:
+  /// The plan of `key`, built by `build()` (outside the lock) when there is none yet.
+  template <class Build>
+  std::shared_ptr<Plan> get(const Key& key, Build&& build) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = plans_.find(key);
+      if (it != plans_.end()) return it->second;
+    }
+    std::shared_ptr<Plan> plan = build();
+    std::lock_guard<std::mutex> lock(mutex_);
+    return plans_.emplace(key, std::move(plan)).first->second;
+  }
+  bool contains(const Key& key) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return plans_.count(key) > 0;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::unordered_map<Key, std::shared_ptr<Plan>, BytesHash<Key>> plans_;
+};
+
 /// Compiles (or finds) the instance, loads it on `device`, sets its shared-memory attribute and
 /// finds how many CTAs of it run at once (whole clusters). Logs with F8GEMM_LOG=1.
 std::shared_ptr<Plan> build_plan(const InstanceSpec& spec, int device);
+
+/// The launch parameters every GEMM launch shares: the tensor maps of X as [x_batches, rows, K],
+/// of plain W as [w_batches, N, K] and of Y as [x_batches, rows, N] (each memoised in the plan
+/// by pointer), and the operand pointers. The caller sets batch, m and its own fields.
+dev::GemmParams gemm_params(Plan& plan, const TensorView& x, const TensorView& w,
+                            WeightLayout w_layout, const TensorView& x_scale,
+                            const TensorView& w_scale, const void* bias, const TensorView& out,
+                            int64_t x_batches, int64_t rows, int64_t w_batches, int64_t n,
+                            int64_t k);
 
 /// Launches `kernel` on `grid` CTAs in clusters of `cluster` (see launch.cpp).
 void launch(cudaKernel_t kernel, int grid, int cluster, int threads, int smem, cudaStream_t stream,

@@ -82,12 +82,11 @@ void require_view(const TensorView& t, const char* name) {
   }
 }
 
-Validated validate_call(const TensorView& x, const TensorView& w, WeightLayout layout,
-                        const TensorView& xs, const TensorView& ws, const TensorView& out,
-                        const GemmOptions& opt, bool batched) {
+GemmTensors require_gemm_tensors(const TensorView& x, const TensorView& w, WeightLayout layout,
+                                 const TensorView& xs, const TensorView& ws, const TensorView& out,
+                                 const GemmOptions& opt) {
   static const GemmArgNames kDefaultNames;
   const GemmArgNames& n = opt.names ? *opt.names : kDefaultNames;
-  const std::string x_s = concat(n.x, "'s");  // "x's"
   const bool shuffled = layout == WeightLayout::kPreshuffled;
   F8GEMM_REQUIRE(layout == WeightLayout::kPlain || shuffled, kInvalidArgument,
                  "w_layout must be kPlain or kPreshuffled");
@@ -106,6 +105,43 @@ Validated validate_call(const TensorView& x, const TensorView& w, WeightLayout l
   require_view(ws, n.w_scale);
   require_view(out, n.out);
   if (bias) require_view(*bias, n.bias);
+  return GemmTensors{x, w, xs, ws, out, bias, n};
+}
+
+std::string place_str(int device) {
+  return device < 0 ? std::string("the host") : concat("cuda:", device);
+}
+
+int require_gemm_placement(const GemmTensors& t) {
+  const GemmArgNames& n = t.names;
+  require_memory(t.x, n.x, 16);
+  require_memory(t.w, n.w, 16);
+  require_memory(t.x_scale, n.x_scale, 4);
+  require_memory(t.w_scale, n.w_scale, 4);
+  require_memory(t.out, n.out, 16);
+  if (t.bias) require_memory(*t.bias, n.bias, dtype_size(t.bias->dtype));
+  const int device = t.x.device;
+  F8GEMM_REQUIRE(device >= 0, kInvalidArgument, n.x, " must be in GPU memory, got host memory");
+  auto same = [&](const TensorView& v, const char* name) {
+    F8GEMM_REQUIRE(v.device == device, kInvalidArgument, name, " is on ", place_str(v.device),
+                   " but ", n.x, " is on cuda:", device);
+  };
+  same(t.w, n.w);
+  same(t.x_scale, n.x_scale);
+  same(t.w_scale, n.w_scale);
+  same(t.out, n.out);
+  if (t.bias) same(*t.bias, n.bias);
+  return device;
+}
+
+Validated validate_call(const TensorView& x, const TensorView& w, WeightLayout layout,
+                        const TensorView& xs, const TensorView& ws, const TensorView& out,
+                        const GemmOptions& opt, bool batched) {
+  const GemmTensors t = require_gemm_tensors(x, w, layout, xs, ws, out, opt);
+  const GemmArgNames& n = t.names;
+  const TensorView* bias = t.bias;
+  const std::string x_s = concat(n.x, "'s");  // "x's"
+  const bool shuffled = layout == WeightLayout::kPreshuffled;
 
   Validated v;
   ProblemShape& p = v.shape;
@@ -178,25 +214,7 @@ Validated validate_call(const TensorView& x, const TensorView& w, WeightLayout l
   p.fast_accum = opt.fast_accum;
   validate_problem(p);
 
-  require_memory(x, n.x, 16);
-  require_memory(w, n.w, 16);
-  require_memory(xs, n.x_scale, 4);
-  require_memory(ws, n.w_scale, 4);
-  require_memory(out, n.out, 16);
-  if (bias) require_memory(*bias, n.bias, dtype_size(bias->dtype));
-
-  v.device = x.device;
-  F8GEMM_REQUIRE(v.device >= 0, kInvalidArgument, n.x, " must be in GPU memory, got host memory");
-  auto same = [&](const TensorView& t, const char* name) {
-    F8GEMM_REQUIRE(t.device == v.device, kInvalidArgument, name, " is on ",
-                   t.device < 0 ? std::string("the host") : "cuda:" + std::to_string(t.device),
-                   " but ", n.x, " is on cuda:", v.device);
-  };
-  same(w, n.w);
-  same(xs, n.x_scale);
-  same(ws, n.w_scale);
-  same(out, n.out);
-  if (bias) same(*bias, n.bias);
+  v.device = require_gemm_placement(t);
   return v;
 }
 

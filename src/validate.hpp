@@ -47,6 +47,32 @@ void require_shape(const TensorView& t, const char* name, std::initializer_list<
                    const std::string& layout);
 void require_memory(const TensorView& t, const char* name, int alignment);
 
+/// The tensors that gemm(), batched_gemm() and grouped_gemm() all take, with the names the
+/// messages give them (options.names, else the C++ names).
+struct GemmTensors {
+  const TensorView& x;
+  const TensorView& w;
+  const TensorView& x_scale;
+  const TensorView& w_scale;
+  const TensorView& out;
+  const TensorView* bias;  ///< null when the call has none (options.bias null or undefined)
+  const GemmArgNames& names;
+};
+
+/// The GEMM tensors of a call, after the checks that need no shape: a valid layout; dtypes (x
+/// e4m3; w e4m3, or uint8 preshuffled; scales fp32; out bf16 or fp16; bias fp32 or bf16); then
+/// require_view of each, so that their shapes may be read.
+GemmTensors require_gemm_tensors(const TensorView& x, const TensorView& w, WeightLayout layout,
+                                 const TensorView& x_scale, const TensorView& w_scale,
+                                 const TensorView& out, const GemmOptions& options);
+
+/// The memory of the GEMM tensors (x, w and out 16-byte aligned, the scales 4, the bias its
+/// element) and their place: all on x's GPU. Returns that device.
+int require_gemm_placement(const GemmTensors& t);
+
+/// "the host" or "cuda:N", as the messages name a tensor's place.
+std::string place_str(int device);
+
 /// A validated GEMM call: its problem and the device of its tensors.
 struct Validated {
   ProblemShape shape;

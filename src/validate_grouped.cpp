@@ -13,10 +13,6 @@ namespace f8gemm::detail {
 
 namespace {
 
-std::string place_str(int device) {
-  return device < 0 ? std::string("the host") : concat("cuda:", device);
-}
-
 std::string sizes_str(const GroupedProblem& s) {
   return concat(s.padded ? "G,M_max,N,K = " : "G,total_M,N,K = ", s.groups, ",", s.rows, ",", s.n,
                 ",", s.k);
@@ -87,30 +83,14 @@ ValidatedGrouped validate_grouped_call(const TensorView& x, const TensorView& w,
                                        const TensorView& xs, const TensorView& ws,
                                        const TensorView& m_sizes, const TensorView& out,
                                        const GemmOptions& opt, bool padded) {
-  static const GemmArgNames kDefaultNames;
-  const GemmArgNames& n = opt.names ? *opt.names : kDefaultNames;
+  const GemmTensors t = require_gemm_tensors(x, w, layout, xs, ws, out, opt);
+  const GemmArgNames& n = t.names;
+  const TensorView* bias = t.bias;
   const std::string x_s = concat(n.x, "'s");  // "x's"
   const bool shuffled = layout == WeightLayout::kPreshuffled;
-  F8GEMM_REQUIRE(layout == WeightLayout::kPlain || shuffled, kInvalidArgument,
-                 "w_layout must be kPlain or kPreshuffled");
-  require_dtype(x, n.x, DType::kE4M3);
-  require_dtype(w, n.w, DType::kE4M3, DType::kU8, shuffled);
-  require_dtype(xs, n.x_scale, DType::kF32);
-  require_dtype(ws, n.w_scale, DType::kF32);
-  F8GEMM_REQUIRE(out.dtype == DType::kBF16 || out.dtype == DType::kF16, kInvalidArgument,
-                 n.out, " must have dtype bfloat16 or float16, got ", to_string(out.dtype));
-  const TensorView* bias = opt.bias && opt.bias->defined() ? opt.bias : nullptr;
-  if (bias) require_dtype(*bias, n.bias, DType::kF32, DType::kBF16, true);
   F8GEMM_REQUIRE(m_sizes.dtype == DType::kI32 || m_sizes.dtype == DType::kI64, kInvalidArgument,
                  n.m_sizes, " must have dtype int32 or int64, got ", to_string(m_sizes.dtype));
-  // Before any shape is read: a hand-built view may hold anything.
-  require_view(x, n.x);
-  require_view(w, n.w);
-  require_view(xs, n.x_scale);
-  require_view(ws, n.w_scale);
   require_view(m_sizes, n.m_sizes);
-  require_view(out, n.out);
-  if (bias) require_view(*bias, n.bias);
 
   ValidatedGrouped v;
   GroupedProblem& s = v.shape;
@@ -166,25 +146,8 @@ ValidatedGrouped validate_grouped_call(const TensorView& x, const TensorView& w,
   s.sizes_dtype = m_sizes.dtype;
   validate_grouped_sizes(s);
 
-  require_memory(x, n.x, 16);
-  require_memory(w, n.w, 16);
-  require_memory(xs, n.x_scale, 4);
-  require_memory(ws, n.w_scale, 4);
   require_memory(m_sizes, n.m_sizes, dtype_size(m_sizes.dtype));
-  require_memory(out, n.out, 16);
-  if (bias) require_memory(*bias, n.bias, dtype_size(bias->dtype));
-
-  v.device = x.device;
-  F8GEMM_REQUIRE(v.device >= 0, kInvalidArgument, n.x, " must be in GPU memory, got host memory");
-  auto same = [&](const TensorView& t, const char* name) {
-    F8GEMM_REQUIRE(t.device == v.device, kInvalidArgument, name, " is on ", place_str(t.device),
-                   " but ", n.x, " is on cuda:", v.device);
-  };
-  same(w, n.w);
-  same(xs, n.x_scale);
-  same(ws, n.w_scale);
-  same(out, n.out);
-  if (bias) same(*bias, n.bias);
+  v.device = require_gemm_placement(t);
   // The sizes are read by the kernel alone (no host sync, graph-safe): they must be where it runs.
   F8GEMM_REQUIRE(m_sizes.device == v.device, kInvalidArgument, n.m_sizes,
                  " must be on the GPU with ", n.x, " (cuda:", v.device,

@@ -4,8 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <functional>
 #include <ostream>
+#include <string>
+#include <vector>
 
+#include "f8gemm/check.hpp"
+#include "device_buffer.hpp"
 #include "f8gemm/f8gemm.hpp"
 #include "test_support.hpp"
 
@@ -32,5 +38,49 @@ namespace f8gemm::test {
       GTEST_SKIP() << "needs an sm_90 GPU: " << ::f8gemm::test::sm90_skip_reason(); \
     }                                                                              \
   } while (0)
+
+/// A fake device address (device 0) that validation tests pass and no test dereferences: every
+/// check runs before the first CUDA call.
+inline void* fake(uintptr_t base, uintptr_t offset = 0) {
+  return reinterpret_cast<void*>(base + offset);
+}
+inline TensorView dev_view(uintptr_t base, DType dtype, std::vector<int64_t> shape) {
+  return make_view(fake(base), dtype, std::move(shape), 0);
+}
+
+/// Runs f and expects f8gemm::Error with `code` whose message contains `needle`.
+inline void expect_error(const std::function<void()>& f, ErrorCode code,
+                         const std::string& needle) {
+  try {
+    f();
+    ADD_FAILURE() << "no exception; expected " << to_string(code) << " containing '" << needle
+                  << "'";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), code) << e.what();
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)
+        << "message '" << e.what() << "' lacks '" << needle << "'";
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "not an f8gemm::Error: " << e.what();
+  }
+}
+
+/// GPU outputs are allocated kGuardBytes past their size and poisoned with 0xFF before a call.
+inline constexpr size_t kGuardBytes = 4096;
+
+/// The first `count` 16-bit outputs in `out` once `stream` has finished; a byte changed past
+/// them (a store past the output) fails the test.
+inline std::vector<uint16_t> output_bits(const detail::DeviceBuffer& out, size_t count,
+                                         cudaStream_t stream) {
+  F8GEMM_CHECK_CUDA(cudaStreamSynchronize(stream));
+  std::vector<uint16_t> all = out.to_host<uint16_t>();
+  for (size_t i = count; i < all.size(); ++i) {
+    if (all[i] != 0xFFFF) {
+      ADD_FAILURE() << "store past the output at element " << i << " (count " << count << ")";
+      break;
+    }
+  }
+  all.resize(count);
+  return all;
+}
 
 }  // namespace f8gemm::test

@@ -24,26 +24,9 @@ using test::have_sm90;
 constexpr uintptr_t kX = 0x100000, kW = 0x200000, kXs = 0x300000, kWs = 0x400000,
                     kOut = 0x500000, kBias = 0x600000;
 
-void* fake(uintptr_t base, uintptr_t offset = 0) { return reinterpret_cast<void*>(base + offset); }
-
-TensorView dev_view(uintptr_t base, DType dtype, std::vector<int64_t> shape) {
-  return make_view(fake(base), dtype, std::move(shape), 0);
-}
-
-/// Runs f and expects f8gemm::Error with `code` whose message contains `needle`.
-void expect_error(const std::function<void()>& f, ErrorCode code, const std::string& needle) {
-  try {
-    f();
-    ADD_FAILURE() << "no exception; expected " << to_string(code) << " containing '" << needle
-                  << "'";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)
-        << "message '" << e.what() << "' lacks '" << needle << "'";
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "not an f8gemm::Error: " << e.what();
-  }
-}
+using test::dev_view;
+using test::expect_error;
+using test::fake;
 
 #define EXPECT_INVALID(stmt, needle)                                          \
   do {                                                                        \

@@ -127,8 +127,6 @@ HostGemm small_int_gemm(std::mt19937_64& rng, int64_t b, int64_t m, int64_t n, i
   return h;
 }
 
-// Bytes after the output that must stay poisoned: catches stores past [B,M,N].
-constexpr size_t kGuardBytes = 4096;
 
 /// Device copies of a HostGemm: plain W and W preshuffled on the GPU, out with a guard tail.
 struct DeviceGemm {
@@ -141,7 +139,7 @@ struct DeviceGemm {
         w(DeviceBuffer::from(h.w)),
         xs(DeviceBuffer::from(h.xs)),
         ws(DeviceBuffer::from(h.ws)),
-        out(size_t(h.out_count()) * 2 + kGuardBytes) {
+        out(size_t(h.out_count()) * 2 + test::kGuardBytes) {
     const auto shape = preshuffled_shape(h.b, h.n, h.k);
     w_shuffled = DeviceBuffer(size_t(shape[0] * shape[1] * shape[2] * shape[3]));
     preshuffle(w_view(), w_shuffled.view(DType::kE4M3, shape));
@@ -179,17 +177,7 @@ struct DeviceGemm {
 
   /// The output's [B,M,N] bits; checks that the guard tail is untouched.
   std::vector<uint16_t> result(cudaStream_t stream) {
-    F8GEMM_CHECK_CUDA(cudaStreamSynchronize(stream));
-    std::vector<uint16_t> all = out.to_host<uint16_t>();
-    const size_t count = size_t(host.out_count());
-    for (size_t i = count; i < all.size(); ++i) {
-      if (all[i] != 0xFFFF) {
-        ADD_FAILURE() << "store past the output at element " << i << " (count " << count << ")";
-        break;
-      }
-    }
-    all.resize(count);
-    return all;
+    return test::output_bits(out, size_t(host.out_count()), stream);
   }
 
   std::vector<uint16_t> run(WeightLayout layout, DType out_dtype, bool fast,

@@ -127,7 +127,7 @@ struct DeviceGrouped {
         ws(DeviceBuffer::from(h.ws)),
         sizes32(size_t(std::max<int64_t>(h.groups, 1)) * 4),
         sizes64(size_t(std::max<int64_t>(h.groups, 1)) * 8),
-        out(size_t(h.out_count()) * 2 + kGuardBytes) {
+        out(size_t(h.out_count()) * 2 + test::kGuardBytes) {
     const auto shape = preshuffled_shape(h.groups, h.n, h.k);
     w_shuffled = DeviceBuffer(size_t(std::max<int64_t>(shape[0] * shape[1] * shape[2] * shape[3], 1)));
     if (h.groups > 0) preshuffle(w_view(), w_shuffled.view(DType::kE4M3, shape));
@@ -138,9 +138,6 @@ struct DeviceGrouped {
     upload_sizes(h.sizes);
     F8GEMM_CHECK_CUDA(cudaDeviceSynchronize());
   }
-
-  // Bytes after the output that must stay poisoned: catches stores past the last row.
-  static constexpr size_t kGuardBytes = 4096;
 
   /// Writes new sizes into the same m_sizes buffers (as a MoE router does between replays).
   /// int32 values outside its range are saturated.
@@ -195,17 +192,7 @@ struct DeviceGrouped {
 
   /// The output's bits ([total_rows, N]); checks that the guard tail is untouched.
   std::vector<uint16_t> result(cudaStream_t stream) {
-    F8GEMM_CHECK_CUDA(cudaStreamSynchronize(stream));
-    std::vector<uint16_t> all = out.to_host<uint16_t>();
-    const size_t count = size_t(host.out_count());
-    for (size_t i = count; i < all.size(); ++i) {
-      if (all[i] != 0xFFFF) {
-        ADD_FAILURE() << "store past the output at element " << i << " (count " << count << ")";
-        break;
-      }
-    }
-    all.resize(count);
-    return all;
+    return test::output_bits(out, size_t(host.out_count()), stream);
   }
 
   /// Poisons the output, runs the grouped call and returns the output's bits.
