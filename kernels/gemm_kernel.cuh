@@ -76,7 +76,7 @@ struct GemmKernel {
                                                       int a_block, int tid, Between&& between) {
     if (!T::kFastAccum) {
 #pragma unroll
-      for (int i = 0; i < T::kAcc; ++i) total[i] = 0.0f;
+      for (int i = 0; i < T::kAccAll; ++i) total[i] = 0.0f;
     }
     const typename Epilogue<T>::Scales scales = Epilogue<T>::load_scales(p, tile, a_block, tid);
     Mainloop<T>::run(ring, full, empty, pos, acc, total, kblocks, a_block, tid % 32,
@@ -85,14 +85,23 @@ struct GemmKernel {
     float* sum = T::kFastAccum ? acc : total;
     if (!SplitK<T>::reduce(sum, split, consumer, tid)) return;
     Epilogue<T>::store(p, tile, sum, region, consumer, a_block, tid);
+    // A 128-row ping-pong tile: its second 64-row block, through the same staging region. The
+    // first block's store has passed its last barrier, so every thread is done reading the
+    // staged scales and they may be replaced by the second block's (the next store's first
+    // barrier publishes them).
+#pragma unroll
+    for (int blk = 1; blk < T::kBlocks; ++blk) {
+      Epilogue<T>::stage_scales(Epilogue<T>::load_scales(p, tile, a_block + blk, tid), region, tid);
+      Epilogue<T>::store(p, tile, sum + blk * T::kAcc, region, consumer, a_block + blk, tid);
+    }
   }
 
   static __device__ __forceinline__ void consume(const GemmParams& p, const TileScheduler<T>& sched,
                                                  const u8* ring, u8* region, u64* full, u64* empty,
                                                  typename SplitK<T>::State& split, int consumer,
                                                  int tid) {
-    float acc[T::kAcc];
-    float total[T::kFastAccum ? 1 : T::kAcc];
+    float acc[T::kAccAll];
+    float total[T::kFastAccum ? 1 : T::kAccAll];
     if (!T::kPingPong) {
       // Cooperative: both consumers run every tile, each on its 64 rows of the A side.
       RingPos pos;

@@ -1,7 +1,8 @@
 /// \brief The consumer's mainloop: one tile's k-blocks through wgmma m64nBNk32 e4m3.
 ///
-/// For each k-block (128 bytes of K) a consumer warpgroup builds two shared-memory descriptors
-/// and issues four wgmmas whose descriptors advance by 32 bytes (+2 in the address field).
+/// For each k-block (128 bytes of K) a consumer warpgroup builds the shared-memory descriptors
+/// and issues four wgmmas per 64-row block of its A side (kBlocks: one, or two for a 128-row
+/// ping-pong tile), whose descriptors advance by 32 bytes (+2 in the address field).
 /// - Fast mode keeps one k-block in flight (wait_group 1) and frees the previous slot; the
 ///   accumulators chain through all of K inside the tensor core.
 /// - Precise mode restarts the tensor-core sum at every k-block (scale-d = 0 on the first k32
@@ -30,17 +31,20 @@ struct Mainloop {
       mbar_wait(&full[pos.stage], pos.phase);
       const u8* x_tile = ring + pos.stage * T::kStageBytes;
       const u8* w_tile = x_tile + T::kXTileBytes;
-      const u8* a_tile = (T::kSwap ? w_tile : x_tile) + a_block * 64 * 128;
       const u8* b_tile = T::kSwap ? x_tile : w_tile;
-      const u64 a_desc = make_smem_desc_sw128(a_tile);
       const u64 b_desc = make_smem_desc_sw128(b_tile);
 #pragma unroll
-      for (int i = 0; i < T::kAcc; ++i) fence_operand(acc[i]);
+      for (int i = 0; i < T::kAccAll; ++i) fence_operand(acc[i]);
       wgmma_fence();
 #pragma unroll
-      for (int kk = 0; kk < 4; ++kk) {
-        const u32 accumulate = T::kFastAccum ? u32(kb > 0 || kk > 0) : u32(kk > 0);
-        Wgmma<T::kBN>::mma(acc, a_desc + 2 * kk, b_desc + 2 * kk, accumulate);
+      for (int blk = 0; blk < T::kBlocks; ++blk) {
+        const u8* a_tile = (T::kSwap ? w_tile : x_tile) + (a_block + blk) * 64 * 128;
+        const u64 a_desc = make_smem_desc_sw128(a_tile);
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk) {
+          const u32 accumulate = T::kFastAccum ? u32(kb > 0 || kk > 0) : u32(kk > 0);
+          Wgmma<T::kBN>::mma(acc + blk * T::kAcc, a_desc + 2 * kk, b_desc + 2 * kk, accumulate);
+        }
       }
       wgmma_commit();
       if (kb == 0) after_first_issue();
@@ -48,15 +52,15 @@ struct Mainloop {
         // One k-block of wgmma stays in flight: wait for the previous one and free its slot.
         wgmma_wait<1>();
 #pragma unroll
-        for (int i = 0; i < T::kAcc; ++i) fence_operand(acc[i]);
+        for (int i = 0; i < T::kAccAll; ++i) fence_operand(acc[i]);
         if (kb > 0 && lane == 0) Producer<T>::release(empty, prev_stage);
       } else {
         wgmma_wait<0>();
 #pragma unroll
-        for (int i = 0; i < T::kAcc; ++i) fence_operand(acc[i]);
+        for (int i = 0; i < T::kAccAll; ++i) fence_operand(acc[i]);
         if (lane == 0) Producer<T>::release(empty, pos.stage);
 #pragma unroll
-        for (int i = 0; i < T::kAcc; ++i) total[i] += acc[i];
+        for (int i = 0; i < T::kAccAll; ++i) total[i] += acc[i];
       }
       prev_stage = pos.stage;
       pos.template advance<T::kStages>();
@@ -64,7 +68,7 @@ struct Mainloop {
     if (T::kFastAccum) {
       wgmma_wait<0>();
 #pragma unroll
-      for (int i = 0; i < T::kAcc; ++i) fence_operand(acc[i]);
+      for (int i = 0; i < T::kAccAll; ++i) fence_operand(acc[i]);
       if (lane == 0) Producer<T>::release(empty, prev_stage);
     }
   }

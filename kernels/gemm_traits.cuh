@@ -49,6 +49,10 @@ struct GemmTraits {
   static constexpr int kWRows = kSwap ? kBM : kBN;  // rows of W in one tile
   static constexpr int kWTiles = int((kN + kWRows - 1) / kWRows);
   static constexpr int kAcc = kBN / 2;  // fp32 accumulators per thread for m64 x kBN
+  // 64-row A-side blocks one consumer computes per tile: one (cooperative: the consumers split
+  // the tile), or the whole tile (ping-pong: a consumer owns it, one m64 wgmma per block).
+  static constexpr int kBlocks = kPingPong ? kBM / 64 : 1;
+  static constexpr int kAccAll = kBlocks * kAcc;  // accumulators per consumer thread
 
   static constexpr GemmSmemLayout kSmem =
       gemm_smem_layout(kBM, kBN, kStages, kSwap, kPingPong, kSplitK, kGroupsCap);
@@ -59,13 +63,14 @@ struct GemmTraits {
   static constexpr StoreKind kStore = gemm_store_kind(kBN, kSwap);
 
   static_assert(kBM == 64 || kBM == 128, "each consumer warpgroup owns 64 rows of the A side");
-  static_assert(!kPingPong || (kBM == 64 && !kSwap), "ping-pong tiles are 64 rows of X");
+  static_assert(!kPingPong || !kSwap, "ping-pong tiles are rows of X");
   static_assert(kBN % 8 == 0 && kBN >= 8 && kBN <= 256, "wgmma N is a multiple of 8 up to 256");
   static_assert(kK % 16 == 0 && kK > 0, "TMA needs 16-byte rows");
   static_assert(kN % 8 == 0 && kN > 0, "preshuffled slabs hold 8 rows of W");
   static_assert(kN < (i64(1) << 31) && kK < (i64(1) << 31), "N and K are validated below 2^31");
   static_assert(kStages >= 2 && kStages <= 16, "ring depth");
-  static_assert(kFastAccum || kAcc <= 96, "two accumulator sets must fit in 232 registers");
+  static_assert(kFastAccum || kAccAll <= 96, "two accumulator sets must fit in 232 registers");
+  static_assert(kAccAll <= 128, "one accumulator set per consumer thread of at most 128 floats");
   static_assert(kXTileBytes % 1024 == 0 && kWTileBytes % 1024 == 0,
                 "tiles stay 1024-byte aligned for the 128-byte swizzle");
   static_assert(kClusterM == 1 || (kClusterM == 2 && !kSwap),

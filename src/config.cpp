@@ -123,8 +123,11 @@ std::string config_illegal_reason(const Config& c, const ProblemShape& p) {
     why << "clusters are 1x1 or 2x1 (two CTAs along M sharing each W tile)";
   else if (c.cluster_m == 2 && c.path == KernelPath::kSwapAB)
     why << "2x1 clusters are for the tiled path (swap-AB tiles share no W tile)";
-  else if (c.path == KernelPath::kPingPong && c.bm != 64)
-    why << "ping-pong tiles are 64 rows (each consumer warpgroup owns a whole tile): bm must be 64";
+  else if (c.path == KernelPath::kPingPong && c.bm == 128 && c.bn > 128)
+    why << "a 128-row ping-pong tile keeps bn fp32 accumulators per thread: bn must be <= 128";
+  else if (c.path == KernelPath::kPingPong && c.bm == 128 && !p.fast_accum && c.bn > 96)
+    why << "a 128-row ping-pong tile in precise mode keeps two sets of bn accumulators: bn must "
+           "be <= 96";
   else if (c.cluster_m == 2 && c.bn % 16 != 0)
     why << "2x1 clusters split the W tile into two halves of whole 8-row slabs: bn % 16 == 0";
   else if (c.raster < 0 || c.raster > 64) why << "raster must be 0..64";
@@ -215,6 +218,14 @@ std::vector<Config> candidates(const ProblemShape& p, int sm_count) {
       for (int bn : {128, 192, 256}) {
         add(KernelPath::kPingPong, 64, bn, 8, 8);
         add(KernelPath::kPingPong, 64, bn, 8, 8, 2);
+      }
+    }
+    if (bm == 128) {
+      // Ping-pong with 128-row tiles (FBGEMM's choice at K <= 4096): each consumer owns a
+      // 128 x bn tile, 20% fewer operand bytes per product than 64 x 256.
+      for (int bn : {96, 128}) {
+        add(KernelPath::kPingPong, 128, bn, 8, 8);
+        add(KernelPath::kPingPong, 128, bn, 8, 8, 2);
       }
     }
     if (p.m <= 256) {

@@ -88,6 +88,17 @@ std::map<std::string, InstanceSpec> shipped_specs() {
       add(problem(s, WeightLayout::kPreshuffled, fast, DType::kF16));
     }
   }
+  // 128-row ping-pong (not yet chosen by any table entry), alone and paired, both modes.
+  for (const char* name : {"sm90_pingpong_128x128x128_s6_c1x1_r8", "sm90_pingpong_128x96x128_s7_c2x1_r8"}) {
+    for (bool fast : {true, false}) {
+      const ProblemShape p = problem(kBenchShapes[9], WeightLayout::kPreshuffled, fast);
+      const Config c = Config::parse(name);
+      if (detail::config_illegal_reason(c, p).empty()) {
+        const InstanceSpec s = detail::make_spec(c, p);
+        specs.emplace(s.label(), s);
+      }
+    }
+  }
   // Grouped GEMM instances (group tables in shared memory, masked stores at group ends) of
   // every kernel family: swap-AB, tiled, ping-pong and a 2x1 pair, both layouts and modes.
   for (const char* name : {"sm90_swap_128x16x128_s10_c1x1_r0", "sm90_tiled_128x192x128_s4_c1x1_r8",

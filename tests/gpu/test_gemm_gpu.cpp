@@ -727,6 +727,10 @@ std::vector<std::pair<Config, Config>> schedule_twins(std::initializer_list<int>
     twins.emplace_back(deepest(KernelPath::kTiled, 128, bn, 2), deepest(KernelPath::kTiled, 128, bn, 1));
     twins.emplace_back(deepest(KernelPath::kPingPong, 64, bn, 1), deepest(KernelPath::kTiled, 64, bn, 1));
     twins.emplace_back(deepest(KernelPath::kPingPong, 64, bn, 2), deepest(KernelPath::kTiled, 64, bn, 1));
+    // 128-row ping-pong tiles: each consumer computes both 64-row blocks that the cooperative
+    // 128-row kernel gives to its two consumers, in the same wgmma order.
+    twins.emplace_back(deepest(KernelPath::kPingPong, 128, bn, 1), deepest(KernelPath::kTiled, 128, bn, 1));
+    twins.emplace_back(deepest(KernelPath::kPingPong, 128, bn, 2), deepest(KernelPath::kTiled, 128, bn, 1));
   }
   return twins;
 }
