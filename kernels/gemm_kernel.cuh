@@ -83,7 +83,7 @@ struct GemmKernel {
                      [&] { Epilogue<T>::stage_scales(scales, region, tid); });
     between();
     float* sum = T::kFastAccum ? acc : total;
-    if (!SplitK<T>::reduce(sum, split, consumer, tid)) return;
+    if (!SplitK<T>::reduce(sum, split, tid)) return;
     Epilogue<T>::store(p, tile, sum, region, consumer, a_block, tid);
     // A 128-row ping-pong tile: its second 64-row block, through the same staging region. The
     // first block's store has passed its last barrier, so every thread is done reading the
