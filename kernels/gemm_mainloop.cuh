@@ -7,7 +7,9 @@
 ///   accumulators chain through all of K inside the tensor core.
 /// - Precise mode restarts the tensor-core sum at every k-block (scale-d = 0 on the first k32
 ///   step), waits for it and adds it into a second fp32 register set: the tensor core's ~14-bit
-///   additions then see only 128 products at a time.
+///   additions then see only 128 products at a time. A block wider than 192 columns does this
+///   in two column slices (gemm_promote_cols), one after the other, so that the k-block sum of
+///   only one slice is live beside the total: 128 + 64 registers at bn = 256.
 #pragma once
 
 #include "gemm_producer.cuh"
@@ -31,46 +33,64 @@ struct Mainloop {
       mbar_wait(&full[pos.stage], pos.phase);
       const u8* x_tile = ring + pos.stage * T::kStageBytes;
       const u8* w_tile = x_tile + T::kXTileBytes;
+      const u8* a_side = (T::kSwap ? w_tile : x_tile) + a_block * 64 * 128;
       const u8* b_tile = T::kSwap ? x_tile : w_tile;
-      const u64 b_desc = make_smem_desc_sw128(b_tile);
-#pragma unroll
-      for (int i = 0; i < T::kAccAll; ++i) fence_operand(acc[i]);
-      wgmma_fence();
-#pragma unroll
-      for (int blk = 0; blk < T::kBlocks; ++blk) {
-        const u8* a_tile = (T::kSwap ? w_tile : x_tile) + (a_block + blk) * 64 * 128;
-        const u64 a_desc = make_smem_desc_sw128(a_tile);
-#pragma unroll
-        for (int kk = 0; kk < 4; ++kk) {
-          const u32 accumulate = T::kFastAccum ? u32(kb > 0 || kk > 0) : u32(kk > 0);
-          Wgmma<T::kBN>::mma(acc + blk * T::kAcc, a_desc + 2 * kk, b_desc + 2 * kk, accumulate);
-        }
-      }
-      wgmma_commit();
-      if (kb == 0) after_first_issue();
       if (T::kFastAccum) {
+        issue(acc, a_side, b_tile, kb > 0);
+        if (kb == 0) after_first_issue();
         // One k-block of wgmma stays in flight: wait for the previous one and free its slot.
         wgmma_wait<1>();
-#pragma unroll
-        for (int i = 0; i < T::kAccAll; ++i) fence_operand(acc[i]);
+        fence_all<T::kAccAll>(acc);
         if (kb > 0 && lane == 0) Producer<T>::release(empty, prev_stage);
       } else {
-        wgmma_wait<0>();
 #pragma unroll
-        for (int i = 0; i < T::kAccAll; ++i) fence_operand(acc[i]);
-        if (lane == 0) Producer<T>::release(empty, pos.stage);
+        for (int slice = 0; slice < T::kSlices; ++slice) {
+          // The slice's columns are rows slice * kPromoteCols onwards of the B tile.
+          issue(acc, a_side, b_tile + slice * T::kPromoteCols * 128, false);
+          if (kb == 0 && slice == 0) after_first_issue();
+          wgmma_wait<0>();
+          fence_all<T::kSliceAcc>(acc);
+          if (slice == T::kSlices - 1 && lane == 0) Producer<T>::release(empty, pos.stage);
+          float* into = total + slice * T::kSliceAcc;
 #pragma unroll
-        for (int i = 0; i < T::kAccAll; ++i) total[i] += acc[i];
+          for (int i = 0; i < T::kSliceAcc; ++i) into[i] += acc[i];
+        }
       }
       prev_stage = pos.stage;
       pos.template advance<T::kStages>();
     }
     if (T::kFastAccum) {
       wgmma_wait<0>();
-#pragma unroll
-      for (int i = 0; i < T::kAccAll; ++i) fence_operand(acc[i]);
+      fence_all<T::kAccAll>(acc);
       if (lane == 0) Producer<T>::release(empty, prev_stage);
     }
+  }
+
+ private:
+  template <int kCount>
+  static __device__ __forceinline__ void fence_all(float* acc) {
+#pragma unroll
+    for (int i = 0; i < kCount; ++i) fence_operand(acc[i]);
+  }
+
+  /// One k-block's wgmmas over kPromoteCols columns of B (all of them in fast mode), for each
+  /// 64-row block of the A side, committed as one group. `chain` continues the accumulators (fast
+  /// mode after the first k-block); otherwise the first k32 step starts them from zero.
+  static __device__ __forceinline__ void issue(float* acc, const u8* a_side, const u8* b_cols,
+                                               bool chain) {
+    const u64 b_desc = make_smem_desc_sw128(b_cols);
+    fence_all<T::kSliceAcc>(acc);
+    wgmma_fence();
+#pragma unroll
+    for (int blk = 0; blk < T::kBlocks; ++blk) {
+      const u64 a_desc = make_smem_desc_sw128(a_side + blk * 64 * 128);
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk) {
+        Wgmma<T::kPromoteCols>::mma(acc + blk * T::kPromoteCols / 2, a_desc + 2 * kk,
+                                    b_desc + 2 * kk, u32(chain || kk > 0));
+      }
+    }
+    wgmma_commit();
   }
 };
 

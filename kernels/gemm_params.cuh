@@ -99,6 +99,14 @@ constexpr int gemm_staging_bytes(int bn, bool swap) {
                                                                : 64 * (bn * 2 + 16);
 }
 
+/// Precise mode adds each k-block's tensor-core sum into an fp32 total, so a consumer keeps two
+/// sets of accumulators. Up to 192 columns both sets of the whole block fit in the registers
+/// (2 x 96); a wider block is computed and promoted in slices of half its columns, so that only
+/// one slice's k-block sum (bn / 4 registers) is live beside the total. Fast mode never slices.
+constexpr int gemm_promote_cols(int bn, bool fast_accum) {
+  return fast_accum || bn <= 192 ? bn : bn / 2;
+}
+
 /// Consumer warpgroups: each owns 64 rows of the tile's A side, or (ping-pong) every other tile.
 constexpr int gemm_consumers(int bm, bool pingpong) { return pingpong ? 2 : bm / 64; }
 

@@ -53,6 +53,11 @@ struct GemmTraits {
   // the tile), or the whole tile (ping-pong: a consumer owns it, one m64 wgmma per block).
   static constexpr int kBlocks = kPingPong ? kBM / 64 : 1;
   static constexpr int kAccAll = kBlocks * kAcc;  // accumulators per consumer thread
+  // Precise mode: the columns whose k-block sum is promoted at once, and the slices of the block.
+  static constexpr int kPromoteCols = gemm_promote_cols(kBN, kFastAccum);
+  static constexpr int kSlices = kBN / kPromoteCols;
+  // The wgmma accumulators: the whole block (fast mode, and precise without slices) or one slice.
+  static constexpr int kSliceAcc = kBlocks * kPromoteCols / 2;
 
   static constexpr GemmSmemLayout kSmem =
       gemm_smem_layout(kBM, kBN, kStages, kSwap, kPingPong, kSplitK, kGroupsCap);
@@ -69,7 +74,10 @@ struct GemmTraits {
   static_assert(kN % 8 == 0 && kN > 0, "preshuffled slabs hold 8 rows of W");
   static_assert(kN < (i64(1) << 31) && kK < (i64(1) << 31), "N and K are validated below 2^31");
   static_assert(kStages >= 2 && kStages <= 16, "ring depth");
-  static_assert(kFastAccum || kAccAll <= 96, "two accumulator sets must fit in 232 registers");
+  static_assert(kFastAccum || kAccAll + kSliceAcc <= 192,
+                "the total and one k-block sum must fit in 232 registers");
+  static_assert(kSlices == 1 || (kBlocks == 1 && kBN % (8 * kSlices) == 0),
+                "promotion slices split one 64-row block into whole wgmma widths");
   static_assert(kAccAll <= 128, "one accumulator set per consumer thread of at most 128 floats");
   static_assert(kXTileBytes % 1024 == 0 && kWTileBytes % 1024 == 0,
                 "tiles stay 1024-byte aligned for the 128-byte swizzle");

@@ -34,6 +34,7 @@ InstanceSpec make_spec(const Config& config, const ProblemShape& p) {
 
 namespace {
 /// wgmma m64n<bn>k32 with both operands in shared memory: bn/2 fp32 accumulators per thread.
+/// The mainloop issues one width: the tile's bn, or its precise-mode promotion slice.
 /// The scale-d flag is a run-time predicate (NVRTC 13.0 crashes on constant asm operands here).
 std::string wgmma_wrapper(int bn) {
   const int regs = bn / 2;
@@ -94,7 +95,7 @@ std::string instance_source(const InstanceSpec& s) {
   std::ostringstream os;
   os << "// f8gemm instance " << s.label() << "\n"
      << "#include \"gemm_kernel.cuh\"\n"
-     << wgmma_wrapper(s.config.bn)
+     << wgmma_wrapper(dev::gemm_promote_cols(s.config.bn, s.fast_accum))
      << spec_function(s.gemm_spec())
      << "struct Spec {\n  static constexpr f8gemm::dev::GemmSpec value = instance_spec();\n};\n"
      << "using Kernel = f8gemm::dev::GemmKernel<Spec>;\n"

@@ -142,8 +142,12 @@ std::string config_illegal_reason(const Config& c, const ProblemShape& p) {
         << " k-blocks of K = " << p.k << " (each CTA needs at least one)";
   else if (config_smem_bytes(c) > kMaxSmemBytes)
     why << "needs " << config_smem_bytes(c) << " bytes of shared memory, more than " << kMaxSmemBytes;
-  else if (!p.fast_accum && c.bn > 192)
-    why << "precise accumulation keeps two accumulator sets: bn must be <= 192";
+  else if (!p.fast_accum && c.bn > 192 && c.path != KernelPath::kTiled)
+    why << "precise accumulation wider than 192 columns promotes in two slices, which only the "
+           "cooperative (tiled) schedule overlaps: bn must be <= 192";
+  else if (!p.fast_accum && c.bn > 192 && c.bn % 16 != 0)
+    why << "precise accumulation wider than 192 columns promotes in two halves of whole 8-column "
+           "wgmma widths: bn % 16 == 0";
   return why.str();
 }
 
@@ -170,8 +174,14 @@ double estimate_us(const Config& c, const ProblemShape& p, int sm_count) {
   // warpgroup (bm = 64) nothing fills that wait: the 2026-11-30 tune run measured bm = 64
   // precise configs 14% above this model against 0-4% for the others
   // (docs/logs/2026-11-30-tune-4.csv; tests/cpu/test_model.cpp holds the model to that data).
-  double wgmma_eff = double(c.bn) / (c.bn + 24.0) * (p.fast_accum ? 1.0 : 0.9);
+  // Precise mode issues one promotion slice at a time (dev::gemm_promote_cols).
+  // Ping-pong in precise mode holds its turn through every k-block's wait, so the other consumer
+  // cannot fill it either: the 2026-11-30 large-shape tune measured its configs 7-24% above this
+  // model without the factor, the cooperative ones 6% below (docs/logs/2026-11-30-s4-tune-large.csv).
+  const double cols = dev::gemm_promote_cols(c.bn, p.fast_accum);
+  double wgmma_eff = cols / (cols + 24.0) * (p.fast_accum ? 1.0 : 0.9);
   if (!p.fast_accum && c.bm == 64 && c.path != KernelPath::kPingPong) wgmma_eff *= 0.9;
+  if (!p.fast_accum && c.path == KernelPath::kPingPong) wgmma_eff *= 0.85;
   const double tile_flops = 2.0 * c.bm * c.bn * k_slice;
   const double mma_us = tile_flops / (kPeakFlopsPerUs / sm_count * wgmma_eff);
   const double l2_rate = std::min(kL2BytesPerUs / ctas, inflight / (0.5 * kLatencyUs));

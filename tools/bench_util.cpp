@@ -197,4 +197,9 @@ int rotation_sets(size_t input_bytes_per_set, size_t l2_bytes, int max_sets) {
   return static_cast<int>(std::clamp<size_t>(want, 1, static_cast<size_t>(std::max(1, max_sets))));
 }
 
+int calls_per_graph(int sets, int at_least) {
+  sets = std::max(sets, 1);
+  return sets <= at_least ? (at_least + sets - 1) / sets * sets : sets;
+}
+
 }  // namespace f8gemm::cli

@@ -52,4 +52,8 @@ size_t l2_cache_bytes();
 /// exactly the small-M times that matter. Rotation costs only memory.
 int rotation_sets(size_t input_bytes_per_set, size_t l2_bytes, int max_sets = 64);
 
+/// Calls per captured graph when calls rotate among `sets` input copies: whole rotation cycles
+/// of at least `at_least` calls, so that every copy is read in each replay.
+int calls_per_graph(int sets, int at_least = 20);
+
 }  // namespace f8gemm::cli

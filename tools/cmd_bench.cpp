@@ -162,8 +162,7 @@ Result measure(const std::string& impl, const ImplCall& call, const Shape& s, in
   run_for_ms(fn, kImplWarmMs, stream);
   r.host_us = time_host_us(fn, o.iters, kWarmupCalls, stream);
   // A graph covers whole rotation cycles so that every input set is read in each replay.
-  int per_graph = sets <= kCallsPerGraph ? (kCallsPerGraph + sets - 1) / sets * sets : sets;
-  r.graph_us = time_graph_us(fn, o.iters, stream, per_graph);
+  r.graph_us = time_graph_us(fn, o.iters, stream, calls_per_graph(sets, kCallsPerGraph));
 
   // Hundreds of calls later the output must be the same bits: a moving result is a race.
   Result after;

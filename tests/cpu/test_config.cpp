@@ -91,9 +91,10 @@ class TuneFileEnvironment : public ::testing::Environment {
       // A second entry for the same key: the first match wins.
       << table_key(kTestGpu, kTestSms, tuned_problem()) << "\t"
       << make(KernelPath::kTiled, 128, 128, 4).name() << "\n"
-      // Illegal for precise accumulation (bn 256 > 192): skipped, the model decides.
+      // Illegal for precise accumulation (ping-pong with bn 256 > 192): skipped, the model
+      // decides.
       << table_key(kTestGpu, kTestSms, illegal_tuned_problem()) << "\t"
-      << make(KernelPath::kTiled, 64, 256, 4).name() << "\n";
+      << make(KernelPath::kPingPong, 64, 256, 4).name() << "\n";
     f.close();
     env_ = std::make_unique<ScopedEnv>("F8GEMM_TUNE_FILE");
     env_->set(path);
@@ -344,11 +345,17 @@ TEST(ConfigLegality, EachRule) {
     t.raster = raster;
     EXPECT_TRUE(has(reason(t, fast), "raster must be 0..64")) << raster;
   }
-  // Precise mode keeps two accumulator sets of bn/2 floats: bn <= 192 (96 + 96 registers).
+  // Precise mode keeps two accumulator sets: the total and a k-block sum. Up to 192 columns the
+  // sum covers the block (96 + 96 registers); wider cooperative blocks promote in two slices of
+  // whole wgmma widths (128 + 64 registers at 256); ping-pong holds its turn and never slices.
   for (int bn : {192, 200, 256}) {
     const Config t = make(KernelPath::kTiled, 64, bn, 4);
     EXPECT_EQ(reason(t, fast), "") << bn;
-    EXPECT_EQ(has(reason(t, precise), "bn must be <= 192"), bn > 192) << bn;
+    EXPECT_EQ(has(reason(t, precise), "bn % 16 == 0"), bn == 200) << bn;
+    EXPECT_EQ(reason(t, precise) == "", bn != 200) << bn;
+    const Config pp = make(KernelPath::kPingPong, 64, bn, 4);
+    EXPECT_EQ(reason(pp, fast), "") << bn;
+    EXPECT_EQ(has(reason(pp, precise), "bn must be <= 192"), bn > 192) << bn;
   }
   // Split-K: 1..8 CTAs, 1x1 in M, cooperative, each CTA with at least one k-block.
   {
@@ -406,7 +413,7 @@ TEST(ConfigCandidates, BenchShapesHaveLegalSortedCandidates) {
         EXPECT_GE(us, previous) << c.name() << " is out of order";
         previous = us;
         any_swap = any_swap || c.path == KernelPath::kSwapAB;
-        if (!fast) {
+        if (!fast && c.path != KernelPath::kTiled) {
           EXPECT_LE(c.bn, 192) << c.name();
         }
       }
@@ -552,14 +559,14 @@ TEST_F(DecideTest, ForcedConfigWinsOverTableAndModel) {
 
 TEST_F(DecideTest, ForcedIllegalConfigThrowsUnsupported) {
   const ProblemShape precise = problem(16, 128, 1280, 8192, false);
-  config_.set(make(KernelPath::kTiled, 64, 256, 4).name());
+  config_.set(make(KernelPath::kPingPong, 64, 256, 4).name());
   EXPECT_NO_THROW(decide("NVIDIA H200", kH200Sms, problem(16, 128, 1280, 8192, true)));
   try {
     decide("NVIDIA H200", kH200Sms, precise);
-    ADD_FAILURE() << "a bn=256 config was accepted for precise accumulation";
+    ADD_FAILURE() << "a bn=256 ping-pong config was accepted for precise accumulation";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kUnsupported) << e.what();
-    EXPECT_NE(std::string(e.what()).find("F8GEMM_CONFIG=sm90_tiled_64x256x128_s4_c1x1_r8"),
+    EXPECT_NE(std::string(e.what()).find("F8GEMM_CONFIG=sm90_pingpong_64x256x128_s4_c1x1_r8"),
               std::string::npos)
         << e.what();
     EXPECT_NE(std::string(e.what()).find("bn must be <= 192"), std::string::npos) << e.what();

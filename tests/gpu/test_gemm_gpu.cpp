@@ -778,7 +778,7 @@ TEST(GemmGpu, ClusteredAndPingPongSchedulesMatchTheirTwinsBitForBit) {
   for (DType bias_dtype : {DType::kF32, DType::kBF16}) {
     HostGemm h = random_gemm(rng, 2, 300, 264, 400, true, bias_dtype);
     DeviceGemm d(h);
-    for (const auto& [variant, twin] : schedule_twins({96, 128})) {
+    for (const auto& [variant, twin] : schedule_twins({96, 128, 256})) {
       for (DType out : {DType::kBF16, DType::kF16}) {
         for (WeightLayout layout : {WeightLayout::kPreshuffled, WeightLayout::kPlain}) {
           for (bool fast : {false, true}) {
