@@ -101,6 +101,11 @@ constexpr double kPeakFlopsPerUs = 1.46e9;
 // L2 -> SM bandwidth (an estimate, about 2.5x DRAM on Hopper) and the launch/ramp cost.
 constexpr double kL2BytesPerUs = 10.0e6;
 constexpr double kLatencyUs = 1.0;
+// What one CTA's ring streams per µs is its bytes in flight over this latency. 1.7 µs is what the
+// swap-AB decode configs of the rotated-input tune reach (63 GB/s per CTA with 110 KB in flight,
+// docs/logs/2026-11-30-s4-tune-decode-rotated.csv); the earlier 0.5 µs, fitted on runs whose
+// weights stayed in L2, ranked thin unsplit grids up to 1.35x too fast (docs/perf-log.md card 18).
+constexpr double kStreamLatencyUs = 1.7;
 constexpr double kFixedUs = 2.5;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -184,7 +189,7 @@ double estimate_us(const Config& c, const ProblemShape& p, int sm_count) {
   if (!p.fast_accum && c.path == KernelPath::kPingPong) wgmma_eff *= 0.85;
   const double tile_flops = 2.0 * c.bm * c.bn * k_slice;
   const double mma_us = tile_flops / (kPeakFlopsPerUs / sm_count * wgmma_eff);
-  const double l2_rate = std::min(kL2BytesPerUs / ctas, inflight / (0.5 * kLatencyUs));
+  const double l2_rate = std::min(kL2BytesPerUs / ctas, inflight / kStreamLatencyUs);
   // A pair of CTAs reads each W tile from L2 once and multicasts it into both.
   const double l2_rows = double(x_rows) + double(w_rows) / c.cluster_m;
   const double tile_us = std::max(mma_us, l2_rows * k_slice / l2_rate);

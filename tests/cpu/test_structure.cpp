@@ -156,14 +156,9 @@ std::vector<std::string> dangling_references(const fs::path& dir) {
 }
 
 /// References that wait for work in flight, "file: name" (no line numbers, which move). Each
-/// must still dangle: the test fails once one resolves, so that the entry goes with it.
-///  - tests/data/heldout-tune.csv is the held-out tune run, made on an H200 next
-///    (scripts/tune-heldout.sh), for the disabled held-out regret test in test_model.cpp.
-///  - src/config.cpp cites a notes file outside the repository for the H200 ceilings; the
-///    comment changes with the kernel work under way in that file.
-const std::set<std::string> kNotYetInTree = {
-    "tests/cpu/test_model.cpp: tests/data/heldout-tune.csv",
-};
+/// must still dangle: the test fails once one resolves, so that the entry goes with it. None
+/// waits today.
+const std::set<std::string> kNotYetInTree = {};
 
 // Issue 8: a source or a document that cites a file cites one that is committed (a notes file
 // outside the repository was cited by three source files). A file that the code writes at run

@@ -555,14 +555,16 @@ TEST(GemmGpu, EveryConfigFamilyForcedOnARaggedShape) {
     expect_accurate(h.check(y, DType::kBF16, p.fast_accum), h.k, DType::kBF16, h.out_count(), p.fast_accum, what);
   }
 
-  // A forced config that cannot run this problem: bn 256 in precise mode.
+  // A forced config that cannot run this problem: a bn = 256 ping-pong in precise mode (only the
+  // cooperative schedule promotes in slices).
   Config wide;
+  wide.path = KernelPath::kPingPong;
   wide.bm = 64;
   wide.bn = 256;
   wide.stages = 4;
   try {
     d.run(WeightLayout::kPreshuffled, DType::kBF16, false, &wide);
-    ADD_FAILURE() << "a bn=256 config ran in precise mode";
+    ADD_FAILURE() << "a bn=256 ping-pong config ran in precise mode";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kUnsupported) << e.what();
     EXPECT_NE(std::string(e.what()).find(wide.name()), std::string::npos) << e.what();
