@@ -47,12 +47,13 @@ inline void two_uniforms(uint64_t r, float& u1, float& u2) {
 
 }  // namespace
 
-void random_e4m3_codes(uint8_t* out, size_t count, uint64_t seed, float stddev) {
-  if (count == 0) return;
-  F8GEMM_REQUIRE(out != nullptr, kInvalidArgument, "random_e4m3_codes: null output");
+namespace {
+/// Normal(0, stddev) samples by Box-Muller on splitmix64 counters: pair p gives elements 2p and
+/// 2p + 1, each passed to put(i, value).
+template <typename Put>
+void normal_pairs(size_t count, uint64_t seed, float stddev, const Put& put) {
   const uint64_t base = splitmix64(seed);
   const size_t pairs = (count + 1) / 2;
-  // Box-Muller: one 64-bit draw gives two normals, written to elements 2p and 2p+1.
   for_slices(pairs, [&](size_t begin, size_t end) {
     constexpr float kTwoPi = 6.283185307179586f;
     for (size_t p = begin; p < end; ++p) {
@@ -61,10 +62,23 @@ void random_e4m3_codes(uint8_t* out, size_t count, uint64_t seed, float stddev) 
       const float r = std::sqrt(-2.0f * std::log(u1)) * stddev;
       const float angle = kTwoPi * u2;
       const size_t i = 2 * p;
-      out[i] = numerics::float_to_e4m3(r * std::cos(angle));
-      if (i + 1 < count) out[i + 1] = numerics::float_to_e4m3(r * std::sin(angle));
+      put(i, r * std::cos(angle));
+      if (i + 1 < count) put(i + 1, r * std::sin(angle));
     }
   });
+}
+}  // namespace
+
+void random_e4m3_codes(uint8_t* out, size_t count, uint64_t seed, float stddev) {
+  if (count == 0) return;
+  F8GEMM_REQUIRE(out != nullptr, kInvalidArgument, "random_e4m3_codes: null output");
+  normal_pairs(count, seed, stddev, [&](size_t i, float v) { out[i] = numerics::float_to_e4m3(v); });
+}
+
+void random_normal_f32(float* out, size_t count, uint64_t seed, float stddev) {
+  if (count == 0) return;
+  F8GEMM_REQUIRE(out != nullptr, kInvalidArgument, "random_normal_f32: null output");
+  normal_pairs(count, seed, stddev, [&](size_t i, float v) { out[i] = v; });
 }
 
 void random_uniform_f32(float* out, size_t count, uint64_t seed, float lo, float hi) {
@@ -87,6 +101,14 @@ void fill_random_e4m3(void* dev, size_t count, uint64_t seed, float stddev) {
   std::vector<uint8_t> host(count);
   random_e4m3_codes(host.data(), count, seed, stddev);
   F8GEMM_CHECK_CUDA(cudaMemcpy(dev, host.data(), count, cudaMemcpyHostToDevice));
+}
+
+void fill_random_normal_f32(float* dev, size_t count, uint64_t seed, float stddev) {
+  if (count == 0) return;
+  F8GEMM_REQUIRE(dev != nullptr, kInvalidArgument, "fill_random_normal_f32: null device pointer");
+  std::vector<float> host(count);
+  random_normal_f32(host.data(), count, seed, stddev);
+  F8GEMM_CHECK_CUDA(cudaMemcpy(dev, host.data(), count * sizeof(float), cudaMemcpyHostToDevice));
 }
 
 void fill_random_f32(float* dev, size_t count, uint64_t seed, float lo, float hi) {

@@ -19,9 +19,13 @@ void random_e4m3_codes(uint8_t* out, size_t count, uint64_t seed, float stddev);
 /// `count` floats uniform in [lo, hi), in steps of (hi - lo) * 2^-24.
 void random_uniform_f32(float* out, size_t count, uint64_t seed, float lo, float hi);
 
+/// `count` floats normal(0, stddev): the Box-Muller pairs of random_e4m3_codes, not rounded.
+void random_normal_f32(float* out, size_t count, uint64_t seed, float stddev);
+
 /// The same values written to device memory at `dev` (synchronous).
 void fill_random_e4m3(void* dev, size_t count, uint64_t seed, float stddev);
 void fill_random_f32(float* dev, size_t count, uint64_t seed, float lo, float hi);
+void fill_random_normal_f32(float* dev, size_t count, uint64_t seed, float stddev);
 
 /// random_e4m3_codes seeded by one draw of `rng`: the tests' form, which takes its seed from the
 /// test's own generator.

@@ -31,8 +31,6 @@ constexpr int kWarmupCalls = 10;
 constexpr int kCallsPerGraph = 20;
 /// The SM clock idles at 345 MHz; a few hundred ms of load bring it to 1980 MHz.
 constexpr double kClockWarmMs = 300.0;
-/// Before each implementation: a first call's JIT compile (NVRTC) idles the GPU and clocks drop.
-constexpr double kImplWarmMs = 100.0;
 /// Per-row quantised randn puts each row's amax (~3.5 to 4 sigma over K = 1024..8192) at 448, so
 /// real e4m3 codes have sigma ~ 100; about 2e-5 of the codes then round to +-448.
 constexpr float kCodeStddev = 100.0f;

@@ -12,11 +12,13 @@ namespace f8gemm::cli {
 
 namespace {
 
-/// Uniform fp32 values in [-range, range) quantised per row on the GPU into `q` and `scale`.
-void random_quantised(int64_t rows, int64_t cols, float range, uint64_t seed, const TensorView& q,
-                      const TensorView& scale) {
+/// Uniform fp32 values in [-range, range), or normal(0, range) ones, quantised per row on the GPU
+/// into `q` and `scale`.
+void random_quantised(int64_t rows, int64_t cols, float range, bool normal, uint64_t seed,
+                      const TensorView& q, const TensorView& scale) {
   DeviceBuffer source(size_t(rows * cols) * sizeof(float));
-  fill_random_f32(source.as<float>(), size_t(rows * cols), seed, -range, range);
+  if (normal) fill_random_normal_f32(source.as<float>(), size_t(rows * cols), seed, range);
+  else fill_random_f32(source.as<float>(), size_t(rows * cols), seed, -range, range);
   TensorView in = make_view(source.get(), DType::kF32, {rows, cols}, q.device);
   TensorView qv = make_view(q.data, DType::kE4M3, {rows, cols}, q.device);
   TensorView sv = make_view(scale.data, DType::kF32, {rows}, q.device);
@@ -55,8 +57,8 @@ Fixture::Fixture(const FixtureSpec& s)
   wscale_v_ = make_view(ws_.get(), DType::kF32, {s.b, s.n}, device);
   yv_ = make_view(y_.get(), s.out_dtype, {s.b, s.m, s.n}, device);
   // Activations of order 1 and weights of order 0.01, as in a trained linear layer.
-  if (s.m > 0) random_quantised(s.b * s.m, s.k, 1.0f, s.seed, xv_, xsv_);
-  random_quantised(s.b * s.n, s.k, 0.02f, s.seed + 1, wv_, wscale_v_);
+  if (s.m > 0) random_quantised(s.b * s.m, s.k, 1.0f, s.normal, s.seed, xv_, xsv_);
+  random_quantised(s.b * s.n, s.k, 0.02f, s.normal, s.seed + 1, wv_, wscale_v_);
   preshuffle(wv_, wsv_);
   if (s.bias) {
     biasv_ = make_view(bias_.get(), s.bias_dtype, {s.b, s.n}, device);

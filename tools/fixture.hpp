@@ -19,6 +19,12 @@ struct FixtureSpec : Shape {
   bool bias = false;
   DType bias_dtype = DType::kF32;
   uint64_t seed = 1;
+  /// Operands drawn as per-row quantised randn, the bench's distribution of e4m3 codes (sigma ~
+  /// 100), rather than quantised uniform values (codes crowd the top binades). The tensor cores
+  /// draw more power on them: the same config timed 350 us on uniform and 400 us on bench
+  /// operands at 1,4096,14336,4096 (docs/perf-log.md card 19). `tune` times on these; `run` and
+  /// `demo` keep the uniform operands their committed output hashes come from.
+  bool normal = false;
 };
 
 /// A spec of `shape` with the defaults otherwise (bf16 output, no bias, seed 1).

@@ -4,10 +4,12 @@
 /// generators as they were in tools/bench_util.cpp before they moved to testing/.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <vector>
 
+#include "numerics.hpp"
 #include "random.hpp"
 
 namespace f8gemm::test {
@@ -74,6 +76,25 @@ TEST(Random, TheTestsFormDrawsItsSeedFromTheirGenerator) {
   random_e4m3_codes(expect.data(), expect.size(), b(), 2.0f);
   EXPECT_EQ(codes, expect);
   EXPECT_EQ(a(), b()) << "one draw from the caller's generator";
+}
+
+// The normal floats that `tune` quantises per row are the same Box-Muller draws as the e4m3
+// codes: rounding them gives the codes, and their moments are those of normal(0, stddev).
+TEST(Random, NormalFloatsAreTheCodesBeforeRounding) {
+  const size_t n = 200001;  // odd: the last pair's second value is dropped
+  std::vector<float> values(n);
+  random_normal_f32(values.data(), n, 42, 100.0f);
+  std::vector<uint8_t> codes(n);
+  random_e4m3_codes(codes.data(), n, 42, 100.0f);
+  double sum = 0.0, sum_sq = 0.0;
+  for (size_t i = 0; i < n; ++i) {
+    ASSERT_EQ(numerics::float_to_e4m3(values[i]), codes[i]) << i;
+    sum += values[i];
+    sum_sq += double(values[i]) * values[i];
+  }
+  // Mean within 4 standard errors (100 / sqrt(n) = 0.22), standard deviation within 1%.
+  EXPECT_NEAR(sum / double(n), 0.0, 0.9);
+  EXPECT_NEAR(std::sqrt(sum_sq / double(n)), 100.0, 1.0);
 }
 
 }  // namespace
