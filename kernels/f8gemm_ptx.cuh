@@ -11,6 +11,16 @@ __device__ __forceinline__ u32 smem_addr(const void* ptr) {
   return static_cast<u32>(__cvta_generic_to_shared(ptr));
 }
 
+/// Stores four 8x8 b16 matrices to shared memory (stmatrix.x4): register m of every lane holds
+/// its two elements of matrix m (row lane / 4, columns 2 * (lane % 4) and + 1, the wgmma
+/// accumulator layout), and lane l gives the address of row l % 8 of matrix l / 8.
+__device__ __forceinline__ void stmatrix_x4(void* row_addr, u32 r0, u32 r1, u32 r2, u32 r3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(
+                   smem_addr(row_addr)),
+               "r"(r0), "r"(r1), "r"(r2), "r"(r3)
+               : "memory");
+}
+
 // ---- mbarrier -----------------------------------------------------------------------------
 
 __device__ __forceinline__ void mbar_init(u64* bar, u32 count) {

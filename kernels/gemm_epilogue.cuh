@@ -8,8 +8,10 @@
 ///
 /// Staging (StoreKind, gemm_params.cuh):
 /// - kTmaCols32 (tiled): 64x32 chunks in the 64-byte swizzle (16-byte unit u of row r at
-///   u ^ ((r / 2) % 4): a warp's fragment writes hit 32 distinct banks), two buffers, one
-///   tensor store per chunk. While one chunk's store reads its buffer the next chunk is written.
+///   u ^ ((r / 2) % 4): the 8 rows of an 8x8 matrix hit 8 distinct 16-byte bank groups), two
+///   buffers, one tensor store per chunk. Each warp writes its 16 rows of a chunk with two
+///   stmatrix.x4 (16 columns each), not eight 4-byte stores. While one chunk's store reads its
+///   buffer the next chunk is written.
 /// - kTmaSwap: one [kBN tokens][64 columns] block in the 128-byte swizzle, one tensor store.
 /// - kRows: rows padded by 16 bytes (conflict-free writes), one bulk copy per row.
 /// The tensor map clips rows past M and columns past N. In a grouped GEMM, a block whose group
@@ -155,20 +157,26 @@ struct Epilogue {
           s_a[1] = sa[a_row0 + 8];
         }
 #pragma unroll
-        for (int jj = 0; jj < 4; ++jj) {
-          const int b_col = (c * 4 + jj) * 8 + b_col0;
-          const float2 s_b = *reinterpret_cast<const float2*>(sb + b_col);
-          const float2 bias_b = *reinterpret_cast<const float2*>(sb_bias + b_col);
+        for (int pair = 0; pair < 2; ++pair) {
+          // Matrix m of this stmatrix: rows 8 * (m % 2) of the warp's 16, 8-column unit
+          // jj = 2 * pair + m / 2 of the chunk.
+          u32 packed[4];
 #pragma unroll
-          for (int half = 0; half < 2; ++half) {
-            const int a_row = a_row0 + half * 8;
+          for (int m = 0; m < 4; ++m) {
+            const int jj = 2 * pair + m / 2, half = m % 2;
+            const int b_col = (c * 4 + jj) * 8 + b_col0;
+            const float2 s_b = *reinterpret_cast<const float2*>(sb + b_col);
+            const float2 bias_b = *reinterpret_cast<const float2*>(sb_bias + b_col);
             const int i = (c * 4 + jj) * 4 + half * 2;
             // (acc * xs) * ws + bias, the same order as the swap path.
-            const float y0 = acc[i] * s_a[half] * s_b.x + bias_b.x;
-            const float y1 = acc[i + 1] * s_a[half] * s_b.y + bias_b.y;
-            const int offset = a_row * 64 + ((jj ^ ((a_row >> 1) & 3)) << 4) + (lane % 4) * 4;
-            *reinterpret_cast<u32*>(buf + offset) = pack2(y0, y1);
+            packed[m] = pack2(acc[i] * s_a[half] * s_b.x + bias_b.x,
+                              acc[i + 1] * s_a[half] * s_b.y + bias_b.y);
           }
+          const int m = lane / 8;
+          const int row = warp * 16 + (m % 2) * 8 + lane % 8;
+          const int jj = 2 * pair + m / 2;
+          stmatrix_x4(buf + row * 64 + ((jj ^ ((row >> 1) & 3)) << 4), packed[0], packed[1],
+                      packed[2], packed[3]);
         }
         fence_proxy_async();
         named_barrier(1 + consumer, 128);
