@@ -28,6 +28,7 @@ template <class T>
 struct SplitK {
   static constexpr int kVec = T::kAcc / 4;  // float4s per thread
   static_assert(T::kAcc % 4 == 0, "accumulators move as float4s");
+  static_assert(T::kSplitK == 1 || T::kBlocks == 1, "split-K reduces one 64-row block per consumer");
 
   /// One consumer's view: its partial block, its two barriers, and the phase of the next tile.
   struct State {

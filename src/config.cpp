@@ -98,14 +98,15 @@ namespace {
 // docs/logs/2026-11-30-bench-large.log measured 4.248 TB/s and 1297 TFLOP/s.
 constexpr double kDramBytesPerUs = 4.25e6;
 constexpr double kPeakFlopsPerUs = 1.46e9;
-// L2 -> SM bandwidth (an estimate, about 2.5x DRAM on Hopper) and the launch/ramp cost.
+// L2 -> SM bandwidth, shared by the CTAs (an estimate, about 2.5x DRAM on Hopper).
 constexpr double kL2BytesPerUs = 10.0e6;
-constexpr double kLatencyUs = 1.0;
-// What one CTA's ring streams per µs is its bytes in flight over this latency. 1.7 µs is what the
-// swap-AB decode configs of the rotated-input tune reach (63 GB/s per CTA with 110 KB in flight,
-// docs/logs/2026-11-30-s4-tune-decode-rotated.csv); the earlier 0.5 µs, fitted on runs whose
-// weights stayed in L2, ranked thin unsplit grids up to 1.35x too fast (docs/perf-log.md card 18).
+// What one CTA's ring streams per µs, from DRAM or L2, is its bytes in flight over this latency.
+// 1.7 µs is what the swap-AB decode configs of the rotated-input tune reach (63 GB/s per CTA with
+// 110 KB in flight, docs/logs/2026-11-30-s4-tune-decode-rotated.csv). The earlier 0.5 µs for L2
+// reads (and 1 µs for DRAM), fitted on runs whose weights stayed in L2, ranked thin unsplit grids
+// up to 1.35x too fast (docs/perf-log.md card 20).
 constexpr double kStreamLatencyUs = 1.7;
+// Launch and pipeline ramp.
 constexpr double kFixedUs = 2.5;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -147,12 +148,9 @@ std::string config_illegal_reason(const Config& c, const ProblemShape& p) {
         << " k-blocks of K = " << p.k << " (each CTA needs at least one)";
   else if (config_smem_bytes(c) > kMaxSmemBytes)
     why << "needs " << config_smem_bytes(c) << " bytes of shared memory, more than " << kMaxSmemBytes;
-  else if (!p.fast_accum && c.bn > 192 && c.path != KernelPath::kTiled)
-    why << "precise accumulation wider than 192 columns promotes in two slices, which only the "
-           "cooperative (tiled) schedule overlaps: bn must be <= 192";
-  else if (!p.fast_accum && c.bn > 192 && c.bn % 16 != 0)
-    why << "precise accumulation wider than 192 columns promotes in two halves of whole 8-column "
-           "wgmma widths: bn % 16 == 0";
+  else if (!p.fast_accum && c.bn > 192 && (c.path != KernelPath::kTiled || c.bn != 256))
+    why << "precise accumulation keeps a second accumulator set: bn must be <= 192, or 256 on the "
+           "tiled path (promoted in two 128-column slices that the other consumer overlaps)";
   return why.str();
 }
 
@@ -172,7 +170,7 @@ double estimate_us(const Config& c, const ProblemShape& p, int sm_count) {
   const double inflight = double(c.stages) * (x_rows + w_rows) * c.bk;
   // DRAM: every byte once, at the lower of the copy rate and what the CTAs keep in flight.
   const double unique = double(p.batch) * (p.m * p.k + p.n * p.k + 2 * p.m * p.n + 4 * (p.m + p.n));
-  const double dram_rate = std::min(kDramBytesPerUs, ctas * inflight / kLatencyUs);
+  const double dram_rate = std::min(kDramBytesPerUs, ctas * inflight / kStreamLatencyUs);
   const double dram_us = unique / dram_rate;
   // One tile: wgmma time (small N issues less work per instruction) or its L2 traffic.
   // Precise mode waits for every k-block's wgmmas before promoting them. With one consumer

@@ -82,7 +82,7 @@ int cmd_tune(const Args& args) {
     spec.normal = true;
     std::vector<std::unique_ptr<Fixture>> copies;
     copies.push_back(std::make_unique<Fixture>(spec));
-    const int sets = rotation_sets(size_t(copies[0]->bytes()), l2_cache_bytes());
+    const int sets = rotation_sets(size_t(copies[0]->input_bytes()), l2_cache_bytes());
     while (int(copies.size()) < sets) copies.push_back(std::make_unique<Fixture>(spec));
     const Fixture& fx = *copies[0];
     for (bool fast : modes) {

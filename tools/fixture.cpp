@@ -92,11 +92,13 @@ ProblemShape Fixture::problem(bool plain_w, bool fast_accum) const {
   return problem_of(spec_, plain_w, fast_accum);
 }
 
-double Fixture::bytes() const {
+double Fixture::input_bytes() const {
   const FixtureSpec& s = spec_;
-  return double(s.b) * (s.m * s.k + s.n * s.k + 2.0 * s.m * s.n + 4.0 * (s.m + s.n) +
-                            (s.bias ? dtype_size(s.bias_dtype) * double(s.n) : 0.0));
+  return double(s.b) * (s.m * s.k + s.n * s.k + 4.0 * (s.m + s.n) +
+                        (s.bias ? dtype_size(s.bias_dtype) * double(s.n) : 0.0));
 }
+
+double Fixture::bytes() const { return input_bytes() + 2.0 * double(spec_.b) * spec_.m * spec_.n; }
 
 void Fixture::run(bool plain_w, bool fast_accum, const Config* config, cudaStream_t stream) const {
   GemmOptions opt;

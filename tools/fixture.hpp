@@ -63,6 +63,8 @@ class Fixture {
   double flops() const { return 2.0 * spec_.b * spec_.m * spec_.n * spec_.k; }
   /// Bytes a call must move at least: X + W + Y + scales (+ bias).
   double bytes() const;
+  /// The bytes a call reads: X + W + scales (+ bias); what L2 rotation is sized by.
+  double input_bytes() const;
 
  private:
   FixtureSpec spec_;

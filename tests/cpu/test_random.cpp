@@ -78,8 +78,9 @@ TEST(Random, TheTestsFormDrawsItsSeedFromTheirGenerator) {
   EXPECT_EQ(a(), b()) << "one draw from the caller's generator";
 }
 
-// The normal floats that `tune` quantises per row are the same Box-Muller draws as the e4m3
-// codes: rounding them gives the codes, and their moments are those of normal(0, stddev).
+// The normal floats that `tune` quantises per row: their moments are those of normal(0, stddev).
+// Both generators share one Box-Muller loop by construction, so the rounding check only guards
+// that sharing (the codes' bytes are held fixed above).
 TEST(Random, NormalFloatsAreTheCodesBeforeRounding) {
   const size_t n = 200001;  // odd: the last pair's second value is dropped
   std::vector<float> values(n);
