@@ -39,6 +39,16 @@ std::string unwritable_reason(const std::string& path) {
   return access(dir.c_str(), W_OK) == 0 ? "" : std::strerror(errno);
 }
 
+/// Writes the table of the winners so far (the whole file, each time a shape is done), so that a
+/// failure later in a long run keeps what was measured.
+void write_table(const std::string& path, const std::vector<std::string>& lines) {
+  std::ofstream out(path);
+  if (!out) throw Error(ErrorCode::kIo, "cannot write " + path + ": " + std::strerror(errno));
+  out << "# f8gemm tuned configurations: written by `f8gemm tune`; key<TAB>config\n";
+  for (const auto& l : lines) out << l << "\n";
+  if (!out.flush()) throw Error(ErrorCode::kIo, "cannot write " + path + ": " + std::strerror(errno));
+}
+
 }  // namespace
 
 int cmd_tune(const Args& args) {
@@ -83,7 +93,14 @@ int cmd_tune(const Args& args) {
     std::vector<std::unique_ptr<Fixture>> copies;
     copies.push_back(std::make_unique<Fixture>(spec));
     const int sets = rotation_sets(size_t(copies[0]->input_bytes()), l2_cache_bytes());
-    while (int(copies.size()) < sets) copies.push_back(std::make_unique<Fixture>(spec));
+    try {
+      while (int(copies.size()) < sets) copies.push_back(std::make_unique<Fixture>(spec));
+    } catch (const Error& e) {
+      // Fewer copies only weaken the rotation; the GPU's memory is what it is.
+      (void)cudaGetLastError();
+      std::printf("%s: %zu of %d input copies fit in memory (%s); rotating over those\n",
+                  shape.label().c_str(), copies.size(), sets, e.what());
+    }
     const Fixture& fx = *copies[0];
     for (bool fast : modes) {
       const ProblemShape p = fx.problem(plain, fast);
@@ -139,15 +156,14 @@ int cmd_tune(const Args& args) {
                     check.max_ratio, (long long)check.nonfinite);
       }
       std::fflush(stdout);
+      if (log) std::fflush(log);
       if (ok) lines.push_back(tuning_table_key(gpu, p) + "\t" + best.name());
+      write_table(out_path, lines);
     }
   }
   F8GEMM_CHECK_CUDA(cudaStreamDestroy(stream));
   log_file.reset();
-  std::ofstream out(out_path);
-  if (!out) throw Error(ErrorCode::kIo, "cannot write " + out_path + ": " + std::strerror(errno));
-  out << "# f8gemm tuned configurations: written by `f8gemm tune`; key<TAB>config\n";
-  for (const auto& l : lines) out << l << "\n";
+  write_table(out_path, lines);
   std::printf("wrote %zu entries to %s\n", lines.size(), out_path.c_str());
   return 0;
 }
