@@ -168,6 +168,17 @@ def info():
     return _ops.info()
 
 
+def _resolve_device(device):
+    """None, or the torch.device named, with a bare "cuda" pinned to the current CUDA device (a
+    plan is per device)."""
+    if device is None:
+        return None
+    device = torch.device(device)
+    if device.type == "cuda" and device.index is None:
+        device = torch.device("cuda", torch.cuda.current_device())
+    return device
+
+
 def precompile(shapes, layout="preshuffled", use_fast_accum=True, out_dtype=torch.bfloat16,
                bias_dtype=None, device=None):
     """Compiles (disk-cached) and, on an sm_90 GPU, loads the kernels for these problems, so that
@@ -181,10 +192,7 @@ def precompile(shapes, layout="preshuffled", use_fast_accum=True, out_dtype=torc
     """
     if len(shapes) in (3, 4) and all(isinstance(s, int) for s in shapes):
         shapes = [shapes]
-    if device is not None:
-        device = torch.device(device)
-        if device.type == "cuda" and device.index is None:
-            device = torch.device("cuda", torch.cuda.current_device())
+    device = _resolve_device(device)
     for shape in shapes:
         _ops.precompile([int(s) for s in shape], layout, use_fast_accum, out_dtype, bias_dtype,
                         device)
@@ -199,10 +207,7 @@ def precompile_grouped(shapes, layout="preshuffled", padded=False, use_fast_accu
     """
     if len(shapes) == 4 and all(isinstance(s, int) for s in shapes):
         shapes = [shapes]
-    if device is not None:
-        device = torch.device(device)
-        if device.type == "cuda" and device.index is None:
-            device = torch.device("cuda", torch.cuda.current_device())
+    device = _resolve_device(device)
     for shape in shapes:
         _ops.precompile_grouped([int(s) for s in shape], layout, padded, use_fast_accum,
                                 bias_dtype, device)
