@@ -132,29 +132,34 @@ void precompile(const std::vector<GroupedProblem>& problems) {
   }
 }
 
+namespace detail {
+namespace {
+/// Both forms: validation (stacked or padded), then the launch when there is work.
+void run_grouped(const TensorView& x, const TensorView& w, WeightLayout w_layout,
+                 const TensorView& x_scale, const TensorView& w_scale, const TensorView& m_sizes,
+                 const TensorView& out, const GemmOptions& options, bool padded) {
+  const auto v = validate_grouped_call(x, w, w_layout, x_scale, w_scale, m_sizes, out, options,
+                                       padded);
+  if (v.shape.rows == 0 || v.shape.groups == 0) {
+    require_sm90(v.device);  // the same answer with or without work, as gemm() gives
+    return;
+  }
+  launch_grouped(v, x, w, x_scale, w_scale, m_sizes, out, options);
+}
+}  // namespace
+}  // namespace detail
+
 void grouped_gemm(const TensorView& x, const TensorView& w, WeightLayout w_layout,
                   const TensorView& x_scale, const TensorView& w_scale, const TensorView& m_sizes,
                   const TensorView& out, const GemmOptions& options) {
-  const auto v = detail::validate_grouped_call(x, w, w_layout, x_scale, w_scale, m_sizes, out,
-                                               options, false);
-  if (v.shape.rows == 0 || v.shape.groups == 0) {
-    detail::require_sm90(v.device);  // the same answer with or without work, as gemm() gives
-    return;
-  }
-  detail::launch_grouped(v, x, w, x_scale, w_scale, m_sizes, out, options);
+  detail::run_grouped(x, w, w_layout, x_scale, w_scale, m_sizes, out, options, false);
 }
 
 void grouped_gemm_padded(const TensorView& x, const TensorView& w, WeightLayout w_layout,
                          const TensorView& x_scale, const TensorView& w_scale,
                          const TensorView& m_sizes, const TensorView& out,
                          const GemmOptions& options) {
-  const auto v = detail::validate_grouped_call(x, w, w_layout, x_scale, w_scale, m_sizes, out,
-                                               options, true);
-  if (v.shape.rows == 0 || v.shape.groups == 0) {
-    detail::require_sm90(v.device);  // the same answer with or without work, as gemm() gives
-    return;
-  }
-  detail::launch_grouped(v, x, w, x_scale, w_scale, m_sizes, out, options);
+  detail::run_grouped(x, w, w_layout, x_scale, w_scale, m_sizes, out, options, true);
 }
 
 }  // namespace f8gemm
