@@ -94,6 +94,43 @@ const char* entry_name(DType in, bool silu) {
                               : "f8gemm_quantize_f16";
 }
 
+/// The names the messages give the input, the codes and the scales.
+struct ArgNames {
+  const char* in;
+  const char* q;
+  const char* s;
+};
+ArgNames arg_names(const QuantizeOptions& opt, const char* default_input) {
+  static const QuantizeArgNames kDefaultNames;
+  const QuantizeArgNames& names = opt.names ? *opt.names : kDefaultNames;
+  return {names.input ? names.input : default_input, names.out_q, names.out_scale};
+}
+
+void require_float_input(const TensorView& input, const char* in) {
+  F8GEMM_REQUIRE(input.dtype == DType::kBF16 || input.dtype == DType::kF16 ||
+                     input.dtype == DType::kF32,
+                 kInvalidArgument, in, " must be bfloat16, float16 or float32, got ",
+                 to_string(input.dtype));
+}
+
+void require_output_dtypes(const TensorView& out_q, const TensorView& out_scale,
+                           const ArgNames& n) {
+  F8GEMM_REQUIRE(out_q.dtype == DType::kE4M3, kInvalidArgument,
+                 n.q, " must be float8_e4m3fn, got ", to_string(out_q.dtype));
+  F8GEMM_REQUIRE(out_scale.dtype == DType::kF32, kInvalidArgument,
+                 n.s, " must be float32, got ", to_string(out_scale.dtype));
+}
+
+/// eps, the row count's limit, and dense rows in all three tensors.
+void require_rows_and_layout(const TensorView& input, const TensorView& out_q,
+                             const TensorView& out_scale, const ArgNames& n, int64_t rows,
+                             float eps) {
+  F8GEMM_REQUIRE(eps > 0.0f, kInvalidArgument, "eps must be positive, got ", eps);
+  F8GEMM_REQUIRE(rows <= INT32_MAX, kInvalidArgument, "too many rows: ", rows);
+  require_contiguous(input, n.in, dtype_size(input.dtype));
+  require_contiguous(out_q, n.q, 1);
+  require_contiguous(out_scale, n.s, 4);
+}
 
 }  // namespace
 
@@ -137,25 +174,18 @@ void quantize_rows_checked(const TensorView& input, int64_t rows, int64_t cols,
 
 void silu_mul_quantize_rows(const TensorView& gate_up, const TensorView& out_q,
                             const TensorView& out_scale, const QuantizeOptions& opt) {
-  static const QuantizeArgNames kDefaultNames;
-  const QuantizeArgNames& names = opt.names ? *opt.names : kDefaultNames;
-  const char* in = names.input ? names.input : "gate_up";
-  const char* q = names.out_q;
-  const char* s = names.out_scale;
-  F8GEMM_REQUIRE(gate_up.dtype == DType::kBF16 || gate_up.dtype == DType::kF16 ||
-                     gate_up.dtype == DType::kF32,
-                 kInvalidArgument, in, " must be bfloat16, float16 or float32, got ",
-                 to_string(gate_up.dtype));
+  const detail::ArgNames n = detail::arg_names(opt, "gate_up");
+  const char* in = n.in;
+  const char* q = n.q;
+  const char* s = n.s;
+  detail::require_float_input(gate_up, in);
   F8GEMM_REQUIRE(gate_up.rank >= 1 && gate_up.rank <= kMaxRank, kInvalidArgument,
                  in, " must be [..., 2I] with 1 to ", kMaxRank, " dimensions, got rank ",
                  gate_up.rank);
   const int64_t width = gate_up.shape[gate_up.rank - 1];
   F8GEMM_REQUIRE(width % 2 == 0, kInvalidArgument,
                  in, "'s last dimension must be even (gate | up, 2I), got ", width);
-  F8GEMM_REQUIRE(out_q.dtype == DType::kE4M3, kInvalidArgument,
-                 q, " must be float8_e4m3fn, got ", to_string(out_q.dtype));
-  F8GEMM_REQUIRE(out_scale.dtype == DType::kF32, kInvalidArgument,
-                 s, " must be float32, got ", to_string(out_scale.dtype));
+  detail::require_output_dtypes(out_q, out_scale, n);
   const int64_t cols = width / 2;
   bool q_ok = out_q.rank == gate_up.rank;
   for (int i = 0; q_ok && i < gate_up.rank; ++i) {
@@ -171,11 +201,7 @@ void silu_mul_quantize_rows(const TensorView& gate_up, const TensorView& out_q,
   }
   F8GEMM_REQUIRE(s_ok, kInvalidArgument, s, " must hold one value per row (", rows,
                  "), got ", out_scale.numel());
-  F8GEMM_REQUIRE(opt.eps > 0.0f, kInvalidArgument, "eps must be positive, got ", opt.eps);
-  F8GEMM_REQUIRE(rows <= INT32_MAX, kInvalidArgument, "too many rows: ", rows);
-  detail::require_contiguous(gate_up, in, dtype_size(gate_up.dtype));
-  detail::require_contiguous(out_q, q, 1);
-  detail::require_contiguous(out_scale, s, 4);
+  detail::require_rows_and_layout(gate_up, out_q, out_scale, n, rows, opt.eps);
   F8GEMM_REQUIRE(gate_up.device == out_q.device && gate_up.device == out_scale.device,
                  kInvalidArgument, in, ", ", q, " and ", s, " must be in the same memory "
                  "(host or one GPU)");
@@ -223,20 +249,13 @@ void silu_mul_quantize_rows_host(const void* gate_up, DType in_dtype, int64_t ro
 
 void quantize_rows(const TensorView& input, const TensorView& out_q, const TensorView& out_scale,
                    const QuantizeOptions& opt) {
-  static const QuantizeArgNames kDefaultNames;
-  const QuantizeArgNames& names = opt.names ? *opt.names : kDefaultNames;
-  const char* in = names.input ? names.input : "input";
-  const char* q = names.out_q;
-  const char* s = names.out_scale;
-  F8GEMM_REQUIRE(input.dtype == DType::kBF16 || input.dtype == DType::kF16 ||
-                     input.dtype == DType::kF32,
-                 kInvalidArgument, in, " must be bfloat16, float16 or float32, got ",
-                 to_string(input.dtype));
+  const detail::ArgNames n = detail::arg_names(opt, "input");
+  const char* in = n.in;
+  const char* q = n.q;
+  const char* s = n.s;
+  detail::require_float_input(input, in);
   F8GEMM_REQUIRE(input.rank >= 1, kInvalidArgument, in, " must be [..., K]");
-  F8GEMM_REQUIRE(out_q.dtype == DType::kE4M3, kInvalidArgument,
-                 q, " must be float8_e4m3fn, got ", to_string(out_q.dtype));
-  F8GEMM_REQUIRE(out_scale.dtype == DType::kF32, kInvalidArgument,
-                 s, " must be float32, got ", to_string(out_scale.dtype));
+  detail::require_output_dtypes(out_q, out_scale, n);
   detail::require_view(input, in);
   detail::require_view(out_q, q);
   detail::require_view(out_scale, s);
@@ -244,7 +263,8 @@ void quantize_rows(const TensorView& input, const TensorView& out_q, const Tenso
   for (int i = 0; q_ok && i < input.rank; ++i) q_ok = out_q.shape[i] == input.shape[i];
   // The C++ default reads "the input's shape"; a caller's name reads "a's shape".
   F8GEMM_REQUIRE(q_ok, kInvalidArgument, q, " must have ",
-                 names.input ? detail::concat(names.input, "'s") : std::string("the input's"),
+                 opt.names && opt.names->input ? detail::concat(in, "'s")
+                                               : std::string("the input's"),
                  " shape");
   const int64_t cols = input.shape[input.rank - 1];
   const int64_t rows = cols ? input.numel() / cols : 0;
@@ -252,11 +272,7 @@ void quantize_rows(const TensorView& input, const TensorView& out_q, const Tenso
                      (cols == 0 && out_scale.rank == input.rank - 1),
                  kInvalidArgument, s, " must hold one value per row (", rows, "), got ",
                  out_scale.numel());
-  F8GEMM_REQUIRE(opt.eps > 0.0f, kInvalidArgument, "eps must be positive, got ", opt.eps);
-  F8GEMM_REQUIRE(rows <= INT32_MAX, kInvalidArgument, "too many rows: ", rows);
-  detail::require_contiguous(input, in, dtype_size(input.dtype));
-  detail::require_contiguous(out_q, q, 1);
-  detail::require_contiguous(out_scale, s, 4);
+  detail::require_rows_and_layout(input, out_q, out_scale, n, rows, opt.eps);
   detail::require_same_place(input, in, out_q, q);
   detail::require_same_place(input, in, out_scale, s);
   if (rows == 0 || cols == 0) return;
