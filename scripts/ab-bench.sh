@@ -14,7 +14,8 @@
 #   ROUNDS        rounds of both trees (default 2)
 # Environment: AB_BENCH_ARGS (more `f8gemm bench` options, e.g. --precise), AB_TIMEOUT (seconds
 # per bench, default 150: keep builds plus 2 * ROUNDS benches inside the device's 600 s per
-# command), CUDA_VISIBLE_DEVICES as the caller sets it. Exits non-zero when a build or a bench
+# command), AB_PREBUILT=SUBDIR (use DIR/SUBDIR/f8gemm as built elsewhere, e.g. a Release build
+# made on a machine without a GPU; no build here), CUDA_VISIBLE_DEVICES as the caller sets it. Exits non-zero when a build or a bench
 # fails.
 set -u -o pipefail
 if [ $# -lt 4 ]; then
@@ -31,7 +32,12 @@ mkdir -p "$out" && out=$(cd "$out" && pwd)
 work=$(mktemp -d)
 export F8GEMM_CACHE_DIR=${F8GEMM_CACHE_DIR:-/tmp/f8gemm-ab-cache}  # keys hash each tree's kernels
 
+bin_dir=${AB_PREBUILT:-build-ab}
 build() {  # build DIR NAME
+  if [ -n "${AB_PREBUILT:-}" ]; then
+    [ -x "$1/$bin_dir/f8gemm" ] || { echo "ab-bench: no $1/$bin_dir/f8gemm" >"$work/build-$2.log"; return 1; }
+    return 0
+  fi
   cmake -S "$1" -B "$1/build-ab" -G Ninja -DCMAKE_BUILD_TYPE=Release >"$work/build-$2.log" 2>&1 &&
     ninja -C "$1/build-ab" f8gemm >>"$work/build-$2.log" 2>&1
 }
@@ -49,7 +55,7 @@ if [ $rc -eq 0 ]; then
       dir=$dir_a
       [ $v = b ] && dir=$dir_b
       # shellcheck disable=SC2086 # AB_BENCH_ARGS is a list of options
-      timeout "${AB_TIMEOUT:-150}" "$dir/build-ab/f8gemm" bench --shapes "$shapes" --no-peak \
+      timeout "${AB_TIMEOUT:-150}" "$dir/$bin_dir/f8gemm" bench --shapes "$shapes" --no-peak \
         ${AB_BENCH_ARGS:-} --csv "$work/$v-$r.csv" >"$work/$v-$r.log" 2>&1
       status=$?
       echo "ab-bench: $v round $r rc=$status$([ $status -eq 124 ] && echo ' (timed out)')"
