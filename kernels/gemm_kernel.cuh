@@ -38,7 +38,15 @@ struct GemmKernel {
       if (smem_addr(smem) % 1024 != 0) __trap();
       Producer<T>::init_barriers(full, empty);
       SplitK<T>::init_barriers(smem);
+      tma_prefetch_map(&p.x_map);
+      if (T::kPlainW) tma_prefetch_map(&p.w_map);
+      // A grouped GEMM's first tile depends on sizes that the previous kernel may still write.
+      if (!T::kGrouped && p.pdl) Producer<T>::prefetch_w_l2(p, TileScheduler<T>(p, smem));
     }
+    // Launched to overlap the previous kernel, everything above ran during its tail; from here
+    // on this kernel reads and writes memory that kernel may touch (f8gemm_ptx.cuh).
+    grid_dependency_wait();
+    allow_dependent_launch();
     // A grouped GEMM's tables, from the sizes on the device (the ring is free for scratch).
     if (T::kGrouped) GroupTables<T>(smem).build(p, reinterpret_cast<i64*>(ring));
     // A cluster's copies and arrivals reach the other CTAs' barriers: all must be initialised.
