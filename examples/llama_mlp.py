@@ -10,7 +10,8 @@ ways, side by side:
 
 With --pdl, the fused block is also timed with programmatic dependent launch (F8GEMM_PDL=1
 while it runs: each f8gemm kernel may start while the one before it drains, and waits for it
-on the device), and its output is checked to be bit-identical to the fused block's.
+on the device), and its output, eager and (with --cuda-graph) from a graph replay, is checked
+to be bit-identical to the fused block's.
 
 For each M (tokens) it prints the time of one block forward (CUDA events around each call after
 a warm-up, median of --iters; with --cuda-graph, the median replay of a CUDA graph of one
@@ -79,6 +80,21 @@ def time_graph_us(fn, warmup, iters):
     with torch.cuda.graph(g):
         fn()
     return time_eager_us(g.replay, warmup, iters)
+
+
+def graph_output(fn):
+    """The output of fn captured in a CUDA graph and replayed once."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        fn()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = fn()
+    g.replay()
+    torch.cuda.synchronize()
+    return out.clone()
 
 
 def with_pdl(fn):
@@ -159,7 +175,10 @@ def main():
             pdl_cols = ""
             if args.pdl:
                 fused_pdl = with_pdl(lambda: fused(x))
-                same = torch.equal(fused_pdl(), fused(x))
+                ref = fused(x)
+                same = torch.equal(fused_pdl(), ref)
+                if args.cuda_graph:
+                    same = same and torch.equal(graph_output(fused_pdl), ref)
                 t_pdl = timer(fused_pdl, args.warmup, args.iters)
                 pdl_cols = (f" | {t_pdl:>8.1f} | {t16 / t_pdl:>5.2f}x | "
                             f"{'same' if same else 'DIFFER':>8}")

@@ -150,11 +150,12 @@ __device__ __forceinline__ void bulk_prefetch_l2(const void* src, u32 bytes) {
 // A kernel launched with programmatic stream serialization may start while the kernel before it
 // on the stream still runs. The calling thread's grid_dependency_wait() returns once every
 // prerequisite grid has completed and its memory operations are visible; without such a launch
-// it returns at once. Every thread of every f8gemm kernel calls it before its first access to
-// global memory that another kernel may write, and before it writes any (the one exception is
-// an L2 prefetch of weights, which moves no data a reader could see stale: L2 is where every
-// SM's writes meet). Calling it in every thread also keeps the chain transitive: a grid cannot
-// complete before the grids it depends on.
+// it returns at once. Every thread of every kernel that can be launched so (the GEMMs and the
+// row-quantisation kernels; not the one-time weight preshuffle) calls it before its first
+// access to global memory that another kernel may write, and before it writes any. The one
+// exception is an L2 prefetch of weights, which moves no data a reader could see stale: L2 is
+// where every SM's writes meet. Calling it in every thread also keeps the chain transitive: a
+// grid cannot complete before the grids it depends on.
 __device__ __forceinline__ void grid_dependency_wait() {
   asm volatile("griddepcontrol.wait;" ::: "memory");
 }
