@@ -167,9 +167,12 @@ if has bench; then
 fi
 
 if has pdl; then
-  # Programmatic dependent launch (docs/perf-log.md, card 23): the decode shapes benched with
-  # F8GEMM_PDL=0 and =1 alternately, twice, on one GPU; then the Llama MLP block with --pdl
-  # (needs the torch extension of the build step).
+  # Programmatic dependent launch (docs/perf-log.md, card 23): every GPU test with F8GEMM_PDL=1
+  # (each test's launches overlap), the decode shapes benched with F8GEMM_PDL=0 and =1
+  # alternately, twice, on one GPU; then the Llama MLP block with --pdl (needs the torch
+  # extension of the build step).
+  F8GEMM_PDL=1 timeout 600 "$BUILD_DIR/f8gemm_gpu_tests" --gtest_brief=1 >"$OUT/gpu-tests-pdl.log" 2>&1
+  check "gpu tests, F8GEMM_PDL=1" $? "$(grep -E '^\[  PASSED  \]' "$OUT/gpu-tests-pdl.log" | head -1)"
   rc=0
   for run in 1 2; do
     for pdl in 0 1; do
