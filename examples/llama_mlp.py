@@ -67,8 +67,8 @@ def time_eager_us(fn, warmup, iters):
     return statistics.median(s.elapsed_time(e) for s, e in events) * 1000.0
 
 
-def time_graph_us(fn, warmup, iters):
-    """Median replay time of a CUDA graph holding one call."""
+def capture(fn, warmup):
+    """A CUDA graph of one call of fn (after `warmup` calls on a side stream) and its output."""
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
@@ -78,20 +78,19 @@ def time_graph_us(fn, warmup, iters):
     torch.cuda.synchronize()
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
-        fn()
+        out = fn()
+    return g, out
+
+
+def time_graph_us(fn, warmup, iters):
+    """Median replay time of a CUDA graph holding one call."""
+    g, _ = capture(fn, warmup)
     return time_eager_us(g.replay, warmup, iters)
 
 
 def graph_output(fn):
     """The output of fn captured in a CUDA graph and replayed once."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        fn()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        out = fn()
+    g, out = capture(fn, 1)
     g.replay()
     torch.cuda.synchronize()
     return out.clone()

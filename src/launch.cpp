@@ -82,7 +82,7 @@ bool use_pdl(Pdl pdl) {
 /// about a microsecond of host time less than the runtime's launch, which matters at the 5 µs
 /// per call this path is held to. A thread whose current context is not yet the device's
 /// primary one gets it through cudaSetDevice and a second try; any other driver error falls
-/// back to the runtime's launch, whose error is the one reported.
+/// back to the runtime's launch, with the same attributes, whose error is the one reported.
 void launch(cudaKernel_t kernel, int grid, int cluster, int threads, int smem,
             cudaStream_t stream, void** args, int device, bool pdl) {
   static const auto launch_fn = driver_entry<PFN_cuLaunchKernel_v4000>("cuLaunchKernel", 4000);
@@ -127,34 +127,23 @@ void launch(cudaKernel_t kernel, int grid, int cluster, int threads, int smem,
     r = try_launch();
   }
   if (r == CUDA_SUCCESS) return;
-  launch_runtime(reinterpret_cast<const void*>(kernel), dim3(unsigned(grid)),
-                 dim3(unsigned(threads)), size_t(smem), cluster, stream, args, pdl);
-}
-
-void launch_runtime(const void* kernel, dim3 grid, dim3 block, size_t smem, int cluster,
-                    cudaStream_t stream, void** args, bool pdl) {
-  cudaLaunchAttribute attrs[2]{};
-  unsigned num_attrs = 0;
-  if (cluster > 1) {
-    attrs[num_attrs].id = cudaLaunchAttributeClusterDimension;
-    attrs[num_attrs].val.clusterDim.x = unsigned(cluster);
-    attrs[num_attrs].val.clusterDim.y = 1;
-    attrs[num_attrs].val.clusterDim.z = 1;
-    ++num_attrs;
-  }
-  if (pdl) {
-    attrs[num_attrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attrs[num_attrs].val.programmaticStreamSerializationAllowed = 1;
-    ++num_attrs;
-  }
+  // The runtime's attributes are the driver's, field for field (the same ids and value union).
+  static_assert(sizeof(cudaLaunchAttribute) == sizeof(CUlaunchAttribute) &&
+                    int(cudaLaunchAttributeClusterDimension) ==
+                        int(CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) &&
+                    int(cudaLaunchAttributeProgrammaticStreamSerialization) ==
+                        int(CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION),
+                "cudaLaunchAttribute mirrors CUlaunchAttribute");
+  cudaLaunchAttribute rt_attrs[2]{};
+  std::memcpy(rt_attrs, attrs, sizeof(rt_attrs));
   cudaLaunchConfig_t cfg{};
-  cfg.gridDim = grid;
-  cfg.blockDim = block;
-  cfg.dynamicSmemBytes = smem;
+  cfg.gridDim = dim3(unsigned(grid));
+  cfg.blockDim = dim3(unsigned(threads));
+  cfg.dynamicSmemBytes = size_t(smem);
   cfg.stream = stream;
-  cfg.attrs = attrs;
+  cfg.attrs = rt_attrs;
   cfg.numAttrs = num_attrs;
-  F8GEMM_CHECK_CUDA(cudaLaunchKernelExC(&cfg, kernel, args));
+  F8GEMM_CHECK_CUDA(cudaLaunchKernelExC(&cfg, reinterpret_cast<const void*>(kernel), args));
   F8GEMM_CHECK_CUDA(cudaGetLastError());
 }
 

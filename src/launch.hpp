@@ -100,11 +100,6 @@ bool use_pdl(Pdl pdl);
 void launch(cudaKernel_t kernel, int grid, int cluster, int threads, int smem, cudaStream_t stream,
             void** args, int device, bool pdl);
 
-/// The runtime's launch (cudaLaunchKernelExC) with the same attributes: the fallback of
-/// launch(), and the launch of the row-quantisation kernels.
-void launch_runtime(const void* kernel, dim3 grid, dim3 block, size_t smem, int cluster,
-                    cudaStream_t stream, void** args, bool pdl);
-
 /// The kernel's image of a driver tensor map (kernels/dev_types.cuh).
 dev::TensorMap to_kernel_map(const CUtensorMap& map);
 

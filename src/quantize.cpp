@@ -68,9 +68,8 @@ void launch_rows(const char* name, const TensorView& input, int64_t rows, int64_
   cudaKernel_t kernel = util_instance()->kernel(name);
   void* args[] = {&p};
   DeviceGuard guard(input.device);
-  launch_runtime(reinterpret_cast<const void*>(kernel), dim3(unsigned(plan.clusters * plan.cluster)),
-                 dim3(unsigned(plan.threads)), 0, plan.cluster, opt.stream, args,
-                 use_pdl(opt.pdl));
+  launch(kernel, int(plan.clusters * plan.cluster), plan.cluster, plan.threads, 0, opt.stream,
+         args, input.device, use_pdl(opt.pdl));
 }
 
 const char* entry_name(DType in, bool silu) {

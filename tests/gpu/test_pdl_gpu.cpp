@@ -174,26 +174,12 @@ void expect_real_output(const std::vector<uint8_t>& y_bytes) {
 /// The forced GEMM configurations the chain also runs with: split-K in a cluster (swap-AB) and
 /// a 2x1 pair (tiled), each where legal for both of the chain's GEMMs.
 std::vector<Config> forced_configs(const MlpChain& c) {
-  auto make = [](KernelPath path, int bm, int bn, int cluster_m, int split) {
-    Config cfg;
-    cfg.path = path;
-    cfg.bm = bm;
-    cfg.bn = bn;
-    cfg.cluster_m = cluster_m;
-    cfg.split_k = split;
-    cfg.raster = 0;
-    for (cfg.stages = 8; cfg.stages > 2 && detail::config_smem_bytes(cfg) > detail::kMaxSmemBytes;) {
-      --cfg.stages;
-    }
-    return cfg;
-  };
   std::vector<Config> out;
-  for (const Config& cfg : {make(KernelPath::kSwapAB, 64, 8, 1, 2),
-                            make(KernelPath::kTiled, 128, 128, 2, 1)}) {
+  for (const char* name : {"sm90_swap_64x8x128_s8_c1x1_r0_k2", "sm90_tiled_128x128x128_s6_c2x1_r0"}) {
+    const Config cfg = Config::parse(name);
     bool legal = true;
     for (const auto& [n, k] : {std::pair{2 * c.inter, c.hidden}, std::pair{c.hidden, c.inter}}) {
       ProblemShape p;
-      p.batch = 1;
       p.m = c.m;
       p.n = n;
       p.k = k;
