@@ -236,9 +236,10 @@ TEST(PdlGpu, ChainOverlappedGivesTheSerialChainsBitsEagerAndFromAGraph) {
       // Whole tiles and k-blocks, preshuffled W: the decode layout; decode (swap-AB, thin
       // grids) and prefill-like (tiled) row counts, chosen and forced configurations.
       {1024, 1536, {1, 5, 300}, {Variant{}}, true},
-      // Ragged N and K (1000 = 7 k-blocks and 104 bytes; N = 3088 and 1000 end inside a tile):
-      // plain W (tensor-map prefetches) and preshuffled, with bias and a device scale_ub.
-      {1000, 1544, {1, 300},
+      // Ragged N and K (K must be a multiple of 16: 1040 = 8 k-blocks and 16 bytes, 1552 = 12
+      // and 16; N = 3104 and 1040 end inside a tile): plain W (tensor-map prefetches) and
+      // preshuffled, with bias and a device scale_ub.
+      {1040, 1552, {1, 300},
        {Variant{WeightLayout::kPlain, true, true}, Variant{WeightLayout::kPreshuffled, true, true}},
        false}};
   for (const Dims& d : dims) {
@@ -290,7 +291,7 @@ TEST(PdlGpu, GroupedChainOverlappedGivesTheSerialChainsBits) {
   F8GEMM_CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   // Two layers of quantize -> grouped GEMM (K -> N) -> quantize -> grouped GEMM (N -> K), the
   // second layer reading the first one's output; an empty group and a one-row group.
-  const int64_t groups = 4, k = 1000, n = 520;
+  const int64_t groups = 4, k = 1040, n = 528;  // ragged, multiples of 16
   const std::vector<int32_t> sizes = {3, 0, 60, 1};
   const int64_t rows = 64;
   GroupedWeight w1(groups, n, k, 11), w2(groups, k, n, 12);
