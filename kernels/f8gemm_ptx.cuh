@@ -131,31 +131,15 @@ __device__ __forceinline__ void tma_prefetch_map(const TensorMap* map) {
   asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<u64>(map)) : "memory");
 }
 
-/// Brings one box of a 3-D tensor map into L2 (no shared memory, no barrier).
-__device__ __forceinline__ void tma_prefetch_l2_3d(const TensorMap* map, int c0, int c1, int c2) {
-  asm volatile("cp.async.bulk.prefetch.tensor.3d.L2.global.tile [%0, {%1, %2, %3}];" ::"l"(
-                   reinterpret_cast<u64>(map)),
-               "r"(c0), "r"(c1), "r"(c2)
-               : "memory");
-}
-
-/// Brings `bytes` (a multiple of 16) from `src` (16-byte aligned) into L2.
-__device__ __forceinline__ void bulk_prefetch_l2(const void* src, u32 bytes) {
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(reinterpret_cast<u64>(src)),
-               "r"(bytes)
-               : "memory");
-}
-
 // ---- programmatic dependent launch --------------------------------------------------------
 // A kernel launched with programmatic stream serialization may start while the kernel before it
 // on the stream still runs. The calling thread's grid_dependency_wait() returns once every
 // prerequisite grid has completed and its memory operations are visible; without such a launch
 // it returns at once. Every thread of every kernel that can be launched so (the GEMMs and the
 // row-quantisation kernels; not the one-time weight preshuffle) calls it before its first
-// access to global memory that another kernel may write, and before it writes any. The one
-// exception is an L2 prefetch of weights, which moves no data a reader could see stale: L2 is
-// where every SM's writes meet. Calling it in every thread also keeps the chain transitive: a
-// grid cannot complete before the grids it depends on.
+// access to global memory that another kernel may write, and before it writes any (a GEMM
+// prefetches only its tensor maps, kernel parameters, before it). Calling it in every thread
+// also keeps the chain transitive: a grid cannot complete before the grids it depends on.
 __device__ __forceinline__ void grid_dependency_wait() {
   asm volatile("griddepcontrol.wait;" ::: "memory");
 }

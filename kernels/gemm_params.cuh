@@ -47,9 +47,6 @@ struct GemmParams {
   const void* m_sizes;   ///< [G] int32 or int64 on the device: rows per group
   int sizes_i64;         ///< m_sizes is int64
   int padded;            ///< group g's rows start at g * M_max (else after the previous group's)
-  /// Launched to overlap the previous kernel on the stream (programmatic dependent launch):
-  /// the producer starts its first weight k-blocks into L2 before the kernel's wait.
-  int pdl;
 };
 
 /// How the epilogue moves a consumer's output block from shared to global memory.

@@ -94,27 +94,6 @@ struct Producer {
     }
   }
 
-  /// Before the wait of a programmatic launch: this CTA's share of its first tile's first
-  /// k-blocks (as many as the ring holds) into L2, so that the loads that follow the wait find
-  /// them there instead of in DRAM. Weights only: nothing here is read into shared memory or
-  /// registers, so a weight that the previous kernel still writes is not read stale (L2 is where
-  /// that write lands).
-  static __device__ __forceinline__ void prefetch_w_l2(const GemmParams& p,
-                                                       const TileScheduler<T>& sched) {
-    if (sched.first >= sched.total) return;
-    const Tile tile = sched.tile(sched.first);
-    const int w_rows = int(min(i64(T::kWRows), T::kN - tile.n0));
-    const int kb_end = sched.kb_begin + min(sched.kb_count, T::kStages);
-    for (int kb = sched.kb_begin; kb < kb_end; ++kb) {
-      if (T::kPlainW) {
-        tma_prefetch_l2_3d(&p.w_map, kb * 128, tile.n0 + sched.rank * kPlainHalf, tile.b);
-      } else {
-        const ShuffledShare share = shuffled_share(p, tile, kb, w_rows, sched.rank);
-        if (share.bytes > 0) bulk_prefetch_l2(share.src, share.bytes);
-      }
-    }
-  }
-
   /// Plain W in a pair: the map's box is half a tile (rows past N are zero-filled and counted).
   static constexpr int kPlainHalf = T::kClusterM == 1 ? 0 : T::kWRows / 2;
 

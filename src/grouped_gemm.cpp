@@ -89,7 +89,6 @@ void launch_grouped(const ValidatedGrouped& v, const TensorView& x, const Tensor
                         ((s.n + w_rows - 1) / w_rows);
   const int grid = int(std::min<int64_t>(bound, plan->max_ctas / cluster)) * cluster;
   const bool pdl = use_pdl(opt.pdl);
-  params.pdl = pdl ? 1 : 0;
   DeviceGuard guard(v.device);
   void* args[] = {&params};
   launch(plan->kernel, grid, cluster, plan->threads, plan->smem, opt.stream, args, v.device, pdl);
