@@ -8,6 +8,11 @@ ways, side by side:
 - fused: f8gemm.nn.FP8GatedMLP (gate and up merged into one N = 2I GEMM, x quantised once, the
   fused silu_mul_quantize_fp8_row, the down GEMM: four kernels).
 
+With --pdl, the fused block is also timed with programmatic dependent launch (F8GEMM_PDL=1
+while it runs: each f8gemm kernel may start while the one before it drains, and waits for it
+on the device), and its output, eager and (with --cuda-graph) from a graph replay, is checked
+to be bit-identical to the fused block's.
+
 For each M (tokens) it prints the time of one block forward (CUDA events around each call after
 a warm-up, median of --iters; with --cuda-graph, the median replay of a CUDA graph of one
 forward, which removes host launch overhead), the speedups over bf16 and the relative error of
@@ -16,6 +21,7 @@ quantize_fp8_row on [M, hidden] and [M, intermediate] bf16 against a device copy
 bytes (the issue's bound: at most 1.5x for M <= 16).
 
     python3 examples/llama_mlp.py [--m 1 16 128 2048] [--iters 50] [--cuda-graph] [--quantize]
+                                  [--pdl]
 """
 
 import argparse
@@ -61,8 +67,8 @@ def time_eager_us(fn, warmup, iters):
     return statistics.median(s.elapsed_time(e) for s, e in events) * 1000.0
 
 
-def time_graph_us(fn, warmup, iters):
-    """Median replay time of a CUDA graph holding one call."""
+def capture(fn, warmup):
+    """A CUDA graph of one call of fn (after `warmup` calls on a side stream) and its output."""
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
@@ -72,8 +78,38 @@ def time_graph_us(fn, warmup, iters):
     torch.cuda.synchronize()
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
-        fn()
+        out = fn()
+    return g, out
+
+
+def time_graph_us(fn, warmup, iters):
+    """Median replay time of a CUDA graph holding one call."""
+    g, _ = capture(fn, warmup)
     return time_eager_us(g.replay, warmup, iters)
+
+
+def graph_output(fn):
+    """The output of fn captured in a CUDA graph and replayed once."""
+    g, out = capture(fn, 1)
+    g.replay()
+    torch.cuda.synchronize()
+    return out.clone()
+
+
+def with_pdl(fn):
+    """fn with F8GEMM_PDL=1 while it runs (the library reads the switch at each launch; a graph
+    captured inside keeps the launches as they were made)."""
+    def run():
+        old = os.environ.get("F8GEMM_PDL")
+        os.environ["F8GEMM_PDL"] = "1"
+        try:
+            return fn()
+        finally:
+            if old is None:
+                del os.environ["F8GEMM_PDL"]
+            else:
+                os.environ["F8GEMM_PDL"] = old
+    return run
 
 
 def quantize_table(args, timer):
@@ -102,6 +138,8 @@ def main():
     p.add_argument("--precise", action="store_true", help="use_fast_accum=False in the FP8 blocks")
     p.add_argument("--quantize", action="store_true",
                    help="also time quantize_fp8_row against a device copy")
+    p.add_argument("--pdl", action="store_true",
+                   help="also time the fused block with programmatic dependent launch")
     args = p.parse_args()
     if not torch.cuda.is_available():
         sys.exit("needs a CUDA GPU (sm_90)")
@@ -115,10 +153,12 @@ def main():
     print(f"Llama MLP block hidden={args.hidden} intermediate={args.intermediate} on {gpu}; "
           f"{'CUDA-graph replay' if args.cuda_graph else 'eager'} times in us, median of "
           f"{args.iters}; error = ||y - y_bf16|| / ||y_bf16||")
+    pdl_hdr = f" | {'pdl':>8} | {'pdl x':>6} | {'pdl bits':>8}" if args.pdl else ""
+    pdl_rule = f"-+-{'-' * 8}-+-{'-' * 6}-+-{'-' * 8}" if args.pdl else ""
     print(f"{'M':>6} | {'bf16':>8} | {'swap':>8} | {'fused':>8} | {'swap x':>6} | {'fused x':>7} "
-          f"| {'swap err':>9} | {'fused err':>9}")
+          f"| {'swap err':>9} | {'fused err':>9}{pdl_hdr}")
     print(f"{'-' * 6}-+-{'-' * 8}-+-{'-' * 8}-+-{'-' * 8}-+-{'-' * 6}-+-{'-' * 7}-+-{'-' * 9}-+-"
-          f"{'-' * 9}")
+          f"{'-' * 9}{pdl_rule}")
     with torch.inference_mode():
         for m in args.m:
             x = torch.randn(m, args.hidden, device="cuda", dtype=torch.bfloat16)
@@ -131,9 +171,19 @@ def main():
             t16 = timer(lambda: bf16(x), args.warmup, args.iters)
             t_swap = timer(lambda: swap(x), args.warmup, args.iters)
             t_fused = timer(lambda: fused(x), args.warmup, args.iters)
+            pdl_cols = ""
+            if args.pdl:
+                fused_pdl = with_pdl(lambda: fused(x))
+                ref = fused(x)
+                same = torch.equal(fused_pdl(), ref)
+                if args.cuda_graph:
+                    same = same and torch.equal(graph_output(fused_pdl), ref)
+                t_pdl = timer(fused_pdl, args.warmup, args.iters)
+                pdl_cols = (f" | {t_pdl:>8.1f} | {t16 / t_pdl:>5.2f}x | "
+                            f"{'same' if same else 'DIFFER':>8}")
             print(f"{m:>6} | {t16:>8.1f} | {t_swap:>8.1f} | {t_fused:>8.1f} | "
                   f"{t16 / t_swap:>5.2f}x | {t16 / t_fused:>6.2f}x | {e_swap:>9.3e} | "
-                  f"{e_fused:>9.3e}", flush=True)
+                  f"{e_fused:>9.3e}{pdl_cols}", flush=True)
         if args.quantize:
             quantize_table(args, timer)
 

@@ -131,6 +131,26 @@ __device__ __forceinline__ void tma_prefetch_map(const TensorMap* map) {
   asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<u64>(map)) : "memory");
 }
 
+// ---- programmatic dependent launch --------------------------------------------------------
+// A kernel launched with programmatic stream serialization may start while the kernel before it
+// on the stream still runs. The calling thread's grid_dependency_wait() returns once every
+// prerequisite grid has completed and its memory operations are visible; without such a launch
+// it returns at once. Every thread of every kernel that can be launched so (the GEMMs and the
+// row-quantisation kernels; not the one-time weight preshuffle) calls it before its first
+// access to global memory that another kernel may write, and before it writes any (a GEMM
+// prefetches only its tensor maps, kernel parameters, before it). Calling it in every thread
+// also keeps the chain transitive: a grid cannot complete before the grids it depends on.
+__device__ __forceinline__ void grid_dependency_wait() {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+}
+
+/// Lets the kernels that depend on this one be scheduled once every CTA of this grid has called
+/// it or exited (the first call in a CTA counts). They still wait for this grid to complete in
+/// grid_dependency_wait(); this only lets their launch and prologue overlap this grid's tail.
+__device__ __forceinline__ void allow_dependent_launch() {
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
+
 /// 3-D tiled TMA load of one box into shared memory, completing on bar.
 __device__ __forceinline__ void tma_load_3d(void* dst, const TensorMap* map, u64* bar, int c0,
                                             int c1, int c2) {

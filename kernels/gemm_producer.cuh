@@ -53,8 +53,6 @@ struct Producer {
 
   static __device__ __forceinline__ void run(const GemmParams& p, const TileScheduler<T>& sched,
                                              u8* ring, u64* full, u64* empty) {
-    tma_prefetch_map(&p.x_map);
-    if (T::kPlainW) tma_prefetch_map(&p.w_map);
     RingPos pos;
     for (int t = sched.first; t < sched.total; t += sched.stride) {
       const Tile tile = sched.tile(t);
@@ -83,26 +81,40 @@ struct Producer {
       if (T::kClusterM == 1) {
         tma_load_3d(w_tile, &p.w_map, bar, kb * 128, tile.n0, tile.b);
       } else {
-        // The map's box is half a tile; rows past N are zero-filled and still counted.
-        constexpr int kHalf = T::kWRows / 2;
-        tma_load_3d_multicast(w_tile + rank * kHalf * 128, &p.w_map, bar, kb * 128,
-                              tile.n0 + rank * kHalf, tile.b, kClusterMask);
+        tma_load_3d_multicast(w_tile + rank * kPlainHalf * 128, &p.w_map, bar, kb * 128,
+                              tile.n0 + rank * kPlainHalf, tile.b, kClusterMask);
       }
       return;
     }
-    const u8* src =
-        p.w_shuffled + ((i64(tile.b) * T::kKBlocks + kb) * (T::kN / 8) + tile.n0 / 8) * 1024;
+    const ShuffledShare share = shuffled_share(p, tile, kb, w_rows, rank);
     if (T::kClusterM == 1) {
-      bulk_load(w_tile, src, u32(w_rows) * 128u, bar);
-    } else {
-      // Whole 1 KB slabs: rank 0 takes the first ceil(slabs / 2), rank 1 the rest (maybe none).
-      const int slabs = w_rows / 8, first_half = (slabs + 1) / 2;
-      const int begin = rank == 0 ? 0 : first_half, count = rank == 0 ? first_half : slabs - first_half;
-      if (count > 0) {
-        bulk_load_multicast(w_tile + begin * 1024, src + begin * 1024, u32(count) * 1024u, bar,
-                            kClusterMask);
-      }
+      bulk_load(w_tile, share.src, share.bytes, bar);
+    } else if (share.bytes > 0) {
+      bulk_load_multicast(w_tile + share.offset, share.src, share.bytes, bar, kClusterMask);
     }
+  }
+
+  /// Plain W in a pair: the map's box is half a tile (rows past N are zero-filled and counted).
+  static constexpr int kPlainHalf = T::kClusterM == 1 ? 0 : T::kWRows / 2;
+
+  /// Preshuffled W: the bytes of k-block kb of the tile that this CTA loads, from `src`, to
+  /// byte `offset` of the W tile. Alone: all w_rows * 128 (the buffer ends at N: no padding
+  /// rows). In a pair, whole 1 KB slabs: rank 0 takes the first ceil(slabs / 2), rank 1 the rest
+  /// (maybe none).
+  struct ShuffledShare {
+    const u8* src;
+    u32 offset, bytes;
+  };
+  static __device__ __forceinline__ ShuffledShare shuffled_share(const GemmParams& p,
+                                                                 const Tile& tile, int kb,
+                                                                 int w_rows, int rank) {
+    const u8* base =
+        p.w_shuffled + ((i64(tile.b) * T::kKBlocks + kb) * (T::kN / 8) + tile.n0 / 8) * 1024;
+    if (T::kClusterM == 1) return {base, 0u, u32(w_rows) * 128u};
+    const int slabs = w_rows / 8, first_half = (slabs + 1) / 2;
+    const int begin = rank == 0 ? 0 : first_half;
+    const int count = rank == 0 ? first_half : slabs - first_half;
+    return {base + begin * 1024, u32(begin) * 1024u, u32(count) * 1024u};
   }
 
   /// Called by lane 0 of a consumer warp once its wgmmas no longer read slot `stage`.

@@ -206,6 +206,10 @@ __device__ __forceinline__ void quantize_rows_engine(const Params& p) {
 
 template <class Op>
 __device__ __forceinline__ void quantize_rows_entry(const Params& p) {
+  // Launched to overlap the previous kernel (programmatic launch), the input may still be in
+  // the making: wait for it before the first load (f8gemm_ptx.cuh).
+  grid_dependency_wait();
+  allow_dependent_launch();
   if (p.vectorized) {
     quantize_rows_engine<Op, kPackValues>(p);
   } else {

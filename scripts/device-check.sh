@@ -2,7 +2,7 @@
 # \brief The one script for the H200: builds (cmake + ninja), runs the GPU tests, the demo, the
 # benchmark with its peers and the plot, and prints a short table last. Logs go to $OUT (or
 # ./device-out). Usage: scripts/device-check.sh [build] [tests] [demo] [bench] [peers] [tune]
-#                       [sanitize] [hostcost] [torch] [tp] [graphs]
+#                       [sanitize] [hostcost] [torch] [tp] [graphs] [pdl]
 #                       (no argument: build tests hostcost demo bench peers torch)
 # BUILD_DIR=dir reuses a build made elsewhere (a binary built without a GPU runs here).
 # SHAPES=file replaces bench/shapes.txt for tune, bench and peers.
@@ -164,6 +164,29 @@ fi
 if has bench; then
   timeout "${T_BENCH:-900}" "$B" bench --shapes "$SHAPES" --csv "$OUT/bench.csv" >"$OUT/bench.log" 2>&1
   check "bench" $?
+fi
+
+if has pdl; then
+  # Programmatic dependent launch (docs/perf-log.md, card 23): every GPU test with F8GEMM_PDL=1
+  # (each test's launches overlap), the decode shapes benched with F8GEMM_PDL=0 and =1
+  # alternately, twice, on one GPU; then the Llama MLP block with --pdl (needs the torch
+  # extension of the build step).
+  F8GEMM_PDL=1 timeout 600 "$BUILD_DIR/f8gemm_gpu_tests" --gtest_brief=1 >"$OUT/gpu-tests-pdl.log" 2>&1
+  check "gpu tests, F8GEMM_PDL=1" $? "$(grep -E '^\[  PASSED  \]' "$OUT/gpu-tests-pdl.log" | head -1)"
+  rc=0
+  for run in 1 2; do
+    for pdl in 0 1; do
+      F8GEMM_PDL=$pdl timeout 300 "$B" bench --shapes bench/shapes-decode.txt --no-peak \
+        --csv "$OUT/pdl$pdl-$run.csv" >"$OUT/pdl$pdl-$run.log" 2>&1 || rc=$?
+    done
+  done
+  check "pdl bench" $rc "(pdl0-*.csv against pdl1-*.csv)"
+  PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH} F8GEMM_TORCH_LIB=$PWD/$BUILD_DIR \
+    timeout 300 python3 examples/llama_mlp.py --cuda-graph --pdl >"$OUT/pdl-mlp.log" 2>&1
+  rc=$?
+  ! grep -q DIFFER "$OUT/pdl-mlp.log" || rc=1
+  check "pdl llama mlp" $rc
+  cat "$OUT/pdl-mlp.log"
 fi
 
 if has peers; then

@@ -72,24 +72,38 @@ Fn driver_entry(const char* name, int version) {
 }
 }  // namespace
 
-/// Launches through the driver's cuLaunchKernel, or cuLaunchKernelEx for clusters (a
-/// cudaKernel_t is a CUkernel, which they take as their function): about a microsecond of host
-/// time less than the runtime's launch, which matters at the 5 µs per call this path is held to.
-/// A thread whose current context is not yet the device's primary one gets it through
-/// cudaSetDevice and a second try; any other driver error falls back to the runtime's launch,
-/// whose error is the one reported.
+bool use_pdl(Pdl pdl) {
+  if (pdl != Pdl::kDefault) return pdl == Pdl::kOn;
+  return get_env<bool>("F8GEMM_PDL");
+}
+
+/// Launches through the driver's cuLaunchKernel, or cuLaunchKernelEx for clusters and
+/// programmatic launches (a cudaKernel_t is a CUkernel, which they take as their function):
+/// about a microsecond of host time less than the runtime's launch, which matters at the 5 µs
+/// per call this path is held to. A thread whose current context is not yet the device's
+/// primary one gets it through cudaSetDevice and a second try; any other driver error falls
+/// back to the runtime's launch, with the same attributes, whose error is the one reported.
 void launch(cudaKernel_t kernel, int grid, int cluster, int threads, int smem,
-            cudaStream_t stream, void** args, int device) {
+            cudaStream_t stream, void** args, int device, bool pdl) {
   static const auto launch_fn = driver_entry<PFN_cuLaunchKernel_v4000>("cuLaunchKernel", 4000);
   static const auto launch_ex_fn =
       driver_entry<PFN_cuLaunchKernelEx_v11060>("cuLaunchKernelEx", 11060);
-  CUlaunchAttribute attr{};
-  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-  attr.value.clusterDim.x = unsigned(cluster);
-  attr.value.clusterDim.y = 1;
-  attr.value.clusterDim.z = 1;
+  CUlaunchAttribute attrs[2]{};
+  unsigned num_attrs = 0;
+  if (cluster > 1) {
+    attrs[num_attrs].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attrs[num_attrs].value.clusterDim.x = unsigned(cluster);
+    attrs[num_attrs].value.clusterDim.y = 1;
+    attrs[num_attrs].value.clusterDim.z = 1;
+    ++num_attrs;
+  }
+  if (pdl) {
+    attrs[num_attrs].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attrs[num_attrs].value.programmaticStreamSerializationAllowed = 1;
+    ++num_attrs;
+  }
   auto try_launch = [&]() -> CUresult {
-    if (cluster == 1) {
+    if (num_attrs == 0) {
       if (!launch_fn) return CUDA_ERROR_NOT_FOUND;
       return launch_fn(reinterpret_cast<CUfunction>(kernel), unsigned(grid), 1, 1,
                        unsigned(threads), 1, 1, unsigned(smem), reinterpret_cast<CUstream>(stream),
@@ -103,8 +117,8 @@ void launch(cudaKernel_t kernel, int grid, int cluster, int threads, int smem,
     cfg.blockDimY = cfg.blockDimZ = 1;
     cfg.sharedMemBytes = unsigned(smem);
     cfg.hStream = reinterpret_cast<CUstream>(stream);
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
+    cfg.attrs = attrs;
+    cfg.numAttrs = num_attrs;
     return launch_ex_fn(&cfg, reinterpret_cast<CUfunction>(kernel), args, nullptr);
   };
   CUresult r = try_launch();
@@ -113,18 +127,22 @@ void launch(cudaKernel_t kernel, int grid, int cluster, int threads, int smem,
     r = try_launch();
   }
   if (r == CUDA_SUCCESS) return;
+  // The runtime's attributes are the driver's, field for field (the same ids and value union).
+  static_assert(sizeof(cudaLaunchAttribute) == sizeof(CUlaunchAttribute) &&
+                    int(cudaLaunchAttributeClusterDimension) ==
+                        int(CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) &&
+                    int(cudaLaunchAttributeProgrammaticStreamSerialization) ==
+                        int(CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION),
+                "cudaLaunchAttribute mirrors CUlaunchAttribute");
+  cudaLaunchAttribute rt_attrs[2]{};
+  std::memcpy(rt_attrs, attrs, sizeof(rt_attrs));
   cudaLaunchConfig_t cfg{};
-  cudaLaunchAttribute rt_attr{};
-  rt_attr.id = cudaLaunchAttributeClusterDimension;
-  rt_attr.val.clusterDim.x = unsigned(cluster);
-  rt_attr.val.clusterDim.y = 1;
-  rt_attr.val.clusterDim.z = 1;
   cfg.gridDim = dim3(unsigned(grid));
   cfg.blockDim = dim3(unsigned(threads));
   cfg.dynamicSmemBytes = size_t(smem);
   cfg.stream = stream;
-  cfg.attrs = &rt_attr;
-  cfg.numAttrs = 1;
+  cfg.attrs = rt_attrs;
+  cfg.numAttrs = num_attrs;
   F8GEMM_CHECK_CUDA(cudaLaunchKernelExC(&cfg, reinterpret_cast<const void*>(kernel), args));
   F8GEMM_CHECK_CUDA(cudaGetLastError());
 }

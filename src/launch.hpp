@@ -1,5 +1,6 @@
 /// \brief Launching a GEMM instance: the plan (compiled kernel, attributes, persistent grid
-/// size, tensor-map memos) that gemm(), batched_gemm() and grouped_gemm() cache, and the launch.
+/// size, tensor-map memos) that gemm(), batched_gemm() and grouped_gemm() cache, and the launch
+/// with its attributes (clusters, programmatic dependent launch) that every kernel uses.
 #pragma once
 
 #include <cuda.h>
@@ -90,9 +91,14 @@ dev::GemmParams gemm_params(Plan& plan, const TensorView& x, const TensorView& w
                             int64_t x_batches, int64_t rows, int64_t w_batches, int64_t n,
                             int64_t k);
 
-/// Launches `kernel` on `grid` CTAs in clusters of `cluster` (see launch.cpp).
+/// Whether a launch uses programmatic dependent launch: `pdl`, or for Pdl::kDefault the
+/// F8GEMM_PDL switch.
+bool use_pdl(Pdl pdl);
+
+/// Launches `kernel` on `grid` CTAs in clusters of `cluster`, with programmatic stream
+/// serialization when `pdl` (see launch.cpp).
 void launch(cudaKernel_t kernel, int grid, int cluster, int threads, int smem, cudaStream_t stream,
-            void** args, int device);
+            void** args, int device, bool pdl);
 
 /// The kernel's image of a driver tensor map (kernels/dev_types.cuh).
 dev::TensorMap to_kernel_map(const CUtensorMap& map);

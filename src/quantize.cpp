@@ -10,6 +10,7 @@
 #include "validate.hpp"
 #include "codegen.hpp"
 #include "device.hpp"
+#include "launch.hpp"
 #include "numerics.hpp"
 
 namespace f8gemm {
@@ -66,21 +67,9 @@ void launch_rows(const char* name, const TensorView& input, int64_t rows, int64_
   p.vectorized = plan.vectorized ? 1 : 0;
   cudaKernel_t kernel = util_instance()->kernel(name);
   void* args[] = {&p};
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = unsigned(plan.cluster);
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(unsigned(plan.clusters * plan.cluster));
-  config.blockDim = dim3(unsigned(plan.threads));
-  config.dynamicSmemBytes = 0;
-  config.stream = opt.stream;
-  config.attrs = attr;
-  config.numAttrs = 1;
   DeviceGuard guard(input.device);
-  F8GEMM_CHECK_CUDA(cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(kernel), args));
-  F8GEMM_CHECK_CUDA(cudaGetLastError());
+  launch(kernel, int(plan.clusters * plan.cluster), plan.cluster, plan.threads, 0, opt.stream,
+         args, input.device, use_pdl(opt.pdl));
 }
 
 const char* entry_name(DType in, bool silu) {

@@ -121,6 +121,18 @@ struct GemmArgNames {
   const char* m_sizes = "m_sizes";  ///< grouped_gemm() only
 };
 
+/// Programmatic dependent launch (sm_90): whether a kernel may be scheduled while the kernel
+/// before it on the stream still runs. It then waits for that kernel on the device before it
+/// reads or writes any memory that kernel may touch, so results do not change; what overlaps is
+/// the launch, the prologue and, for a GEMM, the first weight k-blocks' trip from DRAM into L2.
+/// It holds inside CUDA-graph capture (the graph keeps the overlap). A kernel of another
+/// library that follows an f8gemm kernel is not affected: it is launched the ordinary way.
+enum class Pdl : int {
+  kDefault = 0,  ///< the F8GEMM_PDL switch (README "Environment"); off when unset
+  kOff = 1,
+  kOn = 2,
+};
+
 /// Options common to gemm() and batched_gemm().
 struct GemmOptions {
   const TensorView* bias = nullptr;  ///< optional fp32 or bf16 [B,N] (or [N] for B == 1)
@@ -128,6 +140,7 @@ struct GemmOptions {
   cudaStream_t stream = nullptr;
   const Config* config = nullptr;    ///< force a configuration (else F8GEMM_CONFIG, table, model)
   const GemmArgNames* names = nullptr;  ///< argument names for error messages (null: the defaults)
+  Pdl pdl = Pdl::kDefault;              ///< overlap the previous kernel's tail (see Pdl)
 };
 
 /// Single GEMM: X [..., K] (leading dims flatten into M), W [N,K] or preshuffled [ceil(K/128),N/8,1024],
@@ -235,6 +248,7 @@ struct QuantizeOptions {
   const TensorView* scale_ub_tensor = nullptr;
   cudaStream_t stream = nullptr;
   const QuantizeArgNames* names = nullptr;  ///< argument names for error messages (null: defaults)
+  Pdl pdl = Pdl::kDefault;                  ///< overlap the previous kernel's tail (see Pdl)
 };
 void quantize_rows(const TensorView& input, const TensorView& out_q, const TensorView& out_scale,
                    const QuantizeOptions& options = {});
