@@ -146,7 +146,7 @@ struct Epilogue {
       // chunk into that buffer: chunk c + 1 goes where chunk c - 1 was. With one buffer
       // (kBN < 64) there is one chunk. The first barrier also publishes the staged scales and
       // the end of the previous block's stores.
-      static_assert(kBufs == 2 || kChunks == 1, "chunk c + 1 reuses chunk c - 1's buffer");
+      static_assert(kBufs == 2 || kChunks <= 1, "chunk c + 1 reuses chunk c - 1's buffer");
       if (tid == 0) bulk_wait_read<0>();
       named_barrier(1 + consumer, 128);
       const float s_a[2] = {sa[a_row0], sa[a_row0 + 8]};
