@@ -11,7 +11,7 @@
 ///   u ^ ((r / 2) % 4): the 8 rows of an 8x8 matrix hit 8 distinct 16-byte bank groups), two
 ///   buffers, one tensor store per chunk. Each warp writes its 16 rows of a chunk with two
 ///   stmatrix.x4 (16 columns each), not eight 4-byte stores. While one chunk's store reads its
-///   buffer the next chunk is written.
+///   buffer the next chunk is written; one barrier per chunk.
 /// - kTmaSwap: one [kBN tokens][64 columns] block in the 128-byte swizzle, one tensor store.
 /// - kRows: rows padded by 16 bytes (conflict-free writes), one bulk copy per row.
 /// The tensor map clips rows past M and columns past N. In a grouped GEMM, a block whose group
@@ -141,21 +141,18 @@ struct Epilogue {
     const int first_row = kSwap ? tile.m0 : tile.m0 + a_block * 64;
 
     if (T::kStore == StoreKind::kTmaCols32) {
-      float s_a[2] = {0.0f, 0.0f};
+      // One barrier per chunk. Before it, the storing thread also waits until the previous
+      // chunk's store has read its buffer, so that after it every thread may write the next
+      // chunk into that buffer: chunk c + 1 goes where chunk c - 1 was. With one buffer
+      // (kBN < 64) there is one chunk. The first barrier also publishes the staged scales and
+      // the end of the previous block's stores.
+      static_assert(kBufs == 2 || kChunks <= 1, "chunk c + 1 reuses chunk c - 1's buffer");
+      if (tid == 0) bulk_wait_read<0>();
+      named_barrier(1 + consumer, 128);
+      const float s_a[2] = {sa[a_row0], sa[a_row0 + 8]};
 #pragma unroll
       for (int c = 0; c < kChunks; ++c) {
         u8* buf = region + (c % kBufs) * kChunkBytes;
-        // This buffer's last store (kBufs chunks ago; at c == 0, the previous tile's, long
-        // finished) is done reading it. At c == 0 the barrier also publishes the staged scales.
-        if (tid == 0) {
-          if (c == 0) bulk_wait_read<0>();
-          else bulk_wait_read<kBufs - 1>();
-        }
-        named_barrier(1 + consumer, 128);
-        if (c == 0) {
-          s_a[0] = sa[a_row0];
-          s_a[1] = sa[a_row0 + 8];
-        }
 #pragma unroll
         for (int pair = 0; pair < 2; ++pair) {
           // Matrix m of this stmatrix: rows 8 * (m % 2) of the warp's 16, 8-column unit
@@ -179,9 +176,13 @@ struct Epilogue {
                       packed[2], packed[3]);
         }
         fence_proxy_async();
+        // Chunk c - 1's store (the only one in flight) reads the buffer chunk c + 1 writes.
+        if (tid == 0 && c + 1 < kChunks) bulk_wait_read<0>();
         named_barrier(1 + consumer, 128);
         if (T::kGrouped && first_row + 64 > tile.m_end) {
-          // 64 rows of 4 16-byte units; unit u of row r sits at unit u ^ ((r / 2) % 4).
+          // 64 rows of 4 16-byte units; unit u of row r sits at unit u ^ ((r / 2) % 4). These
+          // reads of the buffer come before this thread's next barrier, after which the buffer
+          // is rewritten (chunk c + 2).
 #pragma unroll
           for (int idx = tid; idx < 64 * 4; idx += 128) {
             const int r = idx / 4, u = idx % 4;
