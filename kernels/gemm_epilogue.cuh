@@ -144,9 +144,10 @@ struct Epilogue {
       // One barrier per chunk. Before it, the storing thread also waits until the previous
       // chunk's store has read its buffer, so that after it every thread may write the next
       // chunk into that buffer: chunk c + 1 goes where chunk c - 1 was. With one buffer
-      // (kBN < 64) there is one chunk. The first barrier also publishes the staged scales and
-      // the end of the previous block's stores.
-      static_assert(kBufs == 2 || kChunks <= 1, "chunk c + 1 reuses chunk c - 1's buffer");
+      // (kBN == 32) there is one chunk. The first barrier also publishes the staged scales and
+      // that the previous block's stores have finished reading both buffers.
+      static_assert(T::kStore != StoreKind::kTmaCols32 || kBufs == 2 || kChunks <= 1,
+                    "chunk c + 1 reuses chunk c - 1's buffer");
       if (tid == 0) bulk_wait_read<0>();
       named_barrier(1 + consumer, 128);
       const float s_a[2] = {sa[a_row0], sa[a_row0 + 8]};

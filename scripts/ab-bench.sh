@@ -14,9 +14,9 @@
 #   ROUNDS        rounds of both trees (default 2)
 # Environment: AB_BENCH_ARGS (more `f8gemm bench` options, e.g. --precise), AB_TIMEOUT (seconds
 # per bench, default 150: keep builds plus 2 * ROUNDS benches inside the device's 600 s per
-# command), AB_PREBUILT=SUBDIR (use DIR/SUBDIR/f8gemm as built elsewhere, e.g. a Release build
-# made on a machine without a GPU; no build here), CUDA_VISIBLE_DEVICES as the caller sets it. Exits non-zero when a build or a bench
-# fails.
+# command), AB_PREBUILT=SUBDIR (a path relative to each tree: use DIR/SUBDIR/f8gemm as built
+# elsewhere, e.g. a Release build made on a machine without a GPU; no build here),
+# CUDA_VISIBLE_DEVICES as the caller sets it. Exits non-zero when a build or a bench fails.
 set -u -o pipefail
 if [ $# -lt 4 ]; then
   awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
@@ -35,8 +35,9 @@ export F8GEMM_CACHE_DIR=${F8GEMM_CACHE_DIR:-/tmp/f8gemm-ab-cache}  # keys hash e
 bin_dir=${AB_PREBUILT:-build-ab}
 build() {  # build DIR NAME
   if [ -n "${AB_PREBUILT:-}" ]; then
-    [ -x "$1/$bin_dir/f8gemm" ] || { echo "ab-bench: no $1/$bin_dir/f8gemm" >"$work/build-$2.log"; return 1; }
-    return 0
+    [ -x "$1/$bin_dir/f8gemm" ] && return 0
+    echo "ab-bench: no prebuilt $1/$bin_dir/f8gemm" | tee "$work/build-$2.log"
+    return 1
   fi
   cmake -S "$1" -B "$1/build-ab" -G Ninja -DCMAKE_BUILD_TYPE=Release >"$work/build-$2.log" 2>&1 &&
     ninja -C "$1/build-ab" f8gemm >>"$work/build-$2.log" 2>&1
@@ -44,8 +45,14 @@ build() {  # build DIR NAME
 build "$dir_a" a & pid_a=$!
 build "$dir_b" b & pid_b=$!
 rc=0
-wait $pid_a || { echo "ab-bench: build of A failed (build-a.log)"; rc=1; }
-wait $pid_b || { echo "ab-bench: build of B failed (build-b.log)"; rc=1; }
+wait $pid_a || {
+  echo "ab-bench: A has no binary: its build failed, or no prebuilt one (build-a.log)"
+  rc=1
+}
+wait $pid_b || {
+  echo "ab-bench: B has no binary: its build failed, or no prebuilt one (build-b.log)"
+  rc=1
+}
 
 if [ $rc -eq 0 ]; then
   for r in $(seq 1 "$rounds"); do
@@ -53,7 +60,7 @@ if [ $rc -eq 0 ]; then
     [ $((r % 2)) -eq 0 ] && order="b a"
     for v in $order; do
       dir=$dir_a
-      [ $v = b ] && dir=$dir_b
+      [ "$v" = b ] && dir=$dir_b
       # shellcheck disable=SC2086 # AB_BENCH_ARGS is a list of options
       timeout "${AB_TIMEOUT:-150}" "$dir/$bin_dir/f8gemm" bench --shapes "$shapes" --no-peak \
         ${AB_BENCH_ARGS:-} --csv "$work/$v-$r.csv" >"$work/$v-$r.log" 2>&1

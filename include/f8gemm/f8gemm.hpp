@@ -124,7 +124,10 @@ struct GemmArgNames {
 /// Programmatic dependent launch (sm_90): whether a kernel may be scheduled while the kernel
 /// before it on the stream still runs. It then waits for that kernel on the device before it
 /// reads or writes any memory that kernel may touch, so results do not change; what overlaps is
-/// the launch, the prologue and, for a GEMM, the first weight k-blocks' trip from DRAM into L2.
+/// the launch and the prologue (barriers, tensor-map prefetch) with that kernel's tail. A GEMM
+/// lets its own dependents launch once it has issued its last load. Measured on the H200
+/// (docs/perf-log.md, card 23): short decode GEMMs and the Llama MLP block at small M gain,
+/// a few longer decode GEMMs lose 1-9%, so the default stays off.
 /// It holds inside CUDA-graph capture (the graph keeps the overlap). A kernel of another
 /// library that follows an f8gemm kernel is not affected: it is launched the ordinary way.
 enum class Pdl : int {
