@@ -51,7 +51,8 @@ struct GemmParams {
 
 /// How the epilogue moves a consumer's output block from shared to global memory.
 enum class StoreKind : int {
-  kTmaCols32 = 0,  ///< tiled, bn % 32 == 0: 64x32 chunks, 64-byte swizzle, two buffers (one at bn 32)
+  kTmaCols32 = 0,  ///< tiled, bn % 32 == 0: 64x32 chunks, 64-byte swizzle, two buffers (one
+                   ///< at bn 32)
   kTmaSwap = 1,    ///< swap-AB: one [bn tokens][64 columns] block, 128-byte swizzle
   kRows = 2,       ///< otherwise: padded rows, one bulk copy per row
 };

@@ -80,10 +80,10 @@ void run(const TensorView& x, const TensorView& w, WeightLayout layout, const Te
   const int64_t cluster_tiles =
       p.batch * ((x_tiles + c.cluster_m - 1) / c.cluster_m) * ((p.n + w_rows - 1) / w_rows);
   const int grid = int(std::min<int64_t>(cluster_tiles, plan->max_ctas / cluster)) * cluster;
-  const bool pdl = use_pdl(opt.pdl);
   DeviceGuard guard(v.device);
   void* args[] = {&params};
-  launch(plan->kernel, grid, cluster, plan->threads, plan->smem, opt.stream, args, v.device, pdl);
+  launch(plan->kernel, grid, cluster, plan->threads, plan->smem, opt.stream, args, v.device,
+         opt.pdl);
 }
 
 }  // namespace

@@ -88,10 +88,10 @@ void launch_grouped(const ValidatedGrouped& v, const TensorView& x, const Tensor
   const int64_t bound = ((x_tiles + c.cluster_m - 1) / c.cluster_m + s.groups) *
                         ((s.n + w_rows - 1) / w_rows);
   const int grid = int(std::min<int64_t>(bound, plan->max_ctas / cluster)) * cluster;
-  const bool pdl = use_pdl(opt.pdl);
   DeviceGuard guard(v.device);
   void* args[] = {&params};
-  launch(plan->kernel, grid, cluster, plan->threads, plan->smem, opt.stream, args, v.device, pdl);
+  launch(plan->kernel, grid, cluster, plan->threads, plan->smem, opt.stream, args, v.device,
+         opt.pdl);
 }
 
 }  // namespace detail

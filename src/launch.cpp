@@ -84,7 +84,7 @@ bool use_pdl(Pdl pdl) {
 /// primary one gets it through cudaSetDevice and a second try; any other driver error falls
 /// back to the runtime's launch, with the same attributes, whose error is the one reported.
 void launch(cudaKernel_t kernel, int grid, int cluster, int threads, int smem,
-            cudaStream_t stream, void** args, int device, bool pdl) {
+            cudaStream_t stream, void** args, int device, Pdl pdl) {
   static const auto launch_fn = driver_entry<PFN_cuLaunchKernel_v4000>("cuLaunchKernel", 4000);
   static const auto launch_ex_fn =
       driver_entry<PFN_cuLaunchKernelEx_v11060>("cuLaunchKernelEx", 11060);
@@ -97,7 +97,7 @@ void launch(cudaKernel_t kernel, int grid, int cluster, int threads, int smem,
     attrs[num_attrs].value.clusterDim.z = 1;
     ++num_attrs;
   }
-  if (pdl) {
+  if (use_pdl(pdl)) {
     attrs[num_attrs].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
     attrs[num_attrs].value.programmaticStreamSerializationAllowed = 1;
     ++num_attrs;

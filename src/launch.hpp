@@ -96,9 +96,9 @@ dev::GemmParams gemm_params(Plan& plan, const TensorView& x, const TensorView& w
 bool use_pdl(Pdl pdl);
 
 /// Launches `kernel` on `grid` CTAs in clusters of `cluster`, with programmatic stream
-/// serialization when `pdl` (see launch.cpp).
+/// serialization when use_pdl(pdl) (see launch.cpp).
 void launch(cudaKernel_t kernel, int grid, int cluster, int threads, int smem, cudaStream_t stream,
-            void** args, int device, bool pdl);
+            void** args, int device, Pdl pdl);
 
 /// The kernel's image of a driver tensor map (kernels/dev_types.cuh).
 dev::TensorMap to_kernel_map(const CUtensorMap& map);

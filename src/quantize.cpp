@@ -69,7 +69,7 @@ void launch_rows(const char* name, const TensorView& input, int64_t rows, int64_
   void* args[] = {&p};
   DeviceGuard guard(input.device);
   launch(kernel, int(plan.clusters * plan.cluster), plan.cluster, plan.threads, 0, opt.stream,
-         args, input.device, use_pdl(opt.pdl));
+         args, input.device, opt.pdl);
 }
 
 const char* entry_name(DType in, bool silu) {
