@@ -109,6 +109,16 @@ struct Epilogue {
     return row * 128 + (((byte / 16) ^ (row % 8)) * 16) + byte % 16;
   }
 
+  /// The staged bias of columns col, col + 1 of the B side; none is read or added without a
+  /// bias (an added +0.0 would also turn a -0.0 product into +0.0).
+  static constexpr bool kHasBias = T::kBias != BiasKind::kNone;
+  static __device__ __forceinline__ float2 bias_pair(const float* sb_bias, int col) {
+    return kHasBias ? *reinterpret_cast<const float2*>(sb_bias + col) : make_float2(0.0f, 0.0f);
+  }
+  static __device__ __forceinline__ float plus_bias(float y, float bias) {
+    return kHasBias ? y + bias : y;
+  }
+
   static __device__ __forceinline__ u32 pack2(float y0, float y1) {
     return T::kOutF16 ? pack_f16x2(y0, y1) : pack_bf16x2(y0, y1);
   }
@@ -164,11 +174,11 @@ struct Epilogue {
             const int jj = 2 * pair + m / 2, half = m % 2;
             const int b_col = (c * 4 + jj) * 8 + b_col0;
             const float2 s_b = *reinterpret_cast<const float2*>(sb + b_col);
-            const float2 bias_b = *reinterpret_cast<const float2*>(sb_bias + b_col);
+            const float2 bias_b = bias_pair(sb_bias, b_col);
             const int i = (c * 4 + jj) * 4 + half * 2;
             // (acc * xs) * ws + bias, the same order as the swap path.
-            packed[m] = pack2(acc[i] * s_a[half] * s_b.x + bias_b.x,
-                              acc[i + 1] * s_a[half] * s_b.y + bias_b.y);
+            packed[m] = pack2(plus_bias(acc[i] * s_a[half] * s_b.x, bias_b.x),
+                              plus_bias(acc[i + 1] * s_a[half] * s_b.y, bias_b.y));
           }
           const int m = lane / 8;
           const int row = warp * 16 + (m % 2) * 8 + lane % 8;
@@ -207,23 +217,24 @@ struct Epilogue {
     bulk_wait_read<0>();
     named_barrier(1 + consumer, 128);
     const float s_a[2] = {sa[a_row0], sa[a_row0 + 8]};
-    const float bias_a[2] = {sa_bias[a_row0], sa_bias[a_row0 + 8]};
+    const float bias_a[2] = {kHasBias ? sa_bias[a_row0] : 0.0f,
+                             kHasBias ? sa_bias[a_row0 + 8] : 0.0f};
 #pragma unroll
     for (int j = 0; j < kBN / 8; ++j) {
       const int b_col = j * 8 + b_col0;
       const float2 s_b = *reinterpret_cast<const float2*>(sb + b_col);
-      const float2 bias_b = *reinterpret_cast<const float2*>(sb_bias + b_col);
+      const float2 bias_b = bias_pair(sb_bias, b_col);
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         const int a_row = a_row0 + half * 8;
         const float v0 = acc[j * 4 + half * 2], v1 = acc[j * 4 + half * 2 + 1];
         if (!kSwap) {
-          const float y0 = v0 * s_a[half] * s_b.x + bias_b.x;
-          const float y1 = v1 * s_a[half] * s_b.y + bias_b.y;
+          const float y0 = plus_bias(v0 * s_a[half] * s_b.x, bias_b.x);
+          const float y1 = plus_bias(v1 * s_a[half] * s_b.y, bias_b.y);
           *reinterpret_cast<u32*>(region + staged_offset(a_row, b_col)) = pack2(y0, y1);
         } else {
-          const float y0 = v0 * s_b.x * s_a[half] + bias_a[half];
-          const float y1 = v1 * s_b.y * s_a[half] + bias_a[half];
+          const float y0 = plus_bias(v0 * s_b.x * s_a[half], bias_a[half]);
+          const float y1 = plus_bias(v1 * s_b.y * s_a[half], bias_a[half]);
           *reinterpret_cast<u16*>(region + staged_offset(b_col, a_row)) = to_out(y0);
           *reinterpret_cast<u16*>(region + staged_offset(b_col + 1, a_row)) = to_out(y1);
         }
