@@ -161,14 +161,11 @@ struct Epilogue {
       if (tid == 0) bulk_wait_read<0>();
       named_barrier(1 + consumer, 128);
       const float s_a[2] = {sa[a_row0], sa[a_row0 + 8]};
-#pragma unroll
-      for (int c = 0; c < kChunks; ++c) {
-        u8* buf = region + (c % kBufs) * kChunkBytes;
+      // Chunk c's outputs for this thread's two stmatrix.x4 (matrix m of pair `pair`: rows
+      // 8 * (m % 2) of the warp's 16, 8-column unit jj = 2 * pair + m / 2 of the chunk).
+      auto compute = [&](int c, u32 (&packed)[2][4]) {
 #pragma unroll
         for (int pair = 0; pair < 2; ++pair) {
-          // Matrix m of this stmatrix: rows 8 * (m % 2) of the warp's 16, 8-column unit
-          // jj = 2 * pair + m / 2 of the chunk.
-          u32 packed[4];
 #pragma unroll
           for (int m = 0; m < 4; ++m) {
             const int jj = 2 * pair + m / 2, half = m % 2;
@@ -177,16 +174,28 @@ struct Epilogue {
             const float2 bias_b = bias_pair(sb_bias, b_col);
             const int i = (c * 4 + jj) * 4 + half * 2;
             // (acc * xs) * ws + bias, the same order as the swap path.
-            packed[m] = pack2(plus_bias(acc[i] * s_a[half] * s_b.x, bias_b.x),
-                              plus_bias(acc[i + 1] * s_a[half] * s_b.y, bias_b.y));
+            packed[pair][m] = pack2(plus_bias(acc[i] * s_a[half] * s_b.x, bias_b.x),
+                                    plus_bias(acc[i + 1] * s_a[half] * s_b.y, bias_b.y));
           }
-          const int m = lane / 8;
-          const int row = warp * 16 + (m % 2) * 8 + lane % 8;
-          const int jj = 2 * pair + m / 2;
-          stmatrix_x4(buf + row * 64 + ((jj ^ ((row >> 1) & 3)) << 4), packed[0], packed[1],
-                      packed[2], packed[3]);
+        }
+      };
+      // Software-pipelined by one chunk: chunk c + 1's values are computed between chunk c's
+      // proxy fence and its barrier, so the fence's latency passes under that arithmetic.
+      u32 packed[2][4];
+      compute(0, packed);
+#pragma unroll
+      for (int c = 0; c < kChunks; ++c) {
+        u8* buf = region + (c % kBufs) * kChunkBytes;
+        const int lm = lane / 8;
+        const int row = warp * 16 + (lm % 2) * 8 + lane % 8;
+#pragma unroll
+        for (int pair = 0; pair < 2; ++pair) {
+          const int jj = 2 * pair + lm / 2;
+          stmatrix_x4(buf + row * 64 + ((jj ^ ((row >> 1) & 3)) << 4), packed[pair][0],
+                      packed[pair][1], packed[pair][2], packed[pair][3]);
         }
         fence_proxy_async();
+        if (c + 1 < kChunks) compute(c + 1, packed);
         // Chunk c - 1's store (the only one in flight) reads the buffer chunk c + 1 writes.
         if (tid == 0 && c + 1 < kChunks) bulk_wait_read<0>();
         named_barrier(1 + consumer, 128);
