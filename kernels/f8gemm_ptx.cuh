@@ -57,7 +57,7 @@ __device__ __forceinline__ void mbar_wait(u64* bar, u32 parity) {
 
 /// Arrives on the barrier at the same shared-memory offset in CTA `rank` of this cluster (this
 /// CTA included). Release at CTA scope (the default) as CUTLASS's cluster barriers do: what it
-/// orders is this warp's finished wgmma reads of the slot before the peer's copy refills it.
+/// orders is this warpgroup's finished wgmma reads of the slot before the peer's copy refills it.
 __device__ __forceinline__ void mbar_arrive_cluster(u64* bar, u32 rank) {
   asm volatile(
       "{\n"

@@ -109,6 +109,16 @@ struct Epilogue {
     return row * 128 + (((byte / 16) ^ (row % 8)) * 16) + byte % 16;
   }
 
+  /// The staged bias of columns col, col + 1 of the B side; none is read or added without a
+  /// bias (an added +0.0 would also turn a -0.0 product into +0.0).
+  static constexpr bool kHasBias = T::kBias != BiasKind::kNone;
+  static __device__ __forceinline__ float2 bias_pair(const float* sb_bias, int col) {
+    return kHasBias ? *reinterpret_cast<const float2*>(sb_bias + col) : make_float2(0.0f, 0.0f);
+  }
+  static __device__ __forceinline__ float plus_bias(float y, float bias) {
+    return kHasBias ? y + bias : y;
+  }
+
   static __device__ __forceinline__ u32 pack2(float y0, float y1) {
     return T::kOutF16 ? pack_f16x2(y0, y1) : pack_bf16x2(y0, y1);
   }
@@ -151,32 +161,41 @@ struct Epilogue {
       if (tid == 0) bulk_wait_read<0>();
       named_barrier(1 + consumer, 128);
       const float s_a[2] = {sa[a_row0], sa[a_row0 + 8]};
-#pragma unroll
-      for (int c = 0; c < kChunks; ++c) {
-        u8* buf = region + (c % kBufs) * kChunkBytes;
+      // Chunk c's outputs for this thread's two stmatrix.x4 (matrix m of pair `pair`: rows
+      // 8 * (m % 2) of the warp's 16, 8-column unit jj = 2 * pair + m / 2 of the chunk).
+      auto compute = [&](int c, u32 (&packed)[2][4]) {
 #pragma unroll
         for (int pair = 0; pair < 2; ++pair) {
-          // Matrix m of this stmatrix: rows 8 * (m % 2) of the warp's 16, 8-column unit
-          // jj = 2 * pair + m / 2 of the chunk.
-          u32 packed[4];
 #pragma unroll
           for (int m = 0; m < 4; ++m) {
             const int jj = 2 * pair + m / 2, half = m % 2;
             const int b_col = (c * 4 + jj) * 8 + b_col0;
             const float2 s_b = *reinterpret_cast<const float2*>(sb + b_col);
-            const float2 bias_b = *reinterpret_cast<const float2*>(sb_bias + b_col);
+            const float2 bias_b = bias_pair(sb_bias, b_col);
             const int i = (c * 4 + jj) * 4 + half * 2;
             // (acc * xs) * ws + bias, the same order as the swap path.
-            packed[m] = pack2(acc[i] * s_a[half] * s_b.x + bias_b.x,
-                              acc[i + 1] * s_a[half] * s_b.y + bias_b.y);
+            packed[pair][m] = pack2(plus_bias(acc[i] * s_a[half] * s_b.x, bias_b.x),
+                                    plus_bias(acc[i + 1] * s_a[half] * s_b.y, bias_b.y));
           }
-          const int m = lane / 8;
-          const int row = warp * 16 + (m % 2) * 8 + lane % 8;
-          const int jj = 2 * pair + m / 2;
-          stmatrix_x4(buf + row * 64 + ((jj ^ ((row >> 1) & 3)) << 4), packed[0], packed[1],
-                      packed[2], packed[3]);
+        }
+      };
+      // Software-pipelined by one chunk: chunk c + 1's values are computed between chunk c's
+      // proxy fence and its barrier, so the fence's latency passes under that arithmetic.
+      u32 packed[2][4];
+      compute(0, packed);
+#pragma unroll
+      for (int c = 0; c < kChunks; ++c) {
+        u8* buf = region + (c % kBufs) * kChunkBytes;
+        const int lm = lane / 8;
+        const int row = warp * 16 + (lm % 2) * 8 + lane % 8;
+#pragma unroll
+        for (int pair = 0; pair < 2; ++pair) {
+          const int jj = 2 * pair + lm / 2;
+          stmatrix_x4(buf + row * 64 + ((jj ^ ((row >> 1) & 3)) << 4), packed[pair][0],
+                      packed[pair][1], packed[pair][2], packed[pair][3]);
         }
         fence_proxy_async();
+        if (c + 1 < kChunks) compute(c + 1, packed);
         // Chunk c - 1's store (the only one in flight) reads the buffer chunk c + 1 writes.
         if (tid == 0 && c + 1 < kChunks) bulk_wait_read<0>();
         named_barrier(1 + consumer, 128);
@@ -207,23 +226,24 @@ struct Epilogue {
     bulk_wait_read<0>();
     named_barrier(1 + consumer, 128);
     const float s_a[2] = {sa[a_row0], sa[a_row0 + 8]};
-    const float bias_a[2] = {sa_bias[a_row0], sa_bias[a_row0 + 8]};
+    const float bias_a[2] = {kHasBias ? sa_bias[a_row0] : 0.0f,
+                             kHasBias ? sa_bias[a_row0 + 8] : 0.0f};
 #pragma unroll
     for (int j = 0; j < kBN / 8; ++j) {
       const int b_col = j * 8 + b_col0;
       const float2 s_b = *reinterpret_cast<const float2*>(sb + b_col);
-      const float2 bias_b = *reinterpret_cast<const float2*>(sb_bias + b_col);
+      const float2 bias_b = bias_pair(sb_bias, b_col);
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         const int a_row = a_row0 + half * 8;
         const float v0 = acc[j * 4 + half * 2], v1 = acc[j * 4 + half * 2 + 1];
         if (!kSwap) {
-          const float y0 = v0 * s_a[half] * s_b.x + bias_b.x;
-          const float y1 = v1 * s_a[half] * s_b.y + bias_b.y;
+          const float y0 = plus_bias(v0 * s_a[half] * s_b.x, bias_b.x);
+          const float y1 = plus_bias(v1 * s_a[half] * s_b.y, bias_b.y);
           *reinterpret_cast<u32*>(region + staged_offset(a_row, b_col)) = pack2(y0, y1);
         } else {
-          const float y0 = v0 * s_b.x * s_a[half] + bias_a[half];
-          const float y1 = v1 * s_b.y * s_a[half] + bias_a[half];
+          const float y0 = plus_bias(v0 * s_b.x * s_a[half], bias_a[half]);
+          const float y1 = plus_bias(v1 * s_b.y * s_a[half], bias_a[half]);
           *reinterpret_cast<u16*>(region + staged_offset(b_col, a_row)) = to_out(y0);
           *reinterpret_cast<u16*>(region + staged_offset(b_col + 1, a_row)) = to_out(y1);
         }

@@ -91,7 +91,7 @@ struct GemmKernel {
       for (int i = 0; i < T::kAccAll; ++i) total[i] = 0.0f;
     }
     const typename Epilogue<T>::Scales scales = Epilogue<T>::load_scales(p, tile, a_block, tid);
-    Mainloop<T>::run(ring, full, empty, pos, acc, total, kblocks, a_block, tid % 32,
+    Mainloop<T>::run(ring, full, empty, pos, acc, total, kblocks, a_block, tid,
                      [&] { Epilogue<T>::stage_scales(scales, region, tid); });
     between();
     float* sum = T::kFastAccum ? acc : total;

@@ -26,7 +26,7 @@ struct Mainloop {
   template <class AfterFirstIssue>
   static __device__ __forceinline__ void run(const u8* ring, u64* full, u64* empty, RingPos& pos,
                                              float* acc, float* total, int kblocks,
-                                             int a_block, int lane,
+                                             int a_block, int tid,
                                              AfterFirstIssue&& after_first_issue) {
     int prev_stage = 0;
     for (int kb = 0; kb < kblocks; ++kb) {
@@ -41,7 +41,7 @@ struct Mainloop {
         // One k-block of wgmma stays in flight: wait for the previous one and free its slot.
         wgmma_wait<1>();
         fence_all<T::kAccAll>(acc);
-        if (kb > 0 && lane == 0) Producer<T>::release(empty, prev_stage);
+        if (kb > 0) Producer<T>::release(empty, prev_stage, tid);
       } else {
 #pragma unroll
         for (int slice = 0; slice < T::kSlices; ++slice) {
@@ -50,7 +50,7 @@ struct Mainloop {
           if (kb == 0 && slice == 0) after_first_issue();
           wgmma_wait<0>();
           fence_all<T::kSliceAcc>(acc);
-          if (slice == T::kSlices - 1 && lane == 0) Producer<T>::release(empty, pos.stage);
+          if (slice == T::kSlices - 1) Producer<T>::release(empty, pos.stage, tid);
           float* into = total + slice * T::kSliceAcc;
 #pragma unroll
           for (int i = 0; i < T::kSliceAcc; ++i) into[i] += acc[i];
@@ -62,7 +62,7 @@ struct Mainloop {
     if (T::kFastAccum) {
       wgmma_wait<0>();
       fence_all<T::kAccAll>(acc);
-      if (lane == 0) Producer<T>::release(empty, prev_stage);
+      Producer<T>::release(empty, prev_stage, tid);
     }
   }
 

@@ -2,10 +2,11 @@
 /// tile then a W tile of one 128-byte k-block, guarded by two mbarriers per slot.
 ///
 /// - full[s]: armed with the slot's byte count (arrive.expect_tx); the copies complete it.
-/// - empty[s]: lane 0 of every consumer warp arrives once its wgmmas have read the slot. In a
-///   pair, each CTA writes half of the W tile into both CTAs' slots, so a slot is free only when
-///   the consumers of both CTAs have released it: each consumer warp arrives on the slot's empty
-///   barrier in every CTA of the cluster.
+/// - empty[s]: one thread of every consumer warpgroup that reads the slot arrives once its
+///   wgmmas have read it. In a pair each CTA writes half of the W tile into both CTAs' slots, so
+///   a slot is free only when the consumers of both CTAs have released it: each reading
+///   warpgroup arrives on the slot's empty barrier in every CTA of the cluster (thread r on CTA
+///   r's).
 /// The producer starts one phase ahead (a fresh barrier has completed parity 1), so the first
 /// kStages slots fill at once. Slot and phase advance in the same order on both sides across
 /// tiles: the ring never drains between tiles.
@@ -40,7 +41,8 @@ struct RingPos {
 
 template <class T>
 struct Producer {
-  static constexpr int kEmptyArrivals = T::kSlotReaders * 4 * T::kClusterM;
+  /// One arrival per reading consumer warpgroup and CTA of the cluster (see release()).
+  static constexpr int kEmptyArrivals = T::kSlotReaders * T::kClusterM;
   static constexpr u16 kClusterMask = u16((1u << T::kClusterM) - 1);
 
   static __device__ __forceinline__ void init_barriers(u64* full, u64* empty) {
@@ -117,13 +119,15 @@ struct Producer {
     return {base + begin * 1024, u32(begin) * 1024u, u32(count) * 1024u};
   }
 
-  /// Called by lane 0 of a consumer warp once its wgmmas no longer read slot `stage`.
-  static __device__ __forceinline__ void release(u64* empty, int stage) {
+  /// Called by every thread of a consumer warpgroup once its wgmmas no longer read slot
+  /// `stage` (after its wait_group: a wgmma is the whole warpgroup's, so one warp's wait covers
+  /// all four). Thread r < kClusterM of the warpgroup arrives on the slot's empty barrier in CTA
+  /// r of the cluster, so the arrivals to different CTAs leave from different lanes at once.
+  static __device__ __forceinline__ void release(u64* empty, int stage, int tid) {
     if (T::kClusterM == 1) {
-      mbar_arrive(&empty[stage]);
-    } else {
-#pragma unroll
-      for (int r = 0; r < T::kClusterM; ++r) mbar_arrive_cluster(&empty[stage], u32(r));
+      if (tid == 0) mbar_arrive(&empty[stage]);
+    } else if (tid < T::kClusterM) {
+      mbar_arrive_cluster(&empty[stage], u32(tid));
     }
   }
 };
