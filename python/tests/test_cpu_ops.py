@@ -179,6 +179,11 @@ def test_fake_tensor_trace_of_fp8linear():
     ("unshuffle", lambda: (OPS.preshuffle(torch.randint(-100, 100, (24, 160)).to(E4M3)), 160)),
     ("quantize_fp8_row", lambda: (torch.randn(5, 3, 64, dtype=torch.bfloat16),)),
     ("quantize_fp8_row", lambda: (torch.randn(7, 32), torch.tensor(2.0))),
+    # the trailing pdl (programmatic dependent launch; nothing is launched on the CPU)
+    ("quantize_fp8_row", lambda: (torch.randn(5, 64, dtype=torch.bfloat16), None, True, None,
+                                  True)),
+    ("quantize_fp8_row", lambda: (torch.randn(5, 64), torch.tensor(2.0), True, None, False)),
+    ("quantize_fp8_row", lambda: (torch.randn(5, 64), None, True, None, None)),
 ])
 def test_opcheck_cpu(name, args):
     """torch.library.opcheck runs these ops for real on the CPU and through their fakes."""
