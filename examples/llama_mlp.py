@@ -5,13 +5,14 @@ ways, side by side:
 - swap: its three projections swapped for f8gemm FP8Linear (f8gemm.nn.swap_linears: weights
   quantised per row and preshuffled once; x quantised twice, SiLU and the product in torch, the
   intermediate quantised: eight kernels);
-- fused: f8gemm.nn.FP8GatedMLP (gate and up merged into one N = 2I GEMM, x quantised once, the
-  fused silu_mul_quantize_fp8_row, the down GEMM: four kernels).
+- fused: f8gemm.nn.FP8GatedMLP as a user gets it by default (gate and up merged into one
+  N = 2I GEMM, x quantised once, the fused silu_mul_quantize_fp8_row, the down GEMM: four
+  kernels, each with programmatic dependent launch: pdl=True, the module's default, so each
+  kernel may start while the one before it drains and waits for it on the device).
 
-With --pdl, the fused block is also timed with programmatic dependent launch (F8GEMM_PDL=1
-while it runs: each f8gemm kernel may start while the one before it drains, and waits for it
-on the device), and its output, eager and (with --cuda-graph) from a graph replay, is checked
-to be bit-identical to the fused block's.
+With --pdl, the same block built with pdl=False (every kernel launched the ordinary way,
+whatever F8GEMM_PDL says) is also timed, and its output, eager and (with --cuda-graph) from a
+graph replay, is checked to be bit-identical to the fused block's ("same", else "DIFFER").
 
 For each M (tokens) it prints the time of one block forward (CUDA events around each call after
 a warm-up, median of --iters; with --cuda-graph, the median replay of a CUDA graph of one
@@ -21,7 +22,7 @@ quantize_fp8_row on [M, hidden] and [M, intermediate] bf16 against a device copy
 bytes (the issue's bound: at most 1.5x for M <= 16).
 
     python3 examples/llama_mlp.py [--m 1 16 128 2048] [--iters 50] [--cuda-graph] [--quantize]
-                                  [--pdl]
+                                  [--pdl]   (--pdl: also the fused block with pdl=False)
 """
 
 import argparse
@@ -96,22 +97,6 @@ def graph_output(fn):
     return out.clone()
 
 
-def with_pdl(fn):
-    """fn with F8GEMM_PDL=1 while it runs (the library reads the switch at each launch; a graph
-    captured inside keeps the launches as they were made)."""
-    def run():
-        old = os.environ.get("F8GEMM_PDL")
-        os.environ["F8GEMM_PDL"] = "1"
-        try:
-            return fn()
-        finally:
-            if old is None:
-                del os.environ["F8GEMM_PDL"]
-            else:
-                os.environ["F8GEMM_PDL"] = old
-    return run
-
-
 def quantize_table(args, timer):
     """quantize_fp8_row against a device copy of its input bytes, both timed the same way."""
     print(f"\nquantize_fp8_row (bf16 in) against a device copy of the input bytes; "
@@ -139,7 +124,8 @@ def main():
     p.add_argument("--quantize", action="store_true",
                    help="also time quantize_fp8_row against a device copy")
     p.add_argument("--pdl", action="store_true",
-                   help="also time the fused block with programmatic dependent launch")
+                   help="also time the fused block with pdl=False (no programmatic dependent "
+                        "launch; the fused column has the module's default, pdl=True)")
     args = p.parse_args()
     if not torch.cuda.is_available():
         sys.exit("needs a CUDA GPU (sm_90)")
@@ -148,13 +134,17 @@ def main():
     bf16 = LlamaMLP(args.hidden, args.intermediate).eval()
     swap = swap_linears(copy.deepcopy(bf16), use_fast_accum=not args.precise).eval()
     fused = FP8GatedMLP.from_module(bf16, use_fast_accum=not args.precise).eval()
+    serial = None
+    if args.pdl:
+        serial = FP8GatedMLP.from_module(bf16, use_fast_accum=not args.precise, pdl=False).eval()
     timer = time_graph_us if args.cuda_graph else time_eager_us
     gpu = torch.cuda.get_device_name()
     print(f"Llama MLP block hidden={args.hidden} intermediate={args.intermediate} on {gpu}; "
           f"{'CUDA-graph replay' if args.cuda_graph else 'eager'} times in us, median of "
-          f"{args.iters}; error = ||y - y_bf16|| / ||y_bf16||")
-    pdl_hdr = f" | {'pdl':>8} | {'pdl x':>6} | {'pdl bits':>8}" if args.pdl else ""
-    pdl_rule = f"-+-{'-' * 8}-+-{'-' * 6}-+-{'-' * 8}" if args.pdl else ""
+          f"{args.iters}; error = ||y - y_bf16|| / ||y_bf16||; fused: pdl={fused.pdl}"
+          f"{', no pdl: pdl=False' if args.pdl else ''}")
+    pdl_hdr = f" | {'no pdl':>8} | {'no pdl x':>8} | {'bits':>6}" if args.pdl else ""
+    pdl_rule = f"-+-{'-' * 8}-+-{'-' * 8}-+-{'-' * 6}" if args.pdl else ""
     print(f"{'M':>6} | {'bf16':>8} | {'swap':>8} | {'fused':>8} | {'swap x':>6} | {'fused x':>7} "
           f"| {'swap err':>9} | {'fused err':>9}{pdl_hdr}")
     print(f"{'-' * 6}-+-{'-' * 8}-+-{'-' * 8}-+-{'-' * 8}-+-{'-' * 6}-+-{'-' * 7}-+-{'-' * 9}-+-"
@@ -172,15 +162,15 @@ def main():
             t_swap = timer(lambda: swap(x), args.warmup, args.iters)
             t_fused = timer(lambda: fused(x), args.warmup, args.iters)
             pdl_cols = ""
-            if args.pdl:
-                fused_pdl = with_pdl(lambda: fused(x))
+            if serial is not None:
                 ref = fused(x)
-                same = torch.equal(fused_pdl(), ref)
+                same = torch.equal(serial(x), ref)
                 if args.cuda_graph:
-                    same = same and torch.equal(graph_output(fused_pdl), ref)
-                t_pdl = timer(fused_pdl, args.warmup, args.iters)
-                pdl_cols = (f" | {t_pdl:>8.1f} | {t16 / t_pdl:>5.2f}x | "
-                            f"{'same' if same else 'DIFFER':>8}")
+                    same = same and all(torch.equal(graph_output(block), ref) for block in
+                                        (lambda: fused(x), lambda: serial(x)))
+                t_serial = timer(lambda: serial(x), args.warmup, args.iters)
+                pdl_cols = (f" | {t_serial:>8.1f} | {t16 / t_serial:>7.2f}x | "
+                            f"{'same' if same else 'DIFFER':>6}")
             print(f"{m:>6} | {t16:>8.1f} | {t_swap:>8.1f} | {t_fused:>8.1f} | "
                   f"{t16 / t_swap:>5.2f}x | {t16 / t_fused:>6.2f}x | {e_swap:>9.3e} | "
                   f"{e_fused:>9.3e}{pdl_cols}", flush=True)

@@ -105,6 +105,11 @@ OnDevice::OnDevice(const at::Tensor& t) {
   }
 }
 
+f8gemm::Pdl to_pdl(const std::optional<bool>& pdl) {
+  if (!pdl.has_value()) return f8gemm::Pdl::kDefault;
+  return *pdl ? f8gemm::Pdl::kOn : f8gemm::Pdl::kOff;
+}
+
 bool stream_is_capturing(cudaStream_t stream) {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   if (cudaStreamIsCapturing(stream, &status) != cudaSuccess) {

@@ -1,5 +1,6 @@
 /// \brief Shared by the op files of the PyTorch extension: torch tensors as f8gemm TensorViews,
-/// new outputs, the device guard and stream of an op, and library errors as torch errors.
+/// new outputs, the device guard and stream of an op, the ops' `pdl` argument, and library errors
+/// as torch errors.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -38,6 +39,11 @@ struct OnDevice {
   int device = -1;
   explicit OnDevice(const at::Tensor& t);
 };
+
+/// The ops' trailing `bool? pdl=None` as the library's launch option: None leaves the choice to
+/// the library (Pdl::kDefault: the F8GEMM_PDL switch, off when unset), True asks for
+/// programmatic dependent launch (Pdl::kOn), False forbids it (Pdl::kOff) whatever the switch.
+f8gemm::Pdl to_pdl(const std::optional<bool>& pdl);
 
 /// True when `stream` is capturing a CUDA graph (or when that cannot be told).
 bool stream_is_capturing(cudaStream_t stream);

@@ -1,14 +1,16 @@
 /// \brief The fused activation ops of f8gemm's PyTorch extension (schema in schemas.cpp): the
 /// CUDA and CPU implementation over the C++ API, and the Meta (fake) implementation.
 ///
-///   silu_mul_quantize_fp8_row(Tensor gate_up, Tensor? scale_ub=None) -> (Tensor, Tensor)
+///   silu_mul_quantize_fp8_row(Tensor gate_up, Tensor? scale_ub=None, bool? pdl=None)
+///       -> (Tensor, Tensor)
 ///
 /// gate_up [..., 2I] bf16/fp16/fp32 (gate | up, a merged gate_up GEMM's output) gives
 /// (q [..., I] float8_e4m3fn, scale [...] fp32): h = SiLU(gate) * up in fp32, then rowwise e4m3
 /// exactly as quantize_fp8_row. scale_ub (an upper bound on each row's max |h|, one fp32) may
 /// live on gate_up's device, where the kernel reads it: no host sync, legal in CUDA-graph capture
 /// (a value <= 0 or NaN there means no bound); a CPU scale_ub for a CUDA gate_up is read on the
-/// host (free) and must be positive and finite. Bad arguments raise ValueError.
+/// host (free) and must be positive and finite. pdl: QuantizeOptions::pdl (binding.hpp
+/// to_pdl), ignored on the CPU. Bad arguments raise ValueError.
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
 #include <c10/core/ScalarType.h>
@@ -23,6 +25,7 @@
 #include <tuple>
 #include <vector>
 
+#include "binding.hpp"
 #include "f8gemm/f8gemm.hpp"
 
 namespace f8gemm_torch_fused {
@@ -77,7 +80,8 @@ TensorView view_of(const at::Tensor& t, const char* name) {
 const f8gemm::QuantizeArgNames kNames{"gate_up", "q", "scale"};
 
 std::tuple<at::Tensor, at::Tensor> silu_mul_quantize_fp8_row(
-    const at::Tensor& gate_up, const std::optional<at::Tensor>& scale_ub) {
+    const at::Tensor& gate_up, const std::optional<at::Tensor>& scale_ub,
+    std::optional<bool> pdl) {
   if (gate_up.dim() < 1) invalid("gate_up must be [..., 2I], got a 0-dimensional tensor");
   const int64_t width = gate_up.size(-1);
   if (width % 2 != 0) {
@@ -86,6 +90,7 @@ std::tuple<at::Tensor, at::Tensor> silu_mul_quantize_fp8_row(
   }
   const TensorView in = view_of(gate_up, "gate_up");
   f8gemm::QuantizeOptions opt;
+  opt.pdl = f8gemm_torch::to_pdl(pdl);
   TensorView ub_view;
   if (scale_ub.has_value() && scale_ub->defined()) {
     const at::Tensor& ub = *scale_ub;
@@ -133,7 +138,7 @@ std::tuple<at::Tensor, at::Tensor> silu_mul_quantize_fp8_row(
 
 /// Shapes and dtypes only (symbolic sizes allowed), with the same shape errors.
 std::tuple<at::Tensor, at::Tensor> silu_mul_quantize_fp8_row_meta(
-    const at::Tensor& gate_up, const std::optional<at::Tensor>&) {
+    const at::Tensor& gate_up, const std::optional<at::Tensor>&, std::optional<bool>) {
   if (gate_up.dim() < 1) invalid("gate_up must be [..., 2I], got a 0-dimensional tensor");
   const auto dtype = gate_up.scalar_type();
   if (dtype != at::ScalarType::BFloat16 && dtype != at::ScalarType::Half &&

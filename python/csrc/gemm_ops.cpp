@@ -6,7 +6,8 @@
 /// stream. Inputs are validated by the library under the op's argument names (XQ, WQ, output),
 /// never copied (no .contiguous()): the only allocation is the output. Inside CUDA-graph capture,
 /// a GEMM whose plan is not built (f8gemm::is_ready) raises a RuntimeError telling the user to
-/// precompile instead of compiling during the capture.
+/// precompile instead of compiling during the capture. The trailing `pdl` (schemas.cpp) becomes
+/// GemmOptions::pdl: programmatic dependent launch for this call, or the library's default.
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/util/Exception.h>
@@ -48,6 +49,7 @@ struct GemmArgs {
   bool use_fast_accum;
   WeightLayout layout;
   bool batched;
+  f8gemm::Pdl pdl;  ///< the op's `pdl` (to_pdl): GemmOptions::pdl
 };
 
 /// The hint added to a rank/shape error when a weight of the other layout was passed.
@@ -168,6 +170,7 @@ void run_gemm(const GemmArgs& a, const at::Tensor& out) {
     c.options.bias = &c.bias;
   }
   c.options.fast_accum = a.use_fast_accum;
+  c.options.pdl = a.pdl;
   c.options.names = &kGemmNames;
   OnDevice on(a.XQ);
   c.options.stream = on.stream;
@@ -206,25 +209,26 @@ at::Tensor gemm_functional(const GemmArgs& a, at::ScalarType out_dtype) {
 
 at::Tensor f8f8bf16_rowwise(const at::Tensor& XQ, const at::Tensor& WQ, const at::Tensor& x_scale,
                             const at::Tensor& w_scale, const std::optional<at::Tensor>& bias,
-                            bool use_fast_accum) {
+                            bool use_fast_accum, std::optional<bool> pdl) {
   return gemm_functional({"f8f8bf16_rowwise", XQ, WQ, x_scale, w_scale, bias, use_fast_accum,
-                          WeightLayout::kPlain, false},
+                          WeightLayout::kPlain, false, to_pdl(pdl)},
                          at::ScalarType::BFloat16);
 }
 
 at::Tensor f8f8f16_rowwise(const at::Tensor& XQ, const at::Tensor& WQ, const at::Tensor& x_scale,
                            const at::Tensor& w_scale, const std::optional<at::Tensor>& bias,
-                           bool use_fast_accum) {
+                           bool use_fast_accum, std::optional<bool> pdl) {
   return gemm_functional({"f8f8f16_rowwise", XQ, WQ, x_scale, w_scale, bias, use_fast_accum,
-                          WeightLayout::kPlain, false},
+                          WeightLayout::kPlain, false, to_pdl(pdl)},
                          at::ScalarType::Half);
 }
 
 void f8f8bf16_rowwise_out(const at::Tensor& XQ, const at::Tensor& WQ, const at::Tensor& x_scale,
                           const at::Tensor& w_scale, const at::Tensor& output,
-                          const std::optional<at::Tensor>& bias, bool use_fast_accum) {
+                          const std::optional<at::Tensor>& bias, bool use_fast_accum,
+                          std::optional<bool> pdl) {
   const GemmArgs a{"f8f8bf16_rowwise_out", XQ, WQ, x_scale, w_scale, bias, use_fast_accum,
-                   WeightLayout::kPlain, false};
+                   WeightLayout::kPlain, false, to_pdl(pdl)};
   require_out_dtype(a.op, output, at::ScalarType::BFloat16);
   run_gemm(a, output);
 }
@@ -232,19 +236,21 @@ void f8f8bf16_rowwise_out(const at::Tensor& XQ, const at::Tensor& WQ, const at::
 at::Tensor rowwise_batched_impl(const at::Tensor& XQ, const at::Tensor& WQ,
                                 const at::Tensor& x_scale, const at::Tensor& w_scale,
                                 const std::optional<at::Tensor>& bias, bool use_fast_accum,
-                                bool preshuffled) {
+                                bool preshuffled, std::optional<bool> pdl) {
   return gemm_functional({batched_name(preshuffled), XQ, WQ, x_scale, w_scale, bias,
                           use_fast_accum,
-                          preshuffled ? WeightLayout::kPreshuffled : WeightLayout::kPlain, true},
+                          preshuffled ? WeightLayout::kPreshuffled : WeightLayout::kPlain, true,
+                          to_pdl(pdl)},
                          at::ScalarType::BFloat16);
 }
 
 void rowwise_batched_out_impl(const at::Tensor& XQ, const at::Tensor& WQ,
                               const at::Tensor& x_scale, const at::Tensor& w_scale,
                               const at::Tensor& output, const std::optional<at::Tensor>& bias,
-                              bool use_fast_accum, bool preshuffled) {
+                              bool use_fast_accum, bool preshuffled, std::optional<bool> pdl) {
   const GemmArgs a{batched_name(preshuffled), XQ, WQ, x_scale, w_scale, bias, use_fast_accum,
-                   preshuffled ? WeightLayout::kPreshuffled : WeightLayout::kPlain, true};
+                   preshuffled ? WeightLayout::kPreshuffled : WeightLayout::kPlain, true,
+                   to_pdl(pdl)};
   require_out_dtype(a.op, output, at::ScalarType::BFloat16);
   run_gemm(a, output);
 }
@@ -252,30 +258,33 @@ void rowwise_batched_out_impl(const at::Tensor& XQ, const at::Tensor& WQ,
 at::Tensor batched_composite(const at::Tensor& XQ, const at::Tensor& WQ,
                              const at::Tensor& x_scale, const at::Tensor& w_scale,
                              const std::optional<at::Tensor>& bias, bool use_fast_accum,
-                             const std::optional<at::Tensor>& output, bool preshuffled) {
+                             const std::optional<at::Tensor>& output, std::optional<bool> pdl,
+                             bool preshuffled) {
   if (output.has_value() && output->defined()) {
     static const auto out_op =
         c10::Dispatcher::singleton()
             .findSchemaOrThrow("f8gemm::_rowwise_batched_out", "")
             .typed<void(const at::Tensor&, const at::Tensor&, const at::Tensor&,
                         const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&,
-                        bool, bool)>();
-    out_op.call(XQ, WQ, x_scale, w_scale, *output, bias, use_fast_accum, preshuffled);
+                        bool, bool, std::optional<bool>)>();
+    out_op.call(XQ, WQ, x_scale, w_scale, *output, bias, use_fast_accum, preshuffled, pdl);
     return *output;  // FBGEMM's convention: the output argument is returned
   }
   static const auto op =
       c10::Dispatcher::singleton()
           .findSchemaOrThrow("f8gemm::_rowwise_batched", "")
           .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&,
-                            const at::Tensor&, const std::optional<at::Tensor>&, bool, bool)>();
-  return op.call(XQ, WQ, x_scale, w_scale, bias, use_fast_accum, preshuffled);
+                            const at::Tensor&, const std::optional<at::Tensor>&, bool, bool,
+                            std::optional<bool>)>();
+  return op.call(XQ, WQ, x_scale, w_scale, bias, use_fast_accum, preshuffled, pdl);
 }
 
 at::Tensor f8f8bf16_rowwise_batched(const at::Tensor& XQ, const at::Tensor& WQ,
                                     const at::Tensor& x_scale, const at::Tensor& w_scale,
                                     const std::optional<at::Tensor>& bias, bool use_fast_accum,
-                                    const std::optional<at::Tensor>& output) {
-  return batched_composite(XQ, WQ, x_scale, w_scale, bias, use_fast_accum, output, false);
+                                    const std::optional<at::Tensor>& output,
+                                    std::optional<bool> pdl) {
+  return batched_composite(XQ, WQ, x_scale, w_scale, bias, use_fast_accum, output, pdl, false);
 }
 
 at::Tensor f8f8bf16_rowwise_batched_preshuffled(const at::Tensor& XQ, const at::Tensor& WQ,
@@ -283,25 +292,26 @@ at::Tensor f8f8bf16_rowwise_batched_preshuffled(const at::Tensor& XQ, const at::
                                                 const at::Tensor& w_scale,
                                                 const std::optional<at::Tensor>& bias,
                                                 bool use_fast_accum,
-                                                const std::optional<at::Tensor>& output) {
-  return batched_composite(XQ, WQ, x_scale, w_scale, bias, use_fast_accum, output, true);
+                                                const std::optional<at::Tensor>& output,
+                                                std::optional<bool> pdl) {
+  return batched_composite(XQ, WQ, x_scale, w_scale, bias, use_fast_accum, output, pdl, true);
 }
 
 at::Tensor f8f8bf16_rowwise_preshuffled(const at::Tensor& XQ, const at::Tensor& WQ,
                                         const at::Tensor& x_scale, const at::Tensor& w_scale,
                                         const std::optional<at::Tensor>& bias,
-                                        bool use_fast_accum) {
+                                        bool use_fast_accum, std::optional<bool> pdl) {
   return gemm_functional({"f8f8bf16_rowwise_preshuffled", XQ, WQ, x_scale, w_scale, bias,
-                          use_fast_accum, WeightLayout::kPreshuffled, false},
+                          use_fast_accum, WeightLayout::kPreshuffled, false, to_pdl(pdl)},
                          at::ScalarType::BFloat16);
 }
 
 at::Tensor f8f8f16_rowwise_preshuffled(const at::Tensor& XQ, const at::Tensor& WQ,
                                        const at::Tensor& x_scale, const at::Tensor& w_scale,
                                        const std::optional<at::Tensor>& bias,
-                                       bool use_fast_accum) {
+                                       bool use_fast_accum, std::optional<bool> pdl) {
   return gemm_functional({"f8f8f16_rowwise_preshuffled", XQ, WQ, x_scale, w_scale, bias,
-                          use_fast_accum, WeightLayout::kPreshuffled, false},
+                          use_fast_accum, WeightLayout::kPreshuffled, false, to_pdl(pdl)},
                          at::ScalarType::Half);
 }
 
@@ -309,9 +319,9 @@ void f8f8bf16_rowwise_preshuffled_out(const at::Tensor& XQ, const at::Tensor& WQ
                                       const at::Tensor& x_scale, const at::Tensor& w_scale,
                                       const at::Tensor& output,
                                       const std::optional<at::Tensor>& bias,
-                                      bool use_fast_accum) {
+                                      bool use_fast_accum, std::optional<bool> pdl) {
   const GemmArgs a{"f8f8bf16_rowwise_preshuffled_out", XQ, WQ, x_scale, w_scale, bias,
-                   use_fast_accum, WeightLayout::kPreshuffled, false};
+                   use_fast_accum, WeightLayout::kPreshuffled, false, to_pdl(pdl)};
   require_out_dtype(a.op, output, at::ScalarType::BFloat16);
   run_gemm(a, output);
 }

@@ -1,7 +1,8 @@
 /// \brief The Meta (fake) implementations of the PyTorch extension's ops (schemas in
 /// schemas.cpp): output shapes and dtypes only, symbolic sizes allowed, for torch.compile,
 /// torch.export and opcheck. They check what the shape inference itself needs (ranks), with the
-/// same error types as the CUDA implementations.
+/// same error types as the CUDA implementations. The trailing `pdl` of the GEMM and quantisation
+/// ops only says how a kernel is launched: it changes no shape, and is ignored here.
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
 #include <c10/core/SymInt.h>
@@ -72,23 +73,25 @@ at::Tensor meta_gemm(const char* op, const at::Tensor& XQ, const at::Tensor& WQ,
 }
 
 at::Tensor f8f8bf16_rowwise_meta(const at::Tensor& XQ, const at::Tensor& WQ, const at::Tensor&,
-                                 const at::Tensor&, const std::optional<at::Tensor>&, bool) {
+                                 const at::Tensor&, const std::optional<at::Tensor>&, bool,
+                                 std::optional<bool>) {
   return meta_gemm("f8f8bf16_rowwise", XQ, WQ, WeightLayout::kPlain, false,
                    at::ScalarType::BFloat16);
 }
 
 at::Tensor f8f8f16_rowwise_meta(const at::Tensor& XQ, const at::Tensor& WQ, const at::Tensor&,
-                                const at::Tensor&, const std::optional<at::Tensor>&, bool) {
+                                const at::Tensor&, const std::optional<at::Tensor>&, bool,
+                                std::optional<bool>) {
   return meta_gemm("f8f8f16_rowwise", XQ, WQ, WeightLayout::kPlain, false, at::ScalarType::Half);
 }
 
 void f8f8bf16_rowwise_out_meta(const at::Tensor&, const at::Tensor&, const at::Tensor&,
                                const at::Tensor&, const at::Tensor&,
-                               const std::optional<at::Tensor>&, bool) {}
+                               const std::optional<at::Tensor>&, bool, std::optional<bool>) {}
 
 at::Tensor rowwise_batched_meta(const at::Tensor& XQ, const at::Tensor& WQ, const at::Tensor&,
                                 const at::Tensor&, const std::optional<at::Tensor>&, bool,
-                                bool preshuffled) {
+                                bool preshuffled, std::optional<bool>) {
   return meta_gemm(batched_name(preshuffled), XQ, WQ,
                    preshuffled ? WeightLayout::kPreshuffled : WeightLayout::kPlain, true,
                    at::ScalarType::BFloat16);
@@ -96,18 +99,20 @@ at::Tensor rowwise_batched_meta(const at::Tensor& XQ, const at::Tensor& WQ, cons
 
 void rowwise_batched_out_meta(const at::Tensor&, const at::Tensor&, const at::Tensor&,
                               const at::Tensor&, const at::Tensor&,
-                              const std::optional<at::Tensor>&, bool, bool) {}
+                              const std::optional<at::Tensor>&, bool, bool, std::optional<bool>) {}
 
 at::Tensor f8f8bf16_rowwise_preshuffled_meta(const at::Tensor& XQ, const at::Tensor& WQ,
                                              const at::Tensor&, const at::Tensor&,
-                                             const std::optional<at::Tensor>&, bool) {
+                                             const std::optional<at::Tensor>&, bool,
+                                             std::optional<bool>) {
   return meta_gemm("f8f8bf16_rowwise_preshuffled", XQ, WQ, WeightLayout::kPreshuffled, false,
                    at::ScalarType::BFloat16);
 }
 
 at::Tensor f8f8f16_rowwise_preshuffled_meta(const at::Tensor& XQ, const at::Tensor& WQ,
                                             const at::Tensor&, const at::Tensor&,
-                                            const std::optional<at::Tensor>&, bool) {
+                                            const std::optional<at::Tensor>&, bool,
+                                            std::optional<bool>) {
   return meta_gemm("f8f8f16_rowwise_preshuffled", XQ, WQ, WeightLayout::kPreshuffled, false,
                    at::ScalarType::Half);
 }
@@ -115,7 +120,7 @@ at::Tensor f8f8f16_rowwise_preshuffled_meta(const at::Tensor& XQ, const at::Tens
 void f8f8bf16_rowwise_preshuffled_out_meta(const at::Tensor&, const at::Tensor&,
                                            const at::Tensor&, const at::Tensor&,
                                            const at::Tensor&, const std::optional<at::Tensor>&,
-                                           bool) {}
+                                           bool, std::optional<bool>) {}
 
 at::Tensor preshuffle_meta(const at::Tensor& WQ) {
   if (WQ.dim() != 2 && WQ.dim() != 3) {
@@ -144,7 +149,8 @@ at::Tensor unshuffle_meta(const at::Tensor& WQ_shuffled, int64_t K) {
 
 std::tuple<at::Tensor, at::Tensor> quantize_fp8_row_meta(const at::Tensor& a,
                                                          const std::optional<at::Tensor>&, bool,
-                                                         const std::optional<at::Tensor>& output) {
+                                                         const std::optional<at::Tensor>& output,
+                                                         std::optional<bool>) {
   if (a.dim() < 1) {
     C10_THROW_ERROR(ValueError, "f8gemm.quantize_fp8_row: invalid argument: a must have at least "
                                 "1 dimension ([..., K]), got a 0-dimensional tensor");

@@ -23,10 +23,12 @@ using f8gemm::TensorView;
 /// scale_ub, a 1-element fp32 tensor: on a's CUDA device the kernel reads it (no host sync, legal
 /// inside CUDA-graph capture; a value <= 0 or NaN there means no bound); anywhere else it is read
 /// on the host: free for a CPU tensor, a sync for one on another GPU (refused during capture).
+/// pdl: QuantizeOptions::pdl (to_pdl); a CPU call launches nothing and ignores it.
 std::tuple<at::Tensor, at::Tensor> quantize_fp8_row(const at::Tensor& a,
                                                     const std::optional<at::Tensor>& scale_ub,
                                                     bool use_triton,
-                                                    const std::optional<at::Tensor>& output) {
+                                                    const std::optional<at::Tensor>& output,
+                                                    std::optional<bool> pdl) {
   (void)use_triton;
   const char* op = "quantize_fp8_row";
   if (a.dim() < 1) {
@@ -34,6 +36,7 @@ std::tuple<at::Tensor, at::Tensor> quantize_fp8_row(const at::Tensor& a,
                                 "1 dimension ([..., K]), got a 0-dimensional tensor");
   }
   f8gemm::QuantizeOptions opt;
+  opt.pdl = to_pdl(pdl);
   TensorView ub_view;
   if (scale_ub.has_value() && scale_ub->defined()) {
     const at::Tensor& ub = *scale_ub;

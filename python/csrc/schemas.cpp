@@ -5,6 +5,12 @@
 /// CPU),
 /// precompile_ops.cpp (CompositeExplicitAutograd), meta_ops.cpp (Meta).
 ///
+/// Every GEMM op (not the grouped ones), quantize_fp8_row and silu_mul_quantize_fp8_row end with
+/// our own `bool? pdl=None`, after FBGEMM's arguments so that its call sites keep working:
+/// programmatic dependent launch for this call (True), never (False), or the library's default
+/// (None: the F8GEMM_PDL switch, off when unset; binding.hpp to_pdl). The grouped ops keep
+/// FBGEMM's schemas unchanged: they follow the switch.
+///
 /// Loaded from Python with torch.ops.load_library (no Python.h here). f8gemm::Error becomes
 /// ValueError for ErrorCode::kInvalidArgument and RuntimeError otherwise.
 #include <ATen/core/Tensor.h>
@@ -16,31 +22,34 @@ TORCH_LIBRARY(f8gemm, m) {
   // Inductor hands these ops contiguous inputs (the library validates, it never copies).
   const std::vector<at::Tag> tags = {at::Tag::needs_contiguous_strides};
   m.def("f8f8bf16_rowwise(Tensor XQ, Tensor WQ, Tensor x_scale, Tensor w_scale, "
-        "Tensor? bias=None, bool use_fast_accum=True) -> Tensor", tags);
+        "Tensor? bias=None, bool use_fast_accum=True, bool? pdl=None) -> Tensor", tags);
   m.def("f8f8bf16_rowwise_out(Tensor XQ, Tensor WQ, Tensor x_scale, Tensor w_scale, "
-        "Tensor(a!) output, Tensor? bias=None, bool use_fast_accum=True) -> ()");
+        "Tensor(a!) output, Tensor? bias=None, bool use_fast_accum=True, bool? pdl=None) -> ()");
   m.def("f8f8f16_rowwise(Tensor XQ, Tensor WQ, Tensor x_scale, Tensor w_scale, "
-        "Tensor? bias=None, bool use_fast_accum=True) -> Tensor", tags);
+        "Tensor? bias=None, bool use_fast_accum=True, bool? pdl=None) -> Tensor", tags);
   m.def("f8f8bf16_rowwise_batched(Tensor XQ, Tensor WQ, Tensor x_scale, Tensor w_scale, "
-        "Tensor? bias=None, bool use_fast_accum=True, Tensor(a!)? output=None) -> Tensor");
+        "Tensor? bias=None, bool use_fast_accum=True, Tensor(a!)? output=None, "
+        "bool? pdl=None) -> Tensor");
   m.def("f8f8bf16_rowwise_preshuffled(Tensor XQ, Tensor WQ, Tensor x_scale, Tensor w_scale, "
-        "Tensor? bias=None, bool use_fast_accum=True) -> Tensor", tags);
+        "Tensor? bias=None, bool use_fast_accum=True, bool? pdl=None) -> Tensor", tags);
   m.def("f8f8bf16_rowwise_preshuffled_out(Tensor XQ, Tensor WQ, Tensor x_scale, "
-        "Tensor w_scale, Tensor(a!) output, Tensor? bias=None, bool use_fast_accum=True) -> ()");
+        "Tensor w_scale, Tensor(a!) output, Tensor? bias=None, bool use_fast_accum=True, "
+        "bool? pdl=None) -> ()");
   m.def("f8f8f16_rowwise_preshuffled(Tensor XQ, Tensor WQ, Tensor x_scale, Tensor w_scale, "
-        "Tensor? bias=None, bool use_fast_accum=True) -> Tensor", tags);
+        "Tensor? bias=None, bool use_fast_accum=True, bool? pdl=None) -> Tensor", tags);
   m.def("f8f8bf16_rowwise_batched_preshuffled(Tensor XQ, Tensor WQ, Tensor x_scale, "
         "Tensor w_scale, Tensor? bias=None, bool use_fast_accum=True, "
-        "Tensor(a!)? output=None) -> Tensor");
+        "Tensor(a!)? output=None, bool? pdl=None) -> Tensor");
   m.def("preshuffle(Tensor WQ) -> Tensor", tags);
   m.def("unshuffle(Tensor WQ_shuffled, int K) -> Tensor", tags);
   // Internal: the two forms behind the batched ops (see batched_composite).
   m.def("_rowwise_batched(Tensor XQ, Tensor WQ, Tensor x_scale, Tensor w_scale, Tensor? bias, "
-        "bool use_fast_accum, bool preshuffled) -> Tensor", tags);
+        "bool use_fast_accum, bool preshuffled, bool? pdl=None) -> Tensor", tags);
   m.def("_rowwise_batched_out(Tensor XQ, Tensor WQ, Tensor x_scale, Tensor w_scale, "
-        "Tensor(a!) output, Tensor? bias, bool use_fast_accum, bool preshuffled) -> ()");
+        "Tensor(a!) output, Tensor? bias, bool use_fast_accum, bool preshuffled, "
+        "bool? pdl=None) -> ()");
   m.def("quantize_fp8_row(Tensor a, Tensor? scale_ub=None, bool use_triton=True, "
-        "Tensor(a!)? output=None) -> (Tensor, Tensor)");
+        "Tensor(a!)? output=None, bool? pdl=None) -> (Tensor, Tensor)");
   m.def("precompile(int[] shape, str layout='preshuffled', bool use_fast_accum=True, "
         "ScalarType? out_dtype=None, ScalarType? bias_dtype=None, Device? device=None) -> ()");
   // shape: [G, total_M, N, K] (stacked), or [G, M_max, N, K] with padded=True.
@@ -49,9 +58,9 @@ TORCH_LIBRARY(f8gemm, m) {
   // FBGEMM's ROCm names for its preshuffled GEMMs, same schemas. Only the names are shared: the
   // weight layouts differ between vendors, so WQ must come from torch.ops.f8gemm.preshuffle.
   m.def("f8f8bf16_rowwise_preshuffle(Tensor XQ, Tensor WQ, Tensor x_scale, Tensor w_scale, "
-        "Tensor? bias=None, bool use_fast_accum=True) -> Tensor", tags);
+        "Tensor? bias=None, bool use_fast_accum=True, bool? pdl=None) -> Tensor", tags);
   m.def("f8f8f16_rowwise_preshuffle(Tensor XQ, Tensor WQ, Tensor x_scale, Tensor w_scale, "
-        "Tensor? bias=None, bool use_fast_accum=True) -> Tensor", tags);
+        "Tensor? bias=None, bool use_fast_accum=True, bool? pdl=None) -> Tensor", tags);
   // Grouped GEMMs for mixture-of-experts (grouped_ops.cpp), FBGEMM's schemas. The sizes stay on
   // the GPU and are clamped there (negative -> 0, clipped at total_M or M_max): XQ [total_M, K]
   // stacked by group with M_sizes [G], or XQ [G, M_max, K] with zero_start_index_M [G] (the
@@ -74,8 +83,8 @@ TORCH_LIBRARY(f8gemm, m) {
         "Tensor w_scale, Tensor M_sizes, Tensor(a!) output, Tensor? bias=None, "
         "bool use_fast_accum=True) -> ()");
   // The fused activation of a gated MLP (fused_ops.cpp).
-  m.def("silu_mul_quantize_fp8_row(Tensor gate_up, Tensor? scale_ub=None) -> (Tensor, Tensor)",
-        tags);
+  m.def("silu_mul_quantize_fp8_row(Tensor gate_up, Tensor? scale_ub=None, bool? pdl=None) -> "
+        "(Tensor, Tensor)", tags);
   m.def("info() -> str");
   m.def("preshuffle_layout_version() -> int");
 }

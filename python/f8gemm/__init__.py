@@ -30,6 +30,12 @@ The ops (schemas follow FBGEMM/MSLK; XQ [..., K] e4m3fn, WQ [N, K] e4m3fn, fp32 
                bias_dtype=None, device=None)
     precompile_grouped(shape, layout='preshuffled', padded=False, use_fast_accum=True,
                        bias_dtype=None, device=None)   (shape [G, total_M or M_max, N, K])
+    silu_mul_quantize_fp8_row(gate_up, scale_ub=None) -> (Tensor, Tensor)
+
+Each of these but preshuffle, unshuffle and the precompiles takes a last argument of ours,
+pdl=None: programmatic dependent launch of its kernel (True), never (False), or the F8GEMM_PDL
+switch (None; off when unset). Results do not depend on it. The grouped GEMMs below keep
+FBGEMM's schemas, without it: they follow the switch.
 
 Grouped (mixture-of-experts) GEMMs, FBGEMM's schemas; the group sizes stay on the GPU (no
 sync, CUDA-graph safe) and are clamped there: a negative size counts as 0, groups are clipped

@@ -4,6 +4,11 @@
 The weight is quantised once per output row (quantize_fp8_row) and preshuffled once; each
 forward quantises the activations per row and calls f8f8bf16_rowwise_preshuffled (or the fp16
 op). No autograd: use it for inference (under torch.no_grad() / torch.inference_mode()).
+
+Both modules take `pdl`, passed to every op of their forward: programmatic dependent launch of
+each kernel (it may be scheduled while the kernel before it on the stream drains, and waits for
+it on the device, so results do not change). None follows the library's default (the F8GEMM_PDL
+switch, off when unset), True and False decide for this module whatever the switch.
 """
 
 import torch
@@ -20,10 +25,17 @@ class FP8Linear(torch.nn.Module):
     bias (bf16 or fp32 [N], or None). Input: [..., in_features] bf16/fp16/fp32, contiguous or
     not. Output: [..., out_features] in out_dtype (default: bf16, or fp16 for an fp16 input).
     in_features must be a multiple of 16 and out_features of 8.
+
+    pdl (None, True or False) is passed to quantize_fp8_row and the GEMM of every forward (see
+    the module's docstring). The default, None, leaves it to the F8GEMM_PDL switch (off when
+    unset): single decode GEMMs measured both ways with PDL on the H200 (docs/perf-log.md,
+    card 23), those under 8 us 6-8% faster but B,M,N,K = 1,32,6144,4096 8-9% slower. True is
+    for layers whose GEMMs are that short (decode), as FP8GatedMLP's default is.
     """
 
     def __init__(self, in_features, out_features, bias=True, device=None, out_dtype=None,
-                 use_fast_accum=True, bias_dtype=torch.float32, activation_scale_ub=None):
+                 use_fast_accum=True, bias_dtype=torch.float32, activation_scale_ub=None,
+                 pdl=None):
         super().__init__()
         if in_features <= 0 or in_features % 16 != 0:
             raise ValueError(f"FP8Linear: in_features must be a positive multiple of 16, got "
@@ -37,10 +49,12 @@ class FP8Linear(torch.nn.Module):
         if bias_dtype not in (torch.float32, torch.bfloat16):
             raise ValueError(f"FP8Linear: bias_dtype must be torch.float32 or torch.bfloat16, "
                              f"got {bias_dtype}")
+        _check_pdl("FP8Linear", pdl)
         self.in_features = in_features
         self.out_features = out_features
         self.out_dtype = out_dtype
         self.use_fast_accum = use_fast_accum
+        self.pdl = pdl
         shuffled = ((in_features + 127) // 128, out_features // 8, 1024)
         self.register_buffer(
             "weight", torch.zeros(shuffled, dtype=torch.float8_e4m3fn, device=device))
@@ -64,9 +78,11 @@ class FP8Linear(torch.nn.Module):
 
     @classmethod
     @torch.no_grad()
-    def from_linear(cls, linear, out_dtype=None, use_fast_accum=True, activation_scale_ub=None):
+    def from_linear(cls, linear, out_dtype=None, use_fast_accum=True, activation_scale_ub=None,
+                    pdl=None):
         """An FP8Linear with linear's weight quantised per row and preshuffled (once) on
-        linear's device (CPU or CUDA), its bias kept in bf16 if it is bf16, else in fp32."""
+        linear's device (CPU or CUDA), its bias kept in bf16 if it is bf16, else in fp32. pdl is
+        the module's (the one-time weight quantisation keeps the library's default)."""
         if not isinstance(linear, torch.nn.Linear):
             raise TypeError(f"FP8Linear.from_linear expects an nn.Linear, got {type(linear)}")
         weight = linear.weight.detach()
@@ -78,7 +94,7 @@ class FP8Linear(torch.nn.Module):
             else torch.float32
         mod = cls(linear.in_features, linear.out_features, bias=bias is not None,
                   device=weight.device, out_dtype=out_dtype, use_fast_accum=use_fast_accum,
-                  bias_dtype=bias_dtype, activation_scale_ub=activation_scale_ub)
+                  bias_dtype=bias_dtype, activation_scale_ub=activation_scale_ub, pdl=pdl)
         wq, w_scale = _OPS.quantize_fp8_row(weight.contiguous())
         mod.weight.copy_(_OPS.preshuffle(wq))
         mod.weight_scale.copy_(w_scale)
@@ -130,15 +146,16 @@ class FP8Linear(torch.nn.Module):
                              f"{self.in_features}, got shape {tuple(x.shape)}")
         lead = x.shape[:-1]
         x2 = x.reshape(-1, self.in_features).contiguous()
-        xq, x_scale = _OPS.quantize_fp8_row(x2, self.activation_scale_ub)
+        xq, x_scale = _OPS.quantize_fp8_row(x2, self.activation_scale_ub, pdl=self.pdl)
         op = _preshuffled_gemm(self.out_dtype, x.dtype)
-        y = op(xq, self.weight, x_scale, self.weight_scale, self.bias, self.use_fast_accum)
+        y = op(xq, self.weight, x_scale, self.weight_scale, self.bias, self.use_fast_accum,
+               pdl=self.pdl)
         return y.view(*lead, self.out_features)
 
     def extra_repr(self):
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
                 f"bias={self.bias is not None}, use_fast_accum={self.use_fast_accum}, "
-                f"weight=preshuffled e4m3fn")
+                f"pdl={self.pdl}, weight=preshuffled e4m3fn")
 
 
 def _preshuffled_gemm(out_dtype, x_dtype):
@@ -150,13 +167,20 @@ def _preshuffled_gemm(out_dtype, x_dtype):
         else _OPS.f8f8bf16_rowwise_preshuffled
 
 
+def _check_pdl(owner, pdl):
+    """pdl must be what the ops' `bool? pdl` takes: None, True or False."""
+    if pdl is not None and not isinstance(pdl, bool):
+        raise ValueError(f"{owner}: pdl must be None, True or False, got {pdl!r}")
+
+
 def _layout_version():
     return int(_OPS.preshuffle_layout_version())
 
 
 def swap_linears(module, filter_fn=None, **kwargs):
     """Replaces, in place and recursively, every nn.Linear child of module (for which
-    filter_fn(name, linear) is true, if given) by FP8Linear.from_linear(linear, **kwargs)."""
+    filter_fn(name, linear) is true, if given) by FP8Linear.from_linear(linear, **kwargs)
+    (e.g. use_fast_accum, activation_scale_ub, pdl)."""
     for name, child in list(module.named_children()):
         if isinstance(child, torch.nn.Linear) and (filter_fn is None or filter_fn(name, child)):
             setattr(module, name, FP8Linear.from_linear(child, **kwargs))
@@ -182,10 +206,16 @@ class FP8GatedMLP(torch.nn.Module):
     activation_scale_ub bounds the row maxima of x and intermediate_scale_ub those of
     SiLU(gate) * up (FBGEMM's scale_ub); each is kept as a 0-dimensional CPU tensor, read on the
     host at no cost (the ops also take one on the GPU, read by the kernel).
+
+    pdl is passed to all four ops (see the module's docstring). Its default here is True: on the
+    H200 the block with PDL went from 1.73x to 1.83x bf16 at M = 1 and from 1.61x to 1.77x at
+    M = 16, equal at M = 128 and within noise at M = 2048, bit-identical outputs
+    (docs/perf-log.md, card 23). None follows the F8GEMM_PDL switch; False turns it off.
     """
 
     def __init__(self, hidden, intermediate, bias=False, device=None, out_dtype=None,
-                 use_fast_accum=True, activation_scale_ub=None, intermediate_scale_ub=None):
+                 use_fast_accum=True, activation_scale_ub=None, intermediate_scale_ub=None,
+                 pdl=True):
         super().__init__()
         for name, value in (("hidden", hidden), ("intermediate", intermediate)):
             if value <= 0 or value % 16 != 0:
@@ -194,10 +224,12 @@ class FP8GatedMLP(torch.nn.Module):
         if out_dtype not in (None, torch.bfloat16, torch.float16):
             raise ValueError(f"FP8GatedMLP: out_dtype must be None, torch.bfloat16 or "
                              f"torch.float16, got {out_dtype}")
+        _check_pdl("FP8GatedMLP", pdl)
         self.hidden = hidden
         self.intermediate = intermediate
         self.out_dtype = out_dtype
         self.use_fast_accum = use_fast_accum
+        self.pdl = pdl
         e4m3 = dict(dtype=torch.float8_e4m3fn, device=device)
         f32 = dict(dtype=torch.float32, device=device)
         self.register_buffer("gate_up_weight", torch.zeros(
@@ -224,9 +256,10 @@ class FP8GatedMLP(torch.nn.Module):
     @classmethod
     @torch.no_grad()
     def from_linears(cls, gate_proj, up_proj, down_proj, out_dtype=None, use_fast_accum=True,
-                     activation_scale_ub=None, intermediate_scale_ub=None):
+                     activation_scale_ub=None, intermediate_scale_ub=None, pdl=True):
         """The block of three nn.Linear: gate_proj and up_proj [I, H], down_proj [H, I]; their
-        weights are quantised per row and preshuffled once, on gate_proj's device."""
+        weights are quantised per row and preshuffled once, on gate_proj's device. pdl is the
+        module's (the one-time weight quantisation keeps the library's default)."""
         for name, lin in (("gate_proj", gate_proj), ("up_proj", up_proj),
                           ("down_proj", down_proj)):
             if not isinstance(lin, torch.nn.Linear):
@@ -246,7 +279,7 @@ class FP8GatedMLP(torch.nn.Module):
         device = gate_proj.weight.device
         mod = cls(hidden, intermediate, bias=all(biases), device=device, out_dtype=out_dtype,
                   use_fast_accum=use_fast_accum, activation_scale_ub=activation_scale_ub,
-                  intermediate_scale_ub=intermediate_scale_ub)
+                  intermediate_scale_ub=intermediate_scale_ub, pdl=pdl)
         gate_up = torch.cat([gate_proj.weight.detach(), up_proj.weight.detach().to(device)], 0)
         wq, ws = _OPS.quantize_fp8_row(gate_up.contiguous())
         mod.gate_up_weight.copy_(_OPS.preshuffle(wq))
@@ -261,7 +294,8 @@ class FP8GatedMLP(torch.nn.Module):
 
     @classmethod
     def from_module(cls, mlp, names=("gate_proj", "up_proj", "down_proj"), **kwargs):
-        """From a module holding the three linears under `names` (Llama's LlamaMLP layout)."""
+        """From a module holding the three linears under `names` (Llama's LlamaMLP layout);
+        kwargs go to from_linears (e.g. pdl)."""
         return cls.from_linears(*(getattr(mlp, n) for n in names), **kwargs)
 
     def forward(self, x):
@@ -271,17 +305,19 @@ class FP8GatedMLP(torch.nn.Module):
         lead = x.shape[:-1]
         gemm = _preshuffled_gemm(self.out_dtype, x.dtype)
         xq, xs = _OPS.quantize_fp8_row(x.reshape(-1, self.hidden).contiguous(),
-                                       self.activation_scale_ub)
+                                       self.activation_scale_ub, pdl=self.pdl)
         gate_up = gemm(xq, self.gate_up_weight, xs, self.gate_up_scale, self.gate_up_bias,
-                       self.use_fast_accum)
-        hq, hs = _OPS.silu_mul_quantize_fp8_row(gate_up, self.intermediate_scale_ub)
-        y = gemm(hq, self.down_weight, hs, self.down_scale, self.down_bias, self.use_fast_accum)
+                       self.use_fast_accum, pdl=self.pdl)
+        hq, hs = _OPS.silu_mul_quantize_fp8_row(gate_up, self.intermediate_scale_ub, pdl=self.pdl)
+        y = gemm(hq, self.down_weight, hs, self.down_scale, self.down_bias, self.use_fast_accum,
+                 pdl=self.pdl)
         return y.view(*lead, self.hidden)
 
     def extra_repr(self):
         return (f"hidden={self.hidden}, intermediate={self.intermediate}, "
                 f"bias={self.down_bias is not None}, use_fast_accum={self.use_fast_accum}, "
-                f"gate|up merged (N={2 * self.intermediate}), weights preshuffled e4m3fn")
+                f"pdl={self.pdl}, gate|up merged (N={2 * self.intermediate}), "
+                f"weights preshuffled e4m3fn")
 
 
 def fuse_gate_up(module, names=("gate_proj", "up_proj", "down_proj"), filter_fn=None, **kwargs):
@@ -289,7 +325,8 @@ def fuse_gate_up(module, names=("gate_proj", "up_proj", "down_proj"), filter_fn=
     that holds nn.Linear children under `names` (gate, up, down) by FP8GatedMLP.from_module.
     The replaced module must compute down(SiLU(gate(x)) * up(x)): if it has an `act_fn`, that
     must be an nn.SiLU, else it is left alone. filter_fn(name, submodule), if given, must also
-    be true. Returns module. Use swap_linears afterwards for the linears that remain."""
+    be true. kwargs go to FP8GatedMLP.from_linears (e.g. pdl, True by default there). Returns
+    module. Use swap_linears afterwards for the linears that remain."""
     for name, child in list(module.named_children()):
         linears = [getattr(child, n, None) for n in names]
         act = getattr(child, "act_fn", torch.nn.SiLU())

@@ -134,6 +134,32 @@ def make_linear(k, n, bias=True, dtype=torch.bfloat16, seed=0, device=DEVICE):
 
 
 @contextlib.contextmanager
+def pdl_switch(value):
+    """F8GEMM_PDL set to `value` ("0" or "1"; None: unset) while the block runs, then restored.
+    The library reads the switch at each launch, for the ops given pdl=None."""
+    old = os.environ.get("F8GEMM_PDL")
+    if value is None:
+        os.environ.pop("F8GEMM_PDL", None)
+    else:
+        os.environ["F8GEMM_PDL"] = value
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("F8GEMM_PDL", None)
+        else:
+            os.environ["F8GEMM_PDL"] = old
+
+
+def same_bits(a, b):
+    """a and b hold the same bytes (shape and dtype too), whatever the dtype (fp8 included)."""
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    a, b = a.detach().cpu().contiguous(), b.detach().cpu().contiguous()
+    return torch.equal(a.reshape(-1).view(torch.uint8), b.reshape(-1).view(torch.uint8))
+
+
+@contextlib.contextmanager
 def fp8_comparable():
     """opcheck's schema test detects mutation with torch.allclose, which has no float8 kernels:
     compare float8 tensors bit for bit instead (what "not mutated" means)."""

@@ -1,17 +1,19 @@
 """torch.library.opcheck on every op (schema, fake/meta kernels, AOT dispatch with dynamic
-shapes) and modules using the ops under torch.compile(fullgraph=True), against eager."""
+shapes), with and without the trailing pdl, and modules using the ops under
+torch.compile(fullgraph=True), against eager; a compiled module still launches with its pdl."""
 
 import contextlib
 
+import graph_edges
 import helpers
-from helpers import DEVICE, make_batched, make_single, pytest, rel_rms
+from helpers import DEVICE, make_batched, make_single, pdl_switch, pytest, rel_rms, same_bits
 
 helpers.require_device()
 
 import torch  # noqa: E402
 
 import f8gemm  # noqa: E402
-from f8gemm.nn import FP8Linear  # noqa: E402
+from f8gemm.nn import FP8GatedMLP, FP8Linear  # noqa: E402
 
 ops = torch.ops.f8gemm
 
@@ -60,6 +62,33 @@ def _opcheck_cases():
         ("quantize 2-D fp32", ops.quantize_fp8_row.default, (a[0].float(),), {}),
         # A 0-dim CPU scale_ub: FakeTensor allows CPU scalars beside CUDA tensors.
         ("quantize scale_ub", ops.quantize_fp8_row.default, (a, torch.tensor(2.0), False), {}),
+        # The trailing pdl (programmatic dependent launch), by keyword and by position.
+        ("rowwise pdl", ops.f8f8bf16_rowwise.default, (xq, wq, xs, ws), {"pdl": True}),
+        ("rowwise pdl off", ops.f8f8bf16_rowwise.default, (xq, wq, xs, ws, bias, False, False),
+         {}),
+        ("rowwise pdl None", ops.f8f8bf16_rowwise.default, (xq, wq, xs, ws), {"pdl": None}),
+        ("f16 pdl", ops.f8f8f16_rowwise.default, (xq, wq, xs, ws, None, True, True), {}),
+        ("out pdl", ops.f8f8bf16_rowwise_out.default, (xq, wq, xs, ws, out), {"pdl": True}),
+        ("preshuffled pdl", ops.f8f8bf16_rowwise_preshuffled.default, (xq, wp, xs, ws),
+         {"pdl": True}),
+        ("preshuffled pdl off", ops.f8f8bf16_rowwise_preshuffled.default, (x3, wp, xs3, ws),
+         {"pdl": False}),
+        ("preshuffled out pdl", ops.f8f8bf16_rowwise_preshuffled_out.default,
+         (xq, wp, xs, ws, out, bias_bf, True, True), {}),
+        ("preshuffled f16 pdl", ops.f8f8f16_rowwise_preshuffled.default, (xq, wp, xs, ws),
+         {"pdl": True}),
+        ("batched pdl", ops.f8f8bf16_rowwise_batched.default, (xb, wb, xsb, wsb), {"pdl": True}),
+        ("batched preshuffled pdl off", ops.f8f8bf16_rowwise_batched_preshuffled.default,
+         (xb, wbp, xsb, wsb, biasb, True, None, False), {}),
+        ("batched output= pdl", ops.f8f8bf16_rowwise_batched.default, (xb, wb, xsb, wsb),
+         {"output": outb, "pdl": True}),
+        ("internal batched pdl", ops._rowwise_batched.default,
+         (xb, wbp, xsb, wsb, None, True, True, True), {}),
+        ("internal batched out pdl off", ops._rowwise_batched_out.default,
+         (xb, wb, xsb, wsb, outb, None, True, False), {"pdl": False}),
+        ("quantize pdl", ops.quantize_fp8_row.default, (a,), {"pdl": True}),
+        ("quantize pdl off", ops.quantize_fp8_row.default, (a, None, True, None, False), {}),
+        ("quantize pdl None", ops.quantize_fp8_row.default, (a,), {"pdl": None}),
     ]
 
 
@@ -179,6 +208,46 @@ def test_compile_batched_and_raw_ops():
             xq, ops.preshuffle(wq), xs, ws)
 
     assert torch.equal(_fresh_compile(g)(xq, wq, xs, ws), g(xq, wq, xs, ws))
+
+
+def _linears(hidden, inter, seed):
+    return (_linear(hidden, inter, False, seed), _linear(hidden, inter, False, seed + 1),
+            _linear(inter, hidden, False, seed + 2))
+
+
+@torch.no_grad()
+def test_compile_modules_with_pdl():
+    """FP8GatedMLP and FP8Linear compiled with fullgraph=True for each pdl give the eager
+    module's bits without PDL (the ops are opaque to inductor), and the compiled code still
+    launches as pdl says: captured in a CUDA graph, its f8gemm kernels hang off their
+    predecessors by programmatic edges exactly when pdl is True (None: F8GEMM_PDL, unset here)."""
+    gate, up, down = _linears(512, 1024, 11)
+    x = torch.randn(16, 512, generator=helpers.gen(12)).to(DEVICE, torch.bfloat16)
+    with pdl_switch(None):
+        want_block = FP8GatedMLP.from_linears(gate, up, down, pdl=False)(x)
+        want_linear = FP8Linear.from_linear(gate, pdl=False)(x)
+        for pdl in (True, False, None):
+            for mod, want, kernels in (
+                    (FP8GatedMLP.from_linears(gate, up, down, pdl=pdl), want_block, 4),
+                    (FP8Linear.from_linear(gate, pdl=pdl), want_linear, 2)):
+                name = type(mod).__name__
+                compiled = _fresh_compile(mod)
+                assert same_bits(compiled(x), want), (name, pdl)
+                torch.cuda.synchronize()
+                g = torch.cuda.CUDAGraph(keep_graph=True)
+                with torch.cuda.graph(g):
+                    y = compiled(x)
+                # Count, do not walk the chain: inductor may launch kernels of its own among
+                # ours. Each of our kernels but the first hangs off one by a programmatic edge
+                # (the first too if inductor put a kernel before it); without PDL none does.
+                count = graph_edges.programmatic_count(g.raw_cuda_graph())
+                if pdl:
+                    assert kernels - 1 <= count <= kernels, (name, pdl, count)
+                else:
+                    assert count == 0, (name, pdl, count)
+                g.replay()
+                torch.cuda.synchronize()
+                assert same_bits(y, want), (name, pdl)
 
 
 @torch.no_grad()

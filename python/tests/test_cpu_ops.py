@@ -18,7 +18,9 @@ OPS = torch.ops.f8gemm
 CPU = "cpu"
 E4M3 = torch.float8_e4m3fn
 
-# FBGEMM's (and MSLK's) schemas for the ops that share its names: the drop-in promise.
+# FBGEMM's (and MSLK's) schemas for the ops that share its names: the drop-in promise. Ours
+# append one argument, `bool? pdl=None` (programmatic dependent launch for the call), after all
+# of FBGEMM's, so that every FBGEMM call, positional or by keyword, means the same here.
 GEMM_ARGS = ("(Tensor XQ, Tensor WQ, Tensor x_scale, Tensor w_scale, Tensor? bias=None, "
              "bool use_fast_accum=True) -> Tensor")
 FBGEMM_SCHEMAS = {
@@ -34,6 +36,21 @@ FBGEMM_SCHEMAS = {
     "quantize_fp8_row": "(Tensor a, Tensor? scale_ub=None, bool use_triton=True, "
                         "Tensor(a!)? output=None) -> (Tensor, Tensor)",
 }
+
+
+PDL_ARG = ", bool? pdl=None"
+
+# The ops that take `pdl` last; the grouped ones keep FBGEMM's schemas and follow F8GEMM_PDL.
+PDL_OPS = ("f8f8bf16_rowwise", "f8f8bf16_rowwise_out", "f8f8f16_rowwise",
+           "f8f8bf16_rowwise_preshuffled", "f8f8bf16_rowwise_preshuffled_out",
+           "f8f8f16_rowwise_preshuffled", "f8f8bf16_rowwise_preshuffle",
+           "f8f8f16_rowwise_preshuffle", "f8f8bf16_rowwise_batched",
+           "f8f8bf16_rowwise_batched_preshuffled", "_rowwise_batched", "_rowwise_batched_out",
+           "quantize_fp8_row", "silu_mul_quantize_fp8_row")
+GROUPED_OPS = ("f8f8bf16_rowwise_grouped_stacked", "f8f8bf16_rowwise_grouped_stacked_preshuffled",
+               "f8f8bf16_rowwise_grouped_stacked_out",
+               "f8f8bf16_rowwise_grouped_stacked_preshuffled_out",
+               "f8f8bf16_rowwise_grouped_dynamic", "f8f8bf16_rowwise_grouped_dynamic_preshuffled")
 
 
 def _schema_text(name):
@@ -83,7 +100,20 @@ def test_layout_version():
 
 @pytest.mark.parametrize("name", sorted(FBGEMM_SCHEMAS))
 def test_schema_matches_fbgemm(name):
-    assert _schema_text(name) == FBGEMM_SCHEMAS[name]
+    args, returns = FBGEMM_SCHEMAS[name].split(") -> ")
+    assert _schema_text(name) == f"{args}{PDL_ARG}) -> {returns}"
+
+
+@pytest.mark.parametrize("name", PDL_OPS)
+def test_pdl_is_the_last_argument(name):
+    last = getattr(OPS, name).default._schema.arguments[-1]
+    assert last.name == "pdl" and str(last.type) == "Optional[bool]", str(last)
+    assert last.default_value is None and last.has_default_value() and not last.kwarg_only
+
+
+@pytest.mark.parametrize("name", GROUPED_OPS)
+def test_grouped_ops_take_no_pdl(name):
+    assert "pdl" not in [a.name for a in getattr(OPS, name).default._schema.arguments]
 
 
 def test_aliases_share_our_preshuffled_schemas():
@@ -149,6 +179,11 @@ def test_fake_tensor_trace_of_fp8linear():
     ("unshuffle", lambda: (OPS.preshuffle(torch.randint(-100, 100, (24, 160)).to(E4M3)), 160)),
     ("quantize_fp8_row", lambda: (torch.randn(5, 3, 64, dtype=torch.bfloat16),)),
     ("quantize_fp8_row", lambda: (torch.randn(7, 32), torch.tensor(2.0))),
+    # the trailing pdl (programmatic dependent launch; nothing is launched on the CPU)
+    ("quantize_fp8_row", lambda: (torch.randn(5, 64, dtype=torch.bfloat16), None, True, None,
+                                  True)),
+    ("quantize_fp8_row", lambda: (torch.randn(5, 64), torch.tensor(2.0), True, None, False)),
+    ("quantize_fp8_row", lambda: (torch.randn(5, 64), None, True, None, None)),
 ])
 def test_opcheck_cpu(name, args):
     """torch.library.opcheck runs these ops for real on the CPU and through their fakes."""

@@ -108,6 +108,8 @@ def test_cpu_opcheck():
         gu = make_gate_up((6,), 48, dtype, seed=3)
         torch.library.opcheck(ops.silu_mul_quantize_fp8_row, (gu,))
         torch.library.opcheck(ops.silu_mul_quantize_fp8_row, (gu, torch.tensor([0.5])))
+        for pdl in (None, True, False):  # launch option only: nothing is launched on the CPU
+            torch.library.opcheck(ops.silu_mul_quantize_fp8_row, (gu, None, pdl))
 
 
 def test_bad_arguments_raise_value_error():
@@ -215,22 +217,28 @@ def test_cuda_opcheck():
                               (gu, torch.tensor([0.5], device="cuda")))
         x = gu[:, :512].contiguous()
         torch.library.opcheck(ops.quantize_fp8_row, (x, torch.tensor([0.5], device="cuda")))
+        for pdl in (None, True, False):
+            torch.library.opcheck(ops.silu_mul_quantize_fp8_row, (gu,), {"pdl": pdl})
+            torch.library.opcheck(ops.quantize_fp8_row, (x, None, True, None, pdl))
+
+
+def _quantize_both(gu, ub, pdl=None):
+    q, s = ops.silu_mul_quantize_fp8_row(gu, ub, pdl=pdl)
+    q2, s2 = ops.quantize_fp8_row(gu[..., : gu.shape[-1] // 2].contiguous(), ub, pdl=pdl)
+    return q, s, q2, s2
 
 
 def test_torch_compile_fullgraph():
     need_gpu()
-
-    def body(gu, ub):
-        q, s = ops.silu_mul_quantize_fp8_row(gu, ub)
-        q2, s2 = ops.quantize_fp8_row(gu[..., : gu.shape[-1] // 2].contiguous(), ub)
-        return q, s, q2, s2
-
-    compiled = torch.compile(body, fullgraph=True)
-    for m in (1, 16, 40):
-        gu = make_gate_up((m,), 2048, torch.bfloat16, seed=50 + m, device="cuda")
-        ub = torch.tensor([4.0], device="cuda")
-        for got, want in zip(compiled(gu, ub), body(gu, ub)):
-            assert same_bits(got, want), m
+    # pdl (programmatic dependent launch) changes no bit: every form gives the eager call's.
+    for pdl in (None, True, False):
+        torch._dynamo.reset()
+        compiled = torch.compile(lambda gu, ub: _quantize_both(gu, ub, pdl), fullgraph=True)
+        for m in (1, 16, 40):
+            gu = make_gate_up((m,), 2048, torch.bfloat16, seed=50 + m, device="cuda")
+            ub = torch.tensor([4.0], device="cuda")
+            for got, want in zip(compiled(gu, ub), _quantize_both(gu, ub, False)):
+                assert same_bits(got, want), (m, pdl)
 
 
 def test_cuda_graph_capture_reads_scale_ub_at_replay():
