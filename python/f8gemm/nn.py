@@ -208,9 +208,10 @@ class FP8GatedMLP(torch.nn.Module):
     host at no cost (the ops also take one on the GPU, read by the kernel).
 
     pdl is passed to all four ops (see the module's docstring). Its default here is True: on the
-    H200 the block with PDL went from 1.73x to 1.83x bf16 at M = 1 and from 1.61x to 1.77x at
-    M = 16, equal at M = 128 and within noise at M = 2048, bit-identical outputs
-    (docs/perf-log.md, card 23). None follows the F8GEMM_PDL switch; False turns it off.
+    H200 the block with PDL was 4-6% faster than without at M = 1, 4-10% at M = 16, equal at
+    M = 128 and within the run-to-run noise at M = 2048 (1% faster on average over five runs),
+    with bit-identical outputs (docs/perf-log.md, cards 23 and 33). None follows the F8GEMM_PDL
+    switch; False turns it off.
     """
 
     def __init__(self, hidden, intermediate, bias=False, device=None, out_dtype=None,
