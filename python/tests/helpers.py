@@ -151,6 +151,17 @@ def pdl_switch(value):
             os.environ["F8GEMM_PDL"] = old
 
 
+def warm_up(fn):
+    """Runs fn once on a side stream, so that its kernels are compiled and loaded before a CUDA
+    graph capture (as torch recommends)."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        fn()
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+
+
 def same_bits(a, b):
     """a and b hold the same bytes (shape and dtype too), whatever the dtype (fp8 included)."""
     if a.dtype != b.dtype or a.shape != b.shape:

@@ -5,7 +5,8 @@ kernel would have to be compiled during capture; torch.compile(mode="reduce-over
 import gc
 
 import helpers
-from helpers import bound, make_batched, make_single, pytest, reference, rel_rms
+from helpers import (bound, make_batched, make_single, pytest, reference, rel_rms,
+                     warm_up)
 
 helpers.require_device()
 
@@ -15,16 +16,6 @@ import f8gemm  # noqa: E402
 from f8gemm.nn import FP8Linear  # noqa: E402
 
 ops = torch.ops.f8gemm
-
-
-def _warm_up(fn):
-    """Runs fn once on a side stream (compiles and loads the kernels), as torch recommends."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        fn()
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
 
 
 def _refill(static, fresh):
@@ -59,7 +50,7 @@ def test_single_ops_capture_and_replay(layout, fast):
         out_op(xq, w, xs, ws, out, bias, fast)
         return y, y16
 
-    _warm_up(body)
+    warm_up(body)
     g, (y, y16) = _capture(body)
 
     fresh = list(make_single(m, n, k, seed=2, bias_dtype=torch.float32))
@@ -93,7 +84,7 @@ def test_batched_ops_capture_and_replay(layout):
         op(xq, w, xs, ws, bias, True, out)
         return y
 
-    _warm_up(body)
+    warm_up(body)
     g, y = _capture(body)
     fresh = list(make_batched(b, m, n, k, seed=4, bias_dtype=torch.bfloat16))
     wq_fresh = fresh[1]
@@ -120,7 +111,7 @@ def test_out_forms_allocate_nothing_in_capture():
         ops.f8f8bf16_rowwise_preshuffled_out(xq, wp, xs, ws, out)
         ops.f8f8bf16_rowwise_batched(xb, wb, xsb, wsb, None, True, outb)
 
-    _warm_up(body)
+    warm_up(body)
     gc.collect()
     torch.cuda.synchronize()
     # torch itself allocates during a capture (1 KB of RNG bookkeeping per graph, seen on torch
@@ -148,7 +139,7 @@ def test_fp8linear_capture_and_replay():
     fp8 = FP8Linear.from_linear(lin, activation_scale_ub=1200.0)  # a CPU scale_ub: no sync
     x = torch.randn(8, 20, 1024, device="cuda", dtype=torch.bfloat16)
     with torch.no_grad():
-        _warm_up(lambda: fp8(x))
+        warm_up(lambda: fp8(x))
         g, y = _capture(lambda: fp8(x))
         x.copy_(torch.randn(8, 20, 1024, device="cuda", dtype=torch.bfloat16))
         g.replay()
@@ -202,7 +193,7 @@ def test_batched_compile_needed_during_capture_is_a_clear_error():
 def test_cuda_scale_ub_in_capture_is_read_at_replay():
     a = torch.randn(16, 256, device="cuda", dtype=torch.bfloat16)
     ub = torch.tensor([4.0], device="cuda")
-    _warm_up(lambda: ops.quantize_fp8_row(a, ub))
+    warm_up(lambda: ops.quantize_fp8_row(a, ub))
     # A scale_ub on the GPU is read by the kernel: legal in capture, and a new value takes
     # effect at the next replay without a new capture.
     g = torch.cuda.CUDAGraph()

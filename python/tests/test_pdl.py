@@ -17,7 +17,7 @@ import copy
 
 import graph_edges
 import helpers
-from helpers import gen, make_linear, pdl_switch, pytest, same_bits
+from helpers import gen, make_linear, pdl_switch, pytest, same_bits, warm_up
 
 import torch  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
@@ -299,19 +299,9 @@ def _first_gemm(name, w1, s1):
     return calls[name]
 
 
-def _warm_up(fn):
-    """fn once on a side stream: the kernels are compiled and loaded before a capture."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        fn()
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-
-
 def _captured(fn):
     """(graph, result) of fn captured once; the graph is kept for graph_edges."""
-    _warm_up(fn)
+    warm_up(fn)
     g = torch.cuda.CUDAGraph(keep_graph=True)
     with torch.cuda.graph(g):
         result = fn()
