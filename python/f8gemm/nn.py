@@ -33,6 +33,8 @@ class FP8Linear(torch.nn.Module):
     for layers whose GEMMs are that short (decode), as FP8GatedMLP's default is.
     """
 
+    pdl = None  # the default, also for a module pickled whole before pdl existed
+
     def __init__(self, in_features, out_features, bias=True, device=None, out_dtype=None,
                  use_fast_accum=True, bias_dtype=torch.float32, activation_scale_ub=None,
                  pdl=None):
@@ -213,6 +215,8 @@ class FP8GatedMLP(torch.nn.Module):
     with bit-identical outputs (docs/perf-log.md, cards 23 and 33). None follows the F8GEMM_PDL
     switch; False turns it off.
     """
+
+    pdl = True  # the default, also for a module pickled whole before pdl existed
 
     def __init__(self, hidden, intermediate, bias=False, device=None, out_dtype=None,
                  use_fast_accum=True, activation_scale_ub=None, intermediate_scale_ub=None,

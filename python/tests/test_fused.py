@@ -14,7 +14,7 @@ import copy
 import math
 
 import helpers
-from helpers import gen, make_linear, pytest
+from helpers import gen, make_linear, pytest, same_bits
 
 import torch  # noqa: E402
 
@@ -65,12 +65,6 @@ def check_against_fp64(gate_up, q, scale):
     got = q.cpu().double()
     bad = ((got - want).abs() > e4m3_ulp(want)).sum().item()
     assert bad == 0, f"{bad} codes off by more than one e4m3 ulp"
-
-
-def same_bits(a, b):
-    if a.dtype == torch.float8_e4m3fn:
-        return torch.equal(a.cpu().view(torch.uint8), b.cpu().view(torch.uint8))
-    return torch.equal(a.cpu().view(torch.int32), b.cpu().view(torch.int32))
 
 
 # ------------------------------------------------------------------------------------- CPU

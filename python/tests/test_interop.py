@@ -6,7 +6,7 @@ GPU parts skip without an sm_90 GPU."""
 import io
 
 import helpers
-from helpers import make_batched, make_single, pytest
+from helpers import make_batched, make_single, pytest, same_bits
 
 import torch  # noqa: E402
 
@@ -22,11 +22,6 @@ def _gpu():
     if reason:
         pytest.skip(reason)
     return helpers.DEVICE
-
-
-def _same_bits(a, b):
-    return a.dtype == b.dtype and a.shape == b.shape and torch.equal(a.view(torch.int16),
-                                                                    b.view(torch.int16))
 
 
 # ------------------------------------------------------------------------ scale shapes (GPU)
@@ -46,8 +41,8 @@ def test_keepdim_scales_are_bit_identical(layout, fp16):
     flat = op(xq, w, xs, ws, bias, False)
     for x_scale in (xs.unsqueeze(-1),):
         for w_scale in (ws, ws.unsqueeze(-1), ws.unsqueeze(0)):
-            assert _same_bits(op(xq, w, x_scale, w_scale, bias, False), flat)
-    assert _same_bits(op(xq, w, xs, ws.unsqueeze(0), bias, False), flat)
+            assert same_bits(op(xq, w, x_scale, w_scale, bias, False), flat)
+    assert same_bits(op(xq, w, xs, ws.unsqueeze(0), bias, False), flat)
 
 
 def test_keepdim_scales_with_leading_dimensions():
@@ -55,7 +50,7 @@ def test_keepdim_scales_with_leading_dimensions():
     xq, wq, xs, ws, _ = make_single(12, 64, 128, lead=(3, 4), seed=2, device=dev)
     flat = OPS.f8f8bf16_rowwise(xq, wq, xs, ws)
     for x_scale in (xs.reshape(12), xs.reshape(12, 1), xs.unsqueeze(-1)):
-        assert _same_bits(OPS.f8f8bf16_rowwise(xq, wq, x_scale, ws.unsqueeze(-1)), flat)
+        assert same_bits(OPS.f8f8bf16_rowwise(xq, wq, x_scale, ws.unsqueeze(-1)), flat)
 
 
 @pytest.mark.parametrize("preshuffled", [False, True])
@@ -66,16 +61,16 @@ def test_batched_keepdim_scales_are_bit_identical(preshuffled):
     w = OPS.preshuffle(wq) if preshuffled else wq
     flat = op(xq, w, xs, ws)
     for w_scale in (ws, ws.unsqueeze(-1), ws.unsqueeze(1)):
-        assert _same_bits(op(xq, w, xs.unsqueeze(-1), w_scale), flat)
+        assert same_bits(op(xq, w, xs.unsqueeze(-1), w_scale), flat)
 
 
 def test_rocm_alias_is_our_preshuffled_op():
     dev = _gpu()
     xq, wq, xs, ws, _ = make_single(33, 64, 256, seed=4, device=dev)
     wp = OPS.preshuffle(wq)
-    assert _same_bits(OPS.f8f8bf16_rowwise_preshuffle(xq, wp, xs, ws),
+    assert same_bits(OPS.f8f8bf16_rowwise_preshuffle(xq, wp, xs, ws),
                       OPS.f8f8bf16_rowwise_preshuffled(xq, wp, xs, ws))
-    assert _same_bits(OPS.f8f8f16_rowwise_preshuffle(xq, wp, xs, ws),
+    assert same_bits(OPS.f8f8f16_rowwise_preshuffle(xq, wp, xs, ws),
                       OPS.f8f8f16_rowwise_preshuffled(xq, wp, xs, ws))
 
 
@@ -176,13 +171,13 @@ def test_save_load_outputs_bit_identical_gpu():
     fresh = FP8Linear(256, 128, device=dev)
     fresh.load_state_dict(_round_trip(mod.state_dict()))
     x = torch.randn(5, 9, 256, device=dev, dtype=torch.bfloat16)
-    assert _same_bits(fresh(x), mod(x))
+    assert same_bits(fresh(x), mod(x))
     # A plain checkpoint loaded onto the GPU module gives the same outputs as well.
     wq, w_scale = OPS.quantize_fp8_row(_linear(seed=6).weight.detach())
     plain = FP8Linear(256, 128, device=dev)
     plain.load_state_dict({"weight": wq, "weight_scale": w_scale.unsqueeze(-1),
                            "bias": mod.bias.cpu()})
-    assert _same_bits(plain(x), mod(x))
+    assert same_bits(plain(x), mod(x))
 
 
 # ---------------------------------------------------------------------------- torch.export
@@ -217,4 +212,4 @@ def test_export_traces_our_ops():
 def test_export_runs_gpu():
     dev = _gpu()
     model, program, x = _export(dev)
-    assert _same_bits(program.module()(x), model(x))
+    assert same_bits(program.module()(x), model(x))
