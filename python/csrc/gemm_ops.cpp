@@ -258,8 +258,8 @@ void rowwise_batched_out_impl(const at::Tensor& XQ, const at::Tensor& WQ,
 at::Tensor batched_composite(const at::Tensor& XQ, const at::Tensor& WQ,
                              const at::Tensor& x_scale, const at::Tensor& w_scale,
                              const std::optional<at::Tensor>& bias, bool use_fast_accum,
-                             const std::optional<at::Tensor>& output, std::optional<bool> pdl,
-                             bool preshuffled) {
+                             const std::optional<at::Tensor>& output, bool preshuffled,
+                             std::optional<bool> pdl) {
   if (output.has_value() && output->defined()) {
     static const auto out_op =
         c10::Dispatcher::singleton()
@@ -284,7 +284,7 @@ at::Tensor f8f8bf16_rowwise_batched(const at::Tensor& XQ, const at::Tensor& WQ,
                                     const std::optional<at::Tensor>& bias, bool use_fast_accum,
                                     const std::optional<at::Tensor>& output,
                                     std::optional<bool> pdl) {
-  return batched_composite(XQ, WQ, x_scale, w_scale, bias, use_fast_accum, output, pdl, false);
+  return batched_composite(XQ, WQ, x_scale, w_scale, bias, use_fast_accum, output, false, pdl);
 }
 
 at::Tensor f8f8bf16_rowwise_batched_preshuffled(const at::Tensor& XQ, const at::Tensor& WQ,
@@ -294,7 +294,7 @@ at::Tensor f8f8bf16_rowwise_batched_preshuffled(const at::Tensor& XQ, const at::
                                                 bool use_fast_accum,
                                                 const std::optional<at::Tensor>& output,
                                                 std::optional<bool> pdl) {
-  return batched_composite(XQ, WQ, x_scale, w_scale, bias, use_fast_accum, output, pdl, true);
+  return batched_composite(XQ, WQ, x_scale, w_scale, bias, use_fast_accum, output, true, pdl);
 }
 
 at::Tensor f8f8bf16_rowwise_preshuffled(const at::Tensor& XQ, const at::Tensor& WQ,
