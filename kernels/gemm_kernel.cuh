@@ -32,7 +32,12 @@ struct GemmKernel {
     u64* full = reinterpret_cast<u64*>(smem + T::kSmem.barriers_offset);
     u64* empty = full + T::kStages;
 
-    const int warpgroup = threadIdx.x / 128;
+    // Read through a shuffle from lane 0, the warpgroup index is known to be the same in every
+    // lane of a warp, so the branches on it below stay warp-uniform for the compiler: the ring
+    // positions and shared-memory descriptors derived from it live in uniform registers, not in
+    // each thread's registers copied into uniform ones before every wgmma (CUTLASS does the
+    // same; perf log, card 35).
+    const int warpgroup = __shfl_sync(0xffffffffu, int(threadIdx.x / 128), 0);
     const int tid_in_wg = threadIdx.x % 128;
     if (threadIdx.x == 0) {
       if (smem_addr(smem) % 1024 != 0) __trap();
