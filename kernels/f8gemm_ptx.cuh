@@ -42,6 +42,20 @@ __device__ __forceinline__ void mbar_arrive(u64* bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
 }
 
+/// True in exactly one lane of the (converged) calling warp, and the compiler knows it: the
+/// warp's other values stay warp-uniform around the branch on it (PTX elect.sync).
+__device__ __forceinline__ bool elect_one_lane() {
+  u32 elected;
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "elect.sync _|p, 0xffffffff;\n"
+      "selp.u32 %0, 1, 0, p;\n"
+      "}\n"
+      : "=r"(elected));
+  return elected != 0;
+}
+
 /// Spins until the phase with the given parity has completed.
 __device__ __forceinline__ void mbar_wait(u64* bar, u32 parity) {
   asm volatile(

@@ -58,18 +58,16 @@ struct GemmKernel {
     const TileScheduler<T> sched(p, smem);
     if (warpgroup == 0) {
       if (T::kConsumers == 2) regs_decrease<40>();
-      if (tid_in_wg == 0) {
+      // The first warp produces, all its lanes together (no lane waits in another branch, which
+      // would take issue slots from the one that issues the copies: card 10).
+      if (__shfl_sync(0xffffffffu, tid_in_wg / 32, 0) == 0) {
         Producer<T>::run(p, sched, ring, full, empty);
         // The dependent kernel (programmatic launch) may be scheduled once every CTA has issued
         // its last load, not at the start: its launch and prologue then overlap this kernel's
         // last k-blocks and epilogue (perf log, card 23: 2% faster than a trigger in the
         // prologue on the Llama MLP block at M = 16).
-        allow_dependent_launch();
+        if (tid_in_wg == 0) allow_dependent_launch();
       }
-      // The producer warp's other lanes wait for lane 0 here, parked, instead of waiting in the
-      // cluster barrier below: a warp runs one branch at a time, and lanes polling there would
-      // take issue slots from the lane that issues every copy.
-      __syncwarp();
     } else {
       if (T::kConsumers == 2) regs_increase<232>();
       typename SplitK<T>::State split = SplitK<T>::state(smem, warpgroup - 1, sched.k_rank);

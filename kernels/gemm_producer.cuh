@@ -1,5 +1,7 @@
-/// \brief The load pipeline: one thread fills a shared-memory ring of kStages slots, each an X
-/// tile then a W tile of one 128-byte k-block, guarded by two mbarriers per slot.
+/// \brief The load pipeline: one warp fills a shared-memory ring of kStages slots, each an X
+/// tile then a W tile of one 128-byte k-block, guarded by two mbarriers per slot. The whole warp
+/// runs the loop (its positions and addresses stay warp-uniform, in uniform registers) and waits
+/// on the empty barriers; one elected lane arms the full barrier and issues the copies.
 ///
 /// - full[s]: armed with the slot's byte count (arrive.expect_tx); the copies complete it.
 /// - empty[s]: one thread of every consumer warpgroup that reads the slot arrives once its
@@ -53,8 +55,10 @@ struct Producer {
     fence_barrier_init();
   }
 
+  /// Called by every lane of one converged warp.
   static __device__ __forceinline__ void run(const GemmParams& p, const TileScheduler<T>& sched,
                                              u8* ring, u64* full, u64* empty) {
+    const bool issuer = elect_one_lane();
     RingPos pos;
     for (int t = sched.first; t < sched.total; t += sched.stride) {
       const Tile tile = sched.tile(t);
@@ -67,9 +71,11 @@ struct Producer {
         u8* x_tile = ring + pos.stage * T::kStageBytes;
         u8* w_tile = x_tile + T::kXTileBytes;
         u64* bar = &full[pos.stage];
-        mbar_arrive_expect_tx(bar, u32(T::kXTileBytes) + w_bytes);
-        tma_load_3d(x_tile, &p.x_map, bar, kb * 128, tile.m0, tile.xb);
-        load_w(p, tile, kb, w_rows, sched.rank, w_tile, bar);
+        if (issuer) {
+          mbar_arrive_expect_tx(bar, u32(T::kXTileBytes) + w_bytes);
+          tma_load_3d(x_tile, &p.x_map, bar, kb * 128, tile.m0, tile.xb);
+          load_w(p, tile, kb, w_rows, sched.rank, w_tile, bar);
+        }
         pos.template advance<T::kStages>();
       }
     }
