@@ -42,8 +42,8 @@ __device__ __forceinline__ void mbar_arrive(u64* bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
 }
 
-/// True in exactly one lane of the (converged) calling warp, and the compiler knows it: the
-/// warp's other values stay warp-uniform around the branch on it (PTX elect.sync).
+/// True in exactly one lane of the (converged) calling warp (PTX elect.sync). ptxas sees the
+/// instruction, so the warp's other values can stay in uniform registers around the branch on it.
 __device__ __forceinline__ bool elect_one_lane() {
   u32 elected;
   asm volatile(

@@ -1,7 +1,8 @@
 /// \brief The load pipeline: one warp fills a shared-memory ring of kStages slots, each an X
 /// tile then a W tile of one 128-byte k-block, guarded by two mbarriers per slot. The whole warp
-/// runs the loop (its positions and addresses stay warp-uniform, in uniform registers) and waits
-/// on the empty barriers; one elected lane arms the full barrier and issues the copies.
+/// runs the loop and waits on the empty barriers; one elected lane arms the full barrier and
+/// issues the copies. The positions and addresses stay warp-uniform, in uniform registers (not
+/// in a grouped GEMM, whose tiles come from tables in shared memory).
 ///
 /// - full[s]: armed with the slot's byte count (arrive.expect_tx); the copies complete it.
 /// - empty[s]: one thread of every consumer warpgroup that reads the slot arrives once its
