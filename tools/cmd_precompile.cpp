@@ -1,5 +1,7 @@
 /// \brief `f8gemm precompile`: builds the kernel instances of the given shapes ahead of serving
-/// (for the current sm_90 GPU, or the assumed H200 without one) and reports each.
+/// (for the current sm_90 GPU, or the assumed H200 without one) and reports each. With
+/// --candidates it builds every candidate that `f8gemm tune` would time instead, so that a tune
+/// on a GPU machine finds its kernels in the disk cache (F8GEMM_CACHE_DIR) rather than compiling.
 #include <cstdio>
 
 #include "cli_args.hpp"
@@ -10,7 +12,8 @@
 namespace f8gemm::cli {
 
 int cmd_precompile(const Args& args) {
-  Options opt(args, {"--shape", "--shapes", "--out"}, {"--plain", "--precise"}, "precompile");
+  Options opt(args, {"--shape", "--shapes", "--out"}, {"--plain", "--precise", "--candidates"},
+              "precompile");
   std::vector<Shape> shapes;
   for (const auto& s : opt.all("--shape")) shapes.push_back(parse_shape(s, "--shape"));
   if (opt.has("--shapes")) {
@@ -27,9 +30,32 @@ int cmd_precompile(const Args& args) {
     p.fast_accum = !opt.flag("--precise");
     problems.push_back(p);
   }
+  const TargetGpu gpu = target_gpu();
+  if (opt.flag("--candidates")) {
+    for (const ProblemShape& p : problems) {
+      int built = 0, unfit = 0;
+      for (const Config& c : candidate_configs(p, gpu.sm_count)) {
+        try {
+          const InstanceReport r = describe(c, p);
+          std::printf("%lld,%lld,%lld,%lld  %s  regs=%d spills=%d\n", (long long)p.batch,
+                      (long long)p.m, (long long)p.n, (long long)p.k, r.label.c_str(),
+                      r.registers, r.spill_bytes);
+          ++built;
+        } catch (const Error& e) {
+          // The same candidate fails the same way when `tune` times it; say so here as well.
+          std::printf("%lld,%lld,%lld,%lld  %s  not built: %s\n", (long long)p.batch,
+                      (long long)p.m, (long long)p.n, (long long)p.k, c.name().c_str(), e.what());
+          ++unfit;
+        }
+      }
+      std::printf("%lld,%lld,%lld,%lld: %d candidates built, %d not\n", (long long)p.batch,
+                  (long long)p.m, (long long)p.n, (long long)p.k, built, unfit);
+    }
+    std::printf("cache: %s\n", device_info().cache_dir.c_str());
+    return 0;
+  }
   precompile(problems);
   // Report what was built: the decision repeats the one precompile made (cheap, no compile).
-  const TargetGpu gpu = target_gpu();
   for (const ProblemShape& p : problems) {
     const InstanceReport r = describe(decide_config(gpu, p), p);
     std::printf("%lld,%lld,%lld,%lld  %s  regs=%d spills=%d  %s\n", (long long)p.batch,

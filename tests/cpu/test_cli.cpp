@@ -103,6 +103,22 @@ TEST_F(CliTest, PrecompileRejectsSizesACallRejects) {
   expect_bad_argument("precompile --shape 1,1,8,2147483632", "K = 2147483632 is more than 2147483392");
 }
 
+// `precompile --candidates` builds every candidate `tune` would time, each into the disk cache,
+// and says how many it built: one line per candidate, then the count.
+TEST_F(CliTest, PrecompileCandidatesBuildsEveryCandidateIntoTheCache) {
+  const Result r = run("precompile --candidates --shape 1,4096,256,256");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  size_t built_lines = 0;
+  for (size_t at = 0; (at = r.out.find(" regs=", at)) != std::string::npos; ++at) ++built_lines;
+  EXPECT_GT(built_lines, 1u) << r.out;
+  EXPECT_NE(r.out.find("1,4096,256,256: " + std::to_string(built_lines) + " candidates built, 0 not"),
+            std::string::npos)
+      << r.out;
+  size_t cubins = 0;
+  for (const auto& e : fs::directory_iterator(dir_ + "/cache")) cubins += e.path().extension() == ".cubin";
+  EXPECT_GE(cubins, built_lines) << "each candidate is its own kernel, cached on disk";
+}
+
 // Issue 8, defect 8: a directory or a file without shapes said "give --shape B,M,N,K or --shapes".
 TEST_F(CliTest, ShapesFileThatIsADirectoryOrEmptySaysSo) {
   expect_bad_argument("precompile --shapes '" + dir_ + "'", "is a directory");
