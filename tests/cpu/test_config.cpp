@@ -1,4 +1,4 @@
-/// \brief Config names (print/parse), legality, candidates for the bench shapes, tuned tables and the decision order (F8GEMM_CONFIG, F8GEMM_TUNE_FILE, F8GEMM_NO_TUNED).
+/// \brief Config names (print/parse), legality, candidates for the bench shapes, tuned tables and the decision order (F8GEMM_CONFIG, F8GEMM_TUNE_FILE, F8GEMM_NO_TUNED), and the grouped choice.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -10,6 +10,7 @@
 
 #include "common/test_util.hpp"
 #include "config.hpp"
+#include "grouped.hpp"
 #include "f8gemm/f8gemm.hpp"
 
 namespace f8gemm {
@@ -584,6 +585,50 @@ TEST_F(DecideTest, ForcedIllegalConfigThrowsUnsupported) {
     ADD_FAILURE() << "a garbage F8GEMM_CONFIG was accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace f8gemm
+
+namespace f8gemm {
+namespace {
+
+GroupedProblem grouped(int64_t groups, int64_t rows, int64_t n, int64_t k) {
+  GroupedProblem p;
+  p.groups = groups;
+  p.rows = rows;
+  p.n = n;
+  p.k = k;
+  return p;
+}
+
+// Card 38: stacked groups above the decode sizes run 64-row ping-pong tiles (6-14% faster than
+// the model's tiled 128x256 on 7 of 8 measured cases); decode sizes keep swap-AB, and the padded
+// form and precise mode, which were not measured, keep the model's pick.
+TEST(GroupedChoice, LargeStackedGroupsTakeA64RowPingPong) {
+  for (const GroupedProblem& p : {grouped(8, 2048, 4096, 14336), grouped(8, 2048, 28672, 4096),
+                                  grouped(64, 8192, 4096, 7168), grouped(128, 16384, 1536, 2048),
+                                  grouped(8, 16384, 28672, 4096)}) {
+    const Config c = detail::grouped_spec(p, 132, nullptr).config;
+    SCOPED_TRACE(std::to_string(p.groups) + "," + std::to_string(p.rows) + " -> " + c.name());
+    EXPECT_EQ(c.path, KernelPath::kPingPong);
+    EXPECT_EQ(c.bm, 64);
+    EXPECT_EQ(c.cluster_m, 1);
+    EXPECT_EQ(c.split_k, 1);
+  }
+  // Decode sizes: swap-AB, token tiles of the design size.
+  EXPECT_EQ(detail::grouped_spec(grouped(64, 512, 4096, 7168), 132, nullptr).config.path,
+            KernelPath::kSwapAB);
+  // Padded and precise: the model's pick, which for these is not a 64-row ping-pong.
+  GroupedProblem padded = grouped(8, 256, 4096, 14336);
+  padded.padded = true;
+  GroupedProblem precise = grouped(8, 2048, 4096, 14336);
+  precise.fast_accum = false;
+  for (const GroupedProblem& p : {padded, precise}) {
+    const Config c = detail::grouped_spec(p, 132, nullptr).config;
+    SCOPED_TRACE(c.name());
+    EXPECT_FALSE(c.path == KernelPath::kPingPong && c.bm == 64 && c.cluster_m == 1);
   }
 }
 

@@ -14,6 +14,7 @@
 #include "common/test_util.hpp"
 #include "f8gemm/check.hpp"
 #include "f8gemm/f8gemm.hpp"
+#include "config.hpp"
 #include "numerics.hpp"
 
 namespace f8gemm {
@@ -179,9 +180,10 @@ struct DeviceGrouped {
 
   /// Enqueues the grouped call on `stream` without poisoning or waiting.
   void enqueue(WeightLayout layout, DType out_dtype, bool fast, DType sizes_dtype,
-               cudaStream_t stream) {
+               cudaStream_t stream, const Config* config = nullptr) {
     const TensorView b = host.has_bias ? bias_view() : TensorView{};
     GemmOptions o;
+    o.config = config;
     o.bias = host.has_bias ? &b : nullptr;
     o.fast_accum = fast;
     o.stream = stream;
@@ -197,9 +199,10 @@ struct DeviceGrouped {
 
   /// Poisons the output, runs the grouped call and returns the output's bits.
   std::vector<uint16_t> run(WeightLayout layout, DType out_dtype, bool fast,
-                            DType sizes_dtype = DType::kI32, cudaStream_t stream = nullptr) {
+                            DType sizes_dtype = DType::kI32, cudaStream_t stream = nullptr,
+                            const Config* config = nullptr) {
     F8GEMM_CHECK_CUDA(cudaMemsetAsync(out.get(), 0xFF, out.bytes(), stream));
-    enqueue(layout, out_dtype, fast, sizes_dtype, stream);
+    enqueue(layout, out_dtype, fast, sizes_dtype, stream, config);
     return result(stream);
   }
 };
@@ -289,6 +292,48 @@ TEST(GroupedGpu, DecodeLikeAndPrefillLikeGroups) {
   check_layouts_and_modes(random_grouped(rng, decode, sum_of(decode), 1024, 512));
   const std::vector<int64_t> prefill = {700, 3, 0, 530};
   check_layouts_and_modes(random_grouped(rng, prefill, sum_of(prefill), 264, 384));
+}
+
+// Every kernel family that the grouped choice can pick, forced on ragged groups: the cooperative
+// tiles (alone and in 2x1 pairs, whose second tile is empty at a group's odd edge), both ping-pong
+// widths (alone and paired) and swap-AB. Sizes: empty groups, a single row, tile multiples and
+// sizes one past them; N and K are multiples of no tile.
+TEST(GroupedGpu, EveryConfigFamilyForcedOnRaggedGroups) {
+  F8GEMM_SKIP_WITHOUT_SM90();
+  std::mt19937_64 rng(9010);
+  const std::vector<int64_t> sizes = {0, 37, 130, 1, 0, 200, 64, 129};
+  const HostGrouped h = random_grouped(rng, sizes, sum_of(sizes), 264, 400);
+  const GroupedReference r(h);
+  DeviceGrouped d(h);
+  const char* names[] = {
+      "sm90_tiled_64x128x128_s8_c1x1_r8",     "sm90_tiled_128x256x128_s4_c1x1_r8",
+      "sm90_tiled_128x128x128_s6_c2x1_r8",    "sm90_tiled_128x256x128_s4_c2x1_r0",
+      "sm90_pingpong_64x128x128_s6_c1x1_r1",  "sm90_pingpong_64x256x128_s5_c1x1_r8",
+      "sm90_pingpong_64x256x128_s5_c2x1_r8",  "sm90_pingpong_128x128x128_s6_c1x1_r3",
+      "sm90_pingpong_128x96x128_s7_c2x1_r8",  "sm90_swap_64x16x128_s12_c1x1_r0",
+      "sm90_swap_128x96x128_s7_c1x1_r0"};
+  int ran = 0;
+  for (const char* name : names) {
+    const Config c = Config::parse(name);
+    for (WeightLayout layout : {WeightLayout::kPreshuffled, WeightLayout::kPlain}) {
+      for (bool fast : {true, false}) {
+        ProblemShape p;
+        p.batch = h.groups;
+        p.m = 64;
+        p.n = h.n;
+        p.k = h.k;
+        p.w_layout = layout;
+        p.fast_accum = fast;
+        if (!detail::config_illegal_reason(c, p).empty()) continue;  // e.g. precise 128x128 ping-pong
+        const std::string what = std::string(name) + " " + describe(h, layout, fast, DType::kBF16);
+        SCOPED_TRACE(what);
+        expect_grouped_correct(h, r, d.run(layout, DType::kBF16, fast, DType::kI32, nullptr, &c),
+                               DType::kBF16, fast, what);
+        ++ran;
+      }
+    }
+  }
+  EXPECT_EQ(ran, 38) << "11 families x 2 layouts x 2 modes, less the 6 precise ones that cannot run";
 }
 
 // ---- bias, fp16, int64 sizes ---------------------------------------------------------------
