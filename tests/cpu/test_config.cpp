@@ -588,11 +588,6 @@ TEST_F(DecideTest, ForcedIllegalConfigThrowsUnsupported) {
   }
 }
 
-}  // namespace
-}  // namespace f8gemm
-
-namespace f8gemm {
-namespace {
 
 GroupedProblem grouped(int64_t groups, int64_t rows, int64_t n, int64_t k) {
   GroupedProblem p;
