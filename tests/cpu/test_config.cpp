@@ -588,7 +588,6 @@ TEST_F(DecideTest, ForcedIllegalConfigThrowsUnsupported) {
   }
 }
 
-
 GroupedProblem grouped(int64_t groups, int64_t rows, int64_t n, int64_t k) {
   GroupedProblem p;
   p.groups = groups;
