@@ -18,6 +18,8 @@ import f8gemm  # noqa: E402,F401  (loads the ops)
 from f8gemm.nn import FP8GatedMLP  # noqa: E402
 from llama_mlp import LlamaMLP, capture, time_eager_us  # noqa: E402
 
+REPLAYS = 20  # graph replays under the profiler
+
 torch.manual_seed(0)
 bf16 = LlamaMLP().eval()
 fused = FP8GatedMLP.from_module(bf16, use_fast_accum=True).eval()
@@ -27,7 +29,7 @@ for m in (1, 16, 128):
         g, _ = capture(lambda: fused(x), 3)
         t = time_eager_us(g.replay, 10, 50)
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-            for _ in range(20):
+            for _ in range(REPLAYS):
                 g.replay()
             torch.cuda.synchronize()
     ev = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
@@ -35,10 +37,10 @@ for m in (1, 16, 128):
     for e in ev:
         t_us = e.device_time_total if hasattr(e, "device_time_total") else e.cuda_time_total
         by.setdefault(e.name, []).append(t_us)
-    print(f"M={m}: replay {t:.1f} us; kernels per replay:")
+    print(f"M={m}: replay {t:.1f} us; GPU activities (kernels, copies) per replay:")
     tot = 0.0
     for name, ts in by.items():
-        per = sum(ts) / 20
+        per = sum(ts) / REPLAYS
         tot += per
-        print(f"   {per:8.2f} us  x{len(ts) / 20:.0f}  {name[:110]}")
+        print(f"   {per:8.2f} us  x{len(ts) / REPLAYS:.0f}  {name[:110]}")
     print(f"   {tot:8.2f} us  sum of kernel times; gaps {t - tot:.1f} us")

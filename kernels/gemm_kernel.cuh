@@ -66,6 +66,8 @@ struct GemmKernel {
         // its last load, not at the start: its launch and prologue then overlap this kernel's
         // last k-blocks and epilogue (perf log, card 23: 2% faster than a trigger in the
         // prologue on the Llama MLP block at M = 16).
+        // The lane that issued the copies (elect.sync's choice) may be any: the warp meets first.
+        __syncwarp();
         if (tid_in_wg == 0) allow_dependent_launch();
       }
     } else {

@@ -32,8 +32,9 @@ ValidatedGrouped validate_grouped_call(const TensorView& x, const TensorView& w,
 void validate_grouped_problem(const GroupedProblem& problem);
 
 /// The instance a grouped call runs (grouped_config.cpp): `forced` (else F8GEMM_CONFIG) as named,
-/// or the cost model's best unsplit config for a design group size on `sm_count` SMs, its ring
-/// shortened where the group tables need the room. Throws kUnsupported for a forced config that
+/// or the cost model's best unsplit config for a design group size on `sm_count` SMs (its best
+/// 64-row ping-pong for large stacked groups: card 38), its ring shortened where the group tables
+/// need the room. Throws kUnsupported for a forced config that
 /// cannot run the problem.
 InstanceSpec grouped_spec(const GroupedProblem& problem, int sm_count, const Config* forced);
 

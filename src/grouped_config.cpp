@@ -1,5 +1,6 @@
 /// \brief The grouped GEMM's configuration choice: a forced config, or the cost model's pick for
-/// a design group size (the sizes are on the device), with room for the group tables.
+/// a design group size (the sizes are on the device; a 64-row ping-pong where card 38 measured it
+/// faster), with room for the group tables.
 #include <algorithm>
 #include <vector>
 
@@ -27,10 +28,15 @@ int groups_capacity(int64_t groups) {
 /// work that the memory stream hides. So small averages are scored at 4x (at most 64 rows); the
 /// first grouped bench (docs/logs/2026-11-30-s3-grouped-peers.log) read W up to 4 times with
 /// the tile of the average 8 tokens.
+/// Rows per group on average (at least 1), rounded up: the host's only view of the sizes.
+int64_t average_rows(const GroupedProblem& s) {
+  return std::max<int64_t>(1, (s.rows + s.groups - 1) / s.groups);
+}
+
 ProblemShape model_problem(const GroupedProblem& s) {
   ProblemShape p;
   p.batch = s.groups;
-  const int64_t average = std::max<int64_t>(1, (s.rows + s.groups - 1) / s.groups);
+  const int64_t average = average_rows(s);
   const int64_t design = average < 64 ? std::min<int64_t>(64, 4 * average) : average;
   p.m = s.padded ? s.rows : std::min(s.rows, design);
   p.n = s.n;
@@ -43,25 +49,26 @@ ProblemShape model_problem(const GroupedProblem& s) {
   return p;
 }
 
-/// Stacked groups above the decode sizes, fast accumulation: ping-pong with 64-row token tiles
-/// and no cluster. The sizes are not multiples of any tile, so every non-empty group ends in a
-/// partial token tile. A 64-row tile wastes half of what a 128-row tile wastes there, and
-/// ping-pong runs one tile's epilogue under the other's wgmmas. The cost model scores the exact
-/// average and misses both. Measured (docs/perf-log.md, card 38), each config forced on
-/// 8,2048,4096,14336, 8,2048,28672,4096, 64,8192,4096,7168 and 128,16384,1536,2048 with Zipf
-/// and uniform routing: the 64x256 ping-pong was 6-14% faster than the model's tiled 128x256 on
-/// 7 of the 8 cases, and 2% slower on 64,8192,4096,7168 Zipf. Not measured, so not changed:
-/// the padded form and precise mode.
+/// Where card 38 measured it faster than the model's pick: stacked groups of at least 128 rows on
+/// average, N >= 1536, fast accumulation. There the choice is the model's best 64-row ping-pong
+/// without a cluster. Routed sizes are arbitrary, so a group's last token tile is on average
+/// half empty. A 64-row tile wastes half of what a 128-row tile wastes there, and ping-pong runs
+/// one tile's epilogue under the other's wgmmas; the cost model, which scores the exact average,
+/// sees neither. Measured (docs/perf-log.md, card 38), each config forced on 8,2048,4096,14336,
+/// 8,2048,28672,4096, 64,8192,4096,7168 and 128,16384,1536,2048 with Zipf and uniform routing:
+/// the 64x256 ping-pong was 6-14% faster than the model's tiled 128x256 on 7 of the 8 cases, and
+/// 2% slower on 64,8192,4096,7168 Zipf. Outside that envelope (averages of 64-127, where the
+/// model picks swap-AB; small N; the padded form; precise mode; and group tables so large that
+/// the ring would lose stages) nothing was measured, and the model's pick stands.
 bool prefers_pingpong_64(const GroupedProblem& s) {
-  const int64_t average = (s.rows + s.groups - 1) / s.groups;
-  return !s.padded && s.fast_accum && average >= 64;
+  return !s.padded && s.fast_accum && average_rows(s) >= 128 && s.n >= 1536;
 }
 }  // namespace
 
 /// The instance for a grouped call: a forced config (options, then F8GEMM_CONFIG) or the
-/// model's best that does not split K (among the 64-row ping-pong configs where
-/// prefers_pingpong_64() holds), with the ring shortened where the group tables need
-/// the shared memory.
+/// model's best that does not split K (its best 64-row ping-pong where prefers_pingpong_64()
+/// holds and that ping-pong keeps its ring beside the group tables), with the ring shortened
+/// where the group tables need the shared memory.
 InstanceSpec grouped_spec(const GroupedProblem& s, int sm_count, const Config* forced) {
   const ProblemShape p = model_problem(s);
   const int cap = groups_capacity(s.groups);
@@ -83,11 +90,13 @@ InstanceSpec grouped_spec(const GroupedProblem& s, int sm_count, const Config* f
     bool found = false;
     if (prefers_pingpong_64(s)) {
       for (const Config& c : list) {
-        if (c.split_k == 1 && c.path == KernelPath::kPingPong && c.bm == 64 && c.cluster_m == 1) {
-          config = c;
-          found = true;
-          break;
-        }
+        if (c.path != KernelPath::kPingPong || c.bm != 64 || c.cluster_m != 1) continue;
+        InstanceSpec with_tables = make_spec(c, p);
+        with_tables.groups_cap = cap;
+        // Only with its full ring, as measured.
+        found = instance_smem_bytes(with_tables) <= kMaxSmemBytes;
+        if (found) config = c;
+        break;
       }
     }
     for (size_t i = 0; !found && i < list.size(); ++i) {

@@ -32,6 +32,9 @@ int cmd_precompile(const Args& args) {
   }
   const TargetGpu gpu = target_gpu();
   if (opt.flag("--candidates")) {
+    // The same size checks as a call (and as precompile() below), before the first compile.
+    for (const ProblemShape& p : problems) validate_problem(p);
+    int not_built = 0;
     for (const ProblemShape& p : problems) {
       int built = 0, unfit = 0;
       for (const Config& c : candidate_configs(p, gpu.sm_count)) {
@@ -42,7 +45,9 @@ int cmd_precompile(const Args& args) {
                       r.registers, r.spill_bytes);
           ++built;
         } catch (const Error& e) {
-          // The same candidate fails the same way when `tune` times it; say so here as well.
+          // A candidate that NVRTC rejects fails the same way when `tune` times it: name it and
+          // go on. Anything else (a cache that cannot be written, ...) ends the command.
+          if (e.code() != ErrorCode::kCompile) throw;
           std::printf("%lld,%lld,%lld,%lld  %s  not built: %s\n", (long long)p.batch,
                       (long long)p.m, (long long)p.n, (long long)p.k, c.name().c_str(), e.what());
           ++unfit;
@@ -50,9 +55,10 @@ int cmd_precompile(const Args& args) {
       }
       std::printf("%lld,%lld,%lld,%lld: %d candidates built, %d not\n", (long long)p.batch,
                   (long long)p.m, (long long)p.n, (long long)p.k, built, unfit);
+      not_built += unfit;
     }
     std::printf("cache: %s\n", device_info().cache_dir.c_str());
-    return 0;
+    return not_built == 0 ? 0 : 1;
   }
   precompile(problems);
   // Report what was built: the decision repeats the one precompile made (cheap, no compile).

@@ -16,7 +16,8 @@ constexpr const char* kUsage =
     "  run --b B --m M --n N --k K [--out bf16|fp16] [--bias] [--bias-dtype f32|bf16] [--precise]\n"
     "      [--plain] [--config NAME] [--verify] [--once] [--iters N] [--seed S]\n"
     "  bench [--shapes FILE] [--csv FILE] [--iters N] [--precise] [--no-peak]\n"
-    "  precompile [--shape B,M,N,K]... [--shapes FILE] [--plain] [--precise] [--out bf16|fp16] [--candidates]\n"
+    "  precompile [--shape B,M,N,K]... [--shapes FILE] [--plain] [--precise] [--out bf16|fp16]\n"
+    "      [--candidates]             (every candidate `tune` would time, into the disk cache)\n"
     "  tune --shapes FILE [--out FILE] [--log CSV] [--precise|--both] [--plain] [--iters N]\n"
     "  help                       this text\n";
 }

@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "common/test_util.hpp"
+#include "f8gemm/f8gemm.hpp"
+#include "f8gemm/tuning.hpp"
 
 namespace fs = std::filesystem;
 
@@ -104,19 +106,32 @@ TEST_F(CliTest, PrecompileRejectsSizesACallRejects) {
 }
 
 // `precompile --candidates` builds every candidate `tune` would time, each into the disk cache,
-// and says how many it built: one line per candidate, then the count.
+// and says how many it built: one line per candidate, then the count. It runs the call's size
+// checks first, as precompile does.
 TEST_F(CliTest, PrecompileCandidatesBuildsEveryCandidateIntoTheCache) {
   const Result r = run("precompile --candidates --shape 1,4096,256,256");
   ASSERT_EQ(r.rc, 0) << r.err;
+  f8gemm::ProblemShape p;
+  p.m = 4096;
+  p.n = 256;
+  p.k = 256;
+  const size_t expected = f8gemm::candidate_configs(p, f8gemm::target_gpu().sm_count).size();
+  ASSERT_GT(expected, 1u);
   size_t built_lines = 0;
   for (size_t at = 0; (at = r.out.find(" regs=", at)) != std::string::npos; ++at) ++built_lines;
-  EXPECT_GT(built_lines, 1u) << r.out;
-  EXPECT_NE(r.out.find("1,4096,256,256: " + std::to_string(built_lines) + " candidates built, 0 not"),
+  EXPECT_EQ(built_lines, expected) << r.out;
+  EXPECT_NE(r.out.find("1,4096,256,256: " + std::to_string(expected) + " candidates built, 0 not"),
             std::string::npos)
       << r.out;
   size_t cubins = 0;
-  for (const auto& e : fs::directory_iterator(dir_ + "/cache")) cubins += e.path().extension() == ".cubin";
-  EXPECT_GE(cubins, built_lines) << "each candidate is its own kernel, cached on disk";
+  for (const auto& e : fs::directory_iterator(dir_ + "/cache")) {
+    cubins += e.path().extension() == ".cubin";
+  }
+  EXPECT_EQ(cubins, expected) << "each candidate is its own kernel, cached on disk";
+  expect_bad_argument("precompile --candidates --shape 1,16,100,256",
+                      "N must be a positive multiple of 8");
+  expect_bad_argument("precompile --candidates --shape 1,16,256,40",
+                      "K must be a positive multiple of 16");
 }
 
 // Issue 8, defect 8: a directory or a file without shapes said "give --shape B,M,N,K or --shapes".

@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "common/test_util.hpp"
+#include "config.hpp"
 #include "f8gemm/check.hpp"
 #include "f8gemm/f8gemm.hpp"
-#include "config.hpp"
 #include "numerics.hpp"
 
 namespace f8gemm {
@@ -287,7 +287,8 @@ TEST(GroupedGpu, SizesWithZerosAndRaggedEdges) {
 TEST(GroupedGpu, DecodeLikeAndPrefillLikeGroups) {
   F8GEMM_SKIP_WITHOUT_SM90();
   std::mt19937_64 rng(9002);
-  // A few tokens per expert (the swap-AB path) and a few large groups (the tiled path).
+  // A few tokens per expert (the swap-AB path) and a few large groups (at N = 264 the model's pick:
+  // a tiled config).
   const std::vector<int64_t> decode = {1, 0, 3, 2, 0, 1, 4, 1};
   check_layouts_and_modes(random_grouped(rng, decode, sum_of(decode), 1024, 512));
   const std::vector<int64_t> prefill = {700, 3, 0, 530};
@@ -324,7 +325,8 @@ TEST(GroupedGpu, EveryConfigFamilyForcedOnRaggedGroups) {
         p.k = h.k;
         p.w_layout = layout;
         p.fast_accum = fast;
-        if (!detail::config_illegal_reason(c, p).empty()) continue;  // e.g. precise 128x128 ping-pong
+        // e.g. a 128x128 ping-pong in precise mode
+        if (!detail::config_illegal_reason(c, p).empty()) continue;
         const std::string what = std::string(name) + " " + describe(h, layout, fast, DType::kBF16);
         SCOPED_TRACE(what);
         expect_grouped_correct(h, r, d.run(layout, DType::kBF16, fast, DType::kI32, nullptr, &c),
@@ -333,7 +335,7 @@ TEST(GroupedGpu, EveryConfigFamilyForcedOnRaggedGroups) {
       }
     }
   }
-  EXPECT_EQ(ran, 38) << "11 families x 2 layouts x 2 modes, less the 6 precise ones that cannot run";
+  EXPECT_EQ(ran, 38) << "11 families x 2 layouts x 2 modes, less 6 precise ones that cannot run";
 }
 
 // ---- bias, fp16, int64 sizes ---------------------------------------------------------------
