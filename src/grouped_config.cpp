@@ -21,6 +21,11 @@ int groups_capacity(int64_t groups) {
   return cap;
 }
 
+/// Rows per group on average (at least 1), rounded up: the host's only view of the sizes.
+int64_t average_rows(const GroupedProblem& s) {
+  return std::max<int64_t>(1, (s.rows + s.groups - 1) / s.groups);
+}
+
 /// The problem the cost model scores for a grouped call: G batches of a design group size (the
 /// padded form: M_max rows). The sizes are on the device. With few tokens per group (decode) the
 /// GEMM streams W, and routing skew puts several times the average in the busiest groups: each
@@ -28,11 +33,6 @@ int groups_capacity(int64_t groups) {
 /// work that the memory stream hides. So small averages are scored at 4x (at most 64 rows); the
 /// first grouped bench (docs/logs/2026-11-30-s3-grouped-peers.log) read W up to 4 times with
 /// the tile of the average 8 tokens.
-/// Rows per group on average (at least 1), rounded up: the host's only view of the sizes.
-int64_t average_rows(const GroupedProblem& s) {
-  return std::max<int64_t>(1, (s.rows + s.groups - 1) / s.groups);
-}
-
 ProblemShape model_problem(const GroupedProblem& s) {
   ProblemShape p;
   p.batch = s.groups;
@@ -63,6 +63,7 @@ ProblemShape model_problem(const GroupedProblem& s) {
 bool prefers_pingpong_64(const GroupedProblem& s) {
   return !s.padded && s.fast_accum && average_rows(s) >= 128 && s.n >= 1536;
 }
+
 }  // namespace
 
 /// The instance for a grouped call: a forced config (options, then F8GEMM_CONFIG) or the
@@ -72,6 +73,11 @@ bool prefers_pingpong_64(const GroupedProblem& s) {
 InstanceSpec grouped_spec(const GroupedProblem& s, int sm_count, const Config* forced) {
   const ProblemShape p = model_problem(s);
   const int cap = groups_capacity(s.groups);
+  const auto with_tables = [&](const Config& c) {
+    InstanceSpec spec = make_spec(c, p);
+    spec.groups_cap = cap;
+    return spec;
+  };
   Config config;
   if (forced) {
     config = *forced;
@@ -87,29 +93,25 @@ InstanceSpec grouped_spec(const GroupedProblem& s, int sm_count, const Config* f
                    ",", s.k, ": ", why);
   } else {
     const std::vector<Config> list = candidates(p, sm_count);
-    bool found = false;
+    auto pick = list.end();
     if (prefers_pingpong_64(s)) {
-      for (const Config& c : list) {
-        if (c.path != KernelPath::kPingPong || c.bm != 64 || c.cluster_m != 1) continue;
-        InstanceSpec with_tables = make_spec(c, p);
-        with_tables.groups_cap = cap;
-        // Only with its full ring, as measured.
-        found = instance_smem_bytes(with_tables) <= kMaxSmemBytes;
-        if (found) config = c;
-        break;
+      pick = std::find_if(list.begin(), list.end(), [](const Config& c) {
+        return c.path == KernelPath::kPingPong && c.bm == 64 && c.cluster_m == 1;
+      });
+      // Only with its full ring beside the tables, as measured.
+      if (pick != list.end() && instance_smem_bytes(with_tables(*pick)) > kMaxSmemBytes) {
+        pick = list.end();
       }
     }
-    for (size_t i = 0; !found && i < list.size(); ++i) {
-      if (list[i].split_k == 1) {
-        config = list[i];
-        found = true;
-      }
+    if (pick == list.end()) {
+      pick = std::find_if(list.begin(), list.end(), [](const Config& c) { return c.split_k == 1; });
     }
-    F8GEMM_REQUIRE(found, kInternal, "no legal configuration for the grouped GEMM G,rows,N,K=",
-                   s.groups, ",", s.rows, ",", s.n, ",", s.k);
+    F8GEMM_REQUIRE(pick != list.end(), kInternal,
+                   "no legal configuration for the grouped GEMM G,rows,N,K=", s.groups, ",",
+                   s.rows, ",", s.n, ",", s.k);
+    config = *pick;
   }
-  InstanceSpec spec = make_spec(config, p);
-  spec.groups_cap = cap;
+  InstanceSpec spec = with_tables(config);
   // The model's pick gives ring stages to the group tables where they need the room; a forced
   // config runs as named or not at all.
   while (!forced && instance_smem_bytes(spec) > kMaxSmemBytes && spec.config.stages > 2) {

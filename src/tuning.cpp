@@ -8,6 +8,7 @@
 #include "codegen.hpp"
 #include "config.hpp"
 #include "device.hpp"
+#include "parallel.hpp"
 
 namespace f8gemm {
 
@@ -61,6 +62,16 @@ InstanceReport describe(const Config& config, const ProblemShape& problem) {
                   : instance->from_disk()                 ? InstanceSource::kDiskCache
                                                           : InstanceSource::kMemory;
   return report;
+}
+
+void build_all(const std::vector<Config>& configs, const ProblemShape& problem) {
+  detail::parallel_units(int64_t(configs.size()), 0, [&](int64_t i) {
+    try {
+      describe(configs[size_t(i)], problem);
+    } catch (const Error&) {
+      // Reported by the caller's own describe() or run of the same config.
+    }
+  });
 }
 
 }  // namespace f8gemm

@@ -3,6 +3,8 @@
 /// --candidates it builds every candidate that `f8gemm tune` would time instead, so that a tune
 /// on a GPU machine finds its kernels in the disk cache (F8GEMM_CACHE_DIR) rather than compiling.
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "cli_args.hpp"
 #include "f8gemm/f8gemm.hpp"
@@ -10,6 +12,44 @@
 #include "shapes.hpp"
 
 namespace f8gemm::cli {
+
+namespace {
+
+/// `precompile --candidates`: every candidate of each problem, built on all cores and reported
+/// one line each, then the count. A candidate that NVRTC rejects fails the same way when `tune`
+/// times it: it is named and the command goes on, to exit 1 at the end. Any other error (a cache
+/// that cannot be written, ...) ends the command.
+int build_candidates(const std::vector<Shape>& shapes, const std::vector<ProblemShape>& problems,
+                     const TargetGpu& gpu) {
+  // The same size checks as a call (and as precompile()), before the first compile.
+  for (const ProblemShape& p : problems) validate_problem(p);
+  int not_built = 0;
+  for (size_t i = 0; i < problems.size(); ++i) {
+    const ProblemShape& p = problems[i];
+    const std::string label = shapes[i].label();
+    const std::vector<Config> list = candidate_configs(p, gpu.sm_count);
+    build_all(list, p);
+    int built = 0, unfit = 0;
+    for (const Config& c : list) {
+      try {
+        const InstanceReport r = describe(c, p);
+        std::printf("%s  %s  regs=%d spills=%d\n", label.c_str(), r.label.c_str(), r.registers,
+                    r.spill_bytes);
+        ++built;
+      } catch (const Error& e) {
+        if (e.code() != ErrorCode::kCompile) throw;
+        std::printf("%s  %s  not built: %s\n", label.c_str(), c.name().c_str(), e.what());
+        ++unfit;
+      }
+    }
+    std::printf("%s: %d candidates built, %d not\n", label.c_str(), built, unfit);
+    not_built += unfit;
+  }
+  std::printf("cache: %s\n", device_info().cache_dir.c_str());
+  return not_built == 0 ? 0 : 1;
+}
+
+}  // namespace
 
 int cmd_precompile(const Args& args) {
   Options opt(args, {"--shape", "--shapes", "--out"}, {"--plain", "--precise", "--candidates"},
@@ -31,35 +71,7 @@ int cmd_precompile(const Args& args) {
     problems.push_back(p);
   }
   const TargetGpu gpu = target_gpu();
-  if (opt.flag("--candidates")) {
-    // The same size checks as a call (and as precompile() below), before the first compile.
-    for (const ProblemShape& p : problems) validate_problem(p);
-    int not_built = 0;
-    for (const ProblemShape& p : problems) {
-      int built = 0, unfit = 0;
-      for (const Config& c : candidate_configs(p, gpu.sm_count)) {
-        try {
-          const InstanceReport r = describe(c, p);
-          std::printf("%lld,%lld,%lld,%lld  %s  regs=%d spills=%d\n", (long long)p.batch,
-                      (long long)p.m, (long long)p.n, (long long)p.k, r.label.c_str(),
-                      r.registers, r.spill_bytes);
-          ++built;
-        } catch (const Error& e) {
-          // A candidate that NVRTC rejects fails the same way when `tune` times it: name it and
-          // go on. Anything else (a cache that cannot be written, ...) ends the command.
-          if (e.code() != ErrorCode::kCompile) throw;
-          std::printf("%lld,%lld,%lld,%lld  %s  not built: %s\n", (long long)p.batch,
-                      (long long)p.m, (long long)p.n, (long long)p.k, c.name().c_str(), e.what());
-          ++unfit;
-        }
-      }
-      std::printf("%lld,%lld,%lld,%lld: %d candidates built, %d not\n", (long long)p.batch,
-                  (long long)p.m, (long long)p.n, (long long)p.k, built, unfit);
-      not_built += unfit;
-    }
-    std::printf("cache: %s\n", device_info().cache_dir.c_str());
-    return not_built == 0 ? 0 : 1;
-  }
+  if (opt.flag("--candidates")) return build_candidates(shapes, problems, gpu);
   precompile(problems);
   // Report what was built: the decision repeats the one precompile made (cheap, no compile).
   for (const ProblemShape& p : problems) {

@@ -3,14 +3,12 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
-#include <thread>
 
 #include "bench_util.hpp"
 #include "cli_args.hpp"
@@ -105,21 +103,8 @@ int cmd_tune(const Args& args) {
     for (bool fast : modes) {
       const ProblemShape p = fx.problem(plain, fast);
       const auto list = candidate_configs(p, gpu.sm_count);
-      // Compile every candidate first, on all cores (the JIT is thread-safe).
-      std::atomic<size_t> next{0};
-      std::vector<std::thread> pool;
-      for (unsigned t = 0; t < std::max(1u, std::thread::hardware_concurrency()); ++t) {
-        pool.emplace_back([&] {
-          for (size_t i; (i = next++) < list.size();) {
-            try {
-              describe(list[i], p);
-            } catch (const Error&) {
-              // Reported when the same candidate is timed below.
-            }
-          }
-        });
-      }
-      for (auto& t : pool) t.join();
+      // Compile every candidate first, on all cores; a failure is reported when it is timed.
+      build_all(list, p);
       double best_us = 1e30;
       Config best;
       for (const Config& c : list) {

@@ -72,4 +72,9 @@ struct InstanceReport {
 /// `problem`, without a GPU, and reports it. Throws Error(kCompile) when NVRTC fails.
 InstanceReport describe(const Config& config, const ProblemShape& problem);
 
+/// describe() of every config, on all host cores (the JIT is thread-safe), so that a later
+/// describe() of each finds it in the memory cache. Throws nothing: a config that fails to build
+/// fails again, with its error, when it is described or run.
+void build_all(const std::vector<Config>& configs, const ProblemShape& problem);
+
 }  // namespace f8gemm
