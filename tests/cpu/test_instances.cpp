@@ -129,9 +129,10 @@ class InstanceTest : public ::testing::Test {
   void TearDown() override { jit::clear_memory_cache(); }
 
   /// Checks ptxas's report of one instance (no spills anywhere, no stack frame in any entry,
-  /// no wgmma serialised: ptxas's "wgmma.mma_async instructions are serialized" notes, C7510 to
-  /// C7515, after which every wgmma is waited for as it issues; a split-tail experiment ran
-  /// into C7515, perf log card 41); returns the entry's register count.
+  /// no wgmma serialised: ptxas's "wgmma.mma_async instructions are serialized due to ..."
+  /// notes, such as C7515 (accumulators written by other instructions, which a split-tail
+  /// experiment ran into: perf log card 41) or insufficient registers; every wgmma is then
+  /// waited for as it issues); returns the entry's register count.
   static int check_resources(const std::string& label, const jit::Instance& inst,
                              const char* entry_name) {
     bool clean = inst.spill_bytes() == 0;
