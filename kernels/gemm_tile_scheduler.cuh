@@ -49,7 +49,13 @@ struct GroupTables {
 
   /// Exclusive prefix over the CTA's threads of one value each; `scratch` holds a slot per warp.
   static __device__ __forceinline__ i64 exclusive_scan(i64 v, i64* scratch) {
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    // The warp index through a shuffle from lane 0: the compiler then knows it is the same in
+    // every lane. From threadIdx.x / 32 directly, the loop below has a trip count it cannot
+    // prove warp-uniform, and ptxas then keeps the whole kernel's ring positions and
+    // descriptors in per-thread registers, copied to uniform ones before every wgmma: 120 R2UR
+    // against 17 in the 64x256 ping-pong (perf log, card 43; card 35 for the dense kernel).
+    const int lane = threadIdx.x % 32;
+    const int warp = __shfl_sync(0xffffffffu, int(threadIdx.x / 32), 0);
     i64 x = v;
 #pragma unroll
     for (int off = 1; off < 32; off *= 2) {
