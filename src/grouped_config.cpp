@@ -64,6 +64,23 @@ bool prefers_pingpong_64(const GroupedProblem& s) {
   return !s.padded && s.fast_accum && average_rows(s) >= 128 && s.n >= 1536;
 }
 
+/// L2 bytes that one raster band of X rows may take (a quarter of the H200's 60 MB L2).
+constexpr int64_t kBandBytes = int64_t(16) << 20;
+
+/// The raster band, in X tiles, for a tiled or ping-pong pick: as many tiles as keep the band's
+/// rows of X within kBandBytes, a power of two from the table's 8 up to the kernel's 64. Inside a
+/// group the kernel sweeps every W tile of the group across one band of X tiles before the next
+/// band, so the group's W streams from DRAM once per band. At 8,16384,28672,4096 (groups of
+/// 2048 rows on average, 32 X tiles of 64 rows, W of 117 MB per group), bands of 8 read W four
+/// times per group; bands of 64 read it once and ran 5-6% faster in one run (docs/perf-log.md,
+/// card 44). The dense kernel's tuned bands of 8 stay: there wider bands cut the DRAM reads as
+/// much but gained nothing, and lost up to 8% on some shapes (card 44).
+int grouped_raster(const Config& c, int64_t k) {
+  int raster = c.raster;
+  while (raster < 64 && 2 * raster * c.bm * k <= kBandBytes) raster *= 2;
+  return raster;
+}
+
 }  // namespace
 
 /// The instance for a grouped call: a forced config (options, then F8GEMM_CONFIG) or the
@@ -110,6 +127,7 @@ InstanceSpec grouped_spec(const GroupedProblem& s, int sm_count, const Config* f
                    "no legal configuration for the grouped GEMM G,rows,N,K=", s.groups, ",",
                    s.rows, ",", s.n, ",", s.k);
     config = *pick;
+    if (config.raster > 0) config.raster = grouped_raster(config, s.k);
   }
   InstanceSpec spec = with_tables(config);
   // The model's pick gives ring stages to the group tables where they need the room; a forced

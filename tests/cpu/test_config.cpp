@@ -638,5 +638,28 @@ TEST(GroupedChoice, LargeStackedGroupsTakeA64RowPingPong) {
   }
 }
 
+// Card 44: the grouped pick's raster band grows from the table's 8 X tiles while the band's rows
+// of X stay within 16 MiB of L2, up to the kernel's 64 (64-row tiles: 64 at K <= 4096, 32 at
+// K = 7168, 16 at K = 14336). A forced config keeps its band, and swap-AB keeps none.
+TEST(GroupedChoice, RasterBandKeepsAGroupsXBandInL2) {
+  const auto choice = [](const GroupedProblem& p) {
+    return detail::grouped_spec(p, 132, nullptr).config;
+  };
+  struct Case { GroupedProblem p; int raster; };
+  for (const Case& c : {Case{grouped(8, 16384, 28672, 4096), 64}, Case{grouped(8, 2048, 28672, 4096), 64},
+                        Case{grouped(128, 16384, 1536, 2048), 64}, Case{grouped(64, 8192, 4096, 7168), 32},
+                        Case{grouped(8, 2048, 4096, 14336), 16}}) {
+    const Config cfg = choice(c.p);
+    SCOPED_TRACE(std::to_string(c.p.groups) + "," + std::to_string(c.p.rows) + "," +
+                 std::to_string(c.p.n) + "," + std::to_string(c.p.k) + " -> " + cfg.name());
+    ASSERT_TRUE(is_pingpong_64(cfg));
+    EXPECT_EQ(cfg.raster, c.raster);
+    EXPECT_LE(int64_t(cfg.raster) * cfg.bm * c.p.k, int64_t(16) << 20);
+  }
+  EXPECT_EQ(choice(grouped(64, 512, 4096, 7168)).raster, 0);  // swap-AB
+  const Config forced = Config::parse("sm90_pingpong_64x256x128_s5_c1x1_r8");
+  EXPECT_EQ(detail::grouped_spec(grouped(8, 16384, 28672, 4096), 132, &forced).config.raster, 8);
+}
+
 }  // namespace
 }  // namespace f8gemm
