@@ -1,0 +1,187 @@
+#!/usr/bin/env python3
+"""Sustained runs of one 2-D GEMM shape, ours against FBGEMM and torch._scaled_mm, with the SM
+clock and the board power sampled while each runs: time per call, clock, power, and cycles per
+call (time x clock).
+
+Alone under Nsight Compute ours and FBGEMM can take the same cycles while the bench, which runs
+each for a second or more under the power limit, still shows a gap (docs/perf-log.md, card 44).
+This separates the two causes: a lower clock for the same cycles (more energy per tile) or more
+cycles at the same clock.
+
+Each implementation in turn (rounds interleave them) replays a CUDA graph of 20 calls for
+--seconds, over input sets rotated so that consecutive calls span more than 2 x the L2 (as the
+bench); `nvidia-smi --query-gpu=clocks.sm,power.draw -lms 50` samples the GPU meanwhile, and
+the samples of the window's first 0.5 s are dropped. Rows use per-row quantised randn (the
+bench's distribution).
+
+Usage (on the GPU machine, with the torch extension and FBGEMM gen_ai importable):
+  python3 bench/sustained_clock.py 1,4096,14336,4096 [--seconds 3] [--rounds 2] [--csv out.csv]
+"""
+
+import argparse
+import csv
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
+
+import peers  # noqa: E402  (bench/peers.py: graph capture, quantisation, FBGEMM loading)
+
+CALLS_PER_GRAPH = 20
+SETTLE_S = 0.5
+COLUMNS = ["impl", "round", "us_per_call", "sm_mhz", "power_w", "mcycles_per_call", "samples"]
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("shape", help="1,M,N,K (B must be 1)")
+    p.add_argument("--seconds", type=float, default=3.0, help="sustained run per implementation")
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--only", help="comma-separated subset of: f8gemm_preshuffled, f8gemm_plain, "
+                                  "fbgemm_rowwise, torch_scaled_mm")
+    p.add_argument("--csv", help="output CSV")
+    a = p.parse_args(argv)
+    try:
+        b, m, n, k = (int(v) for v in a.shape.split(","))
+    except ValueError:
+        p.error(f"shape must be 1,M,N,K, got {a.shape!r}")
+    if b != 1 or min(m, n, k) < 1:
+        p.error(f"shape must be 1,M,N,K with positive M, N, K, got {a.shape!r}")
+    if a.seconds <= SETTLE_S or a.rounds < 1:
+        p.error(f"--seconds must exceed {SETTLE_S} and --rounds must be >= 1")
+    a.m, a.n, a.k = m, n, k
+    return a
+
+
+def sampled(seconds, run):
+    """Runs run() while nvidia-smi samples the clock and power; returns run()'s result and the
+    (mhz, watts) samples taken after the first SETTLE_S seconds."""
+    smi = subprocess.Popen(
+        ["nvidia-smi", "--query-gpu=clocks.sm,power.draw", "--format=csv,noheader,nounits",
+         "-lms", "50", "-i", str(os.environ.get("CUDA_VISIBLE_DEVICES", "0")).split(",")[0]],
+        stdout=subprocess.PIPE, text=True)
+    t0 = time.time()
+    try:
+        result = run(seconds)
+    finally:
+        smi.terminate()
+    out, _ = smi.communicate()
+    t1 = time.time()
+    rows = [line.split(",") for line in out.strip().splitlines() if line.count(",") == 1]
+    # Samples arrive every 50 ms from t0: keep those after the settling time.
+    keep = int(SETTLE_S / 0.05)
+    samples = []
+    for mhz, watts in rows[keep:]:
+        try:
+            samples.append((float(mhz), float(watts)))
+        except ValueError:
+            continue
+    if not samples:
+        raise RuntimeError(f"nvidia-smi gave no samples in {t1 - t0:.1f} s")
+    return result, samples
+
+
+def main(argv):
+    a = parse_args(argv)
+    import torch
+    import f8gemm  # noqa: F401 - registers torch.ops.f8gemm.*
+
+    fbgemm, fb_version = peers.load_fbgemm(torch)
+    dev = torch.cuda.current_device()
+    props = torch.cuda.get_device_properties(dev)
+    l2 = getattr(props, "L2_cache_size", 60 << 20)
+    torch.manual_seed(0)
+    set_bytes = a.m * a.k + a.n * a.k + 2 * a.m * a.n
+    sets = max(1, -(-2 * l2 // set_bytes))
+    inputs = []
+    for _ in range(sets):
+        xq, xs = peers.quantize_rows(torch.randn(a.m, a.k, device="cuda"))
+        wq, ws = peers.quantize_rows(torch.randn(a.n, a.k, device="cuda"))
+        inputs.append((xq, xs, wq, f8gemm.preshuffle(wq), ws,
+                       torch.empty(a.m, a.n, dtype=torch.bfloat16, device="cuda")))
+    ops = torch.ops.f8gemm
+    state = {"i": 0}
+
+    def rotate():
+        state["i"] = (state["i"] + 1) % sets
+        return inputs[state["i"]]
+
+    def ours_preshuffled():
+        xq, xs, _, wp, ws, y = rotate()
+        ops.f8f8bf16_rowwise_preshuffled_out(xq, wp, xs, ws, y)
+
+    def ours_plain():
+        xq, xs, wq, _, ws, y = rotate()
+        ops.f8f8bf16_rowwise_out(xq, wq, xs, ws, y)
+
+    def fbgemm_rowwise():
+        xq, xs, wq, _, ws, y = rotate()
+        fbgemm.f8f8bf16_rowwise_out(xq, wq, xs, ws, y)
+
+    def torch_scaled_mm():
+        xq, xs, wq, _, ws, _ = rotate()
+        torch._scaled_mm(xq, wq.t(), scale_a=xs.unsqueeze(1), scale_b=ws.unsqueeze(0),
+                         out_dtype=torch.bfloat16, use_fast_accum=True)
+
+    impls = {"f8gemm_preshuffled": ours_preshuffled, "f8gemm_plain": ours_plain,
+             "torch_scaled_mm": torch_scaled_mm}
+    if fbgemm is not None:
+        impls["fbgemm_rowwise"] = fbgemm_rowwise
+    if a.only:
+        wanted = [s.strip() for s in a.only.split(",") if s.strip()]
+        unknown = [s for s in wanted if s not in impls]
+        if unknown:
+            sys.exit(f"error: --only names {unknown}; available here: {sorted(impls)}")
+        impls = {name: impls[name] for name in wanted}
+    print(f"device: {props.name}; shape 1,{a.m},{a.n},{a.k}; {sets} input sets; "
+          f"FBGEMM gen_ai: {fb_version if fbgemm is not None else 'unavailable: ' + fb_version}")
+    graphs = {}
+    for name, fn in impls.items():
+        calls = CALLS_PER_GRAPH * sets  # whole rotation cycles per replay
+        graphs[name] = (peers.capture(fn, calls), calls)
+
+    def sustain(g, calls):
+        def run(seconds):
+            g.replay()
+            peers.sync()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            t0 = time.perf_counter()
+            replays = 0
+            start.record()
+            while time.perf_counter() - t0 < seconds:
+                g.replay()
+                replays += 1
+                if replays % 8 == 0:
+                    peers.sync()  # keeps the host at most 8 replays ahead
+            end.record()
+            end.synchronize()
+            return start.elapsed_time(end) * 1000.0 / (replays * calls)
+        return run
+
+    rows = []
+    for r in range(1, a.rounds + 1):
+        for name, (g, calls) in graphs.items():
+            us, samples = sampled(a.seconds, sustain(g, calls))
+            mhz = statistics.median(s[0] for s in samples)
+            watts = statistics.mean(s[1] for s in samples)
+            row = {"impl": name, "round": r, "us_per_call": f"{us:.2f}", "sm_mhz": f"{mhz:.0f}",
+                   "power_w": f"{watts:.1f}", "mcycles_per_call": f"{us * mhz / 1e6:.4f}",
+                   "samples": len(samples)}
+            rows.append(row)
+            print(f"round {r} {name:20s} {us:9.2f} us/call  {mhz:6.0f} MHz  {watts:6.1f} W  "
+                  f"{us * mhz / 1e6:.4f} Mcycles/call  ({len(samples)} samples)", flush=True)
+    if a.csv:
+        with open(a.csv, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=COLUMNS)
+            w.writeheader()
+            w.writerows(rows)
+        print(f"csv: {a.csv}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
