@@ -8,11 +8,12 @@ each for a second or more under the power limit, still shows a gap (docs/perf-lo
 This separates the two causes: a lower clock for the same cycles (more energy per tile) or more
 cycles at the same clock.
 
-Each implementation in turn (rounds interleave them) replays a CUDA graph of 20 calls for
---seconds, over input sets rotated so that consecutive calls span more than 2 x the L2 (as the
-bench); `nvidia-smi --query-gpu=clocks.sm,power.draw -lms 50` samples the GPU meanwhile, and
-the samples of the window's first 0.5 s are dropped. Rows use per-row quantised randn (the
-bench's distribution).
+After a warm-up of --seconds at the first implementation, each implementation in turn (rounds
+interleave them, in reverse order every other round) replays a CUDA graph of whole rotation
+cycles for --seconds, over input sets rotated so that consecutive calls' inputs span more than
+2 x the L2 (as peers.py); `nvidia-smi --query-gpu=clocks.sm,power.draw -lms 50` samples the GPU
+meanwhile, and the samples of the window's first 0.5 s are dropped. Rows use per-row quantised
+randn (the bench's distribution).
 
 Usage (on the GPU machine, with the torch extension and FBGEMM gen_ai importable):
   python3 bench/sustained_clock.py 1,4096,14336,4096 [--seconds 3] [--rounds 2] [--csv out.csv]
@@ -58,12 +59,13 @@ def parse_args(argv):
     return a
 
 
-def sampled(seconds, run):
-    """Runs run() while nvidia-smi samples the clock and power; returns run()'s result and the
-    (mhz, watts) samples taken after the first SETTLE_S seconds."""
+def sampled(gpu_id, seconds, run):
+    """Runs run() while nvidia-smi samples GPU gpu_id's clock and power; returns run()'s result
+    and the (mhz, watts) samples after the first SETTLE_S seconds' worth (nvidia-smi starts
+    sampling within a few ms of the call)."""
     smi = subprocess.Popen(
         ["nvidia-smi", "--query-gpu=clocks.sm,power.draw", "--format=csv,noheader,nounits",
-         "-lms", "50", "-i", str(os.environ.get("CUDA_VISIBLE_DEVICES", "0")).split(",")[0]],
+         "-lms", "50", "-i", gpu_id],
         stdout=subprocess.PIPE, text=True)
     t0 = time.time()
     try:
@@ -96,8 +98,9 @@ def main(argv):
     props = torch.cuda.get_device_properties(dev)
     l2 = getattr(props, "L2_cache_size", 60 << 20)
     torch.manual_seed(0)
-    set_bytes = a.m * a.k + a.n * a.k + 2 * a.m * a.n
+    set_bytes = a.m * a.k + a.n * a.k  # the inputs, as peers.py counts them
     sets = max(1, -(-2 * l2 // set_bytes))
+    gpu_id = "GPU-" + str(props.uuid)  # nvidia-smi's name for the device torch uses
     inputs = []
     for _ in range(sets):
         xq, xs = peers.quantize_rows(torch.randn(a.m, a.k, device="cuda"))
@@ -164,9 +167,14 @@ def main(argv):
         return run
 
     rows = []
+    first = next(iter(graphs.values()))
+    sustain(*first)(a.seconds)  # warm-up: the clock and the power settle before round 1
     for r in range(1, a.rounds + 1):
-        for name, (g, calls) in graphs.items():
-            us, samples = sampled(a.seconds, sustain(g, calls))
+        order = list(graphs.items())
+        if r % 2 == 0:
+            order.reverse()
+        for name, (g, calls) in order:
+            us, samples = sampled(gpu_id, a.seconds, sustain(g, calls))
             mhz = statistics.median(s[0] for s in samples)
             watts = statistics.mean(s[1] for s in samples)
             row = {"impl": name, "round": r, "us_per_call": f"{us:.2f}", "sm_mhz": f"{mhz:.0f}",

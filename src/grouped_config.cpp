@@ -49,6 +49,11 @@ ProblemShape model_problem(const GroupedProblem& s) {
   return p;
 }
 
+/// A 64-row ping-pong without a cluster: card 38's choice.
+bool is_pingpong_64(const Config& c) {
+  return c.path == KernelPath::kPingPong && c.bm == 64 && c.cluster_m == 1 && c.split_k == 1;
+}
+
 /// Where card 38 measured it faster than the model's pick: stacked groups of at least 128 rows on
 /// average, N >= 1536, fast accumulation. There the choice is the model's best 64-row ping-pong
 /// without a cluster. Routed sizes are arbitrary, so a group's last token tile is on average
@@ -67,14 +72,16 @@ bool prefers_pingpong_64(const GroupedProblem& s) {
 /// L2 bytes that one raster band of X rows may take (a quarter of the H200's 60 MB L2).
 constexpr int64_t kBandBytes = int64_t(16) << 20;
 
-/// The raster band, in X tiles, for a tiled or ping-pong pick: as many tiles as keep the band's
+/// The raster band, in X tiles, for the 64-row ping-pong pick: as many tiles as keep the band's
 /// rows of X within kBandBytes, a power of two from the table's 8 up to the kernel's 64. Inside a
 /// group the kernel sweeps every W tile of the group across one band of X tiles before the next
 /// band, so the group's W streams from DRAM once per band. At 8,16384,28672,4096 (groups of
 /// 2048 rows on average, 32 X tiles of 64 rows, W of 117 MB per group), bands of 8 read W four
-/// times per group; bands of 64 read it once and ran 5-6% faster in one run (docs/perf-log.md,
-/// card 44). The dense kernel's tuned bands of 8 stay: there wider bands cut the DRAM reads as
-/// much but gained nothing, and lost up to 8% on some shapes (card 44).
+/// times per group; bands of 64 read it once (the largest groups of a skewed routing, twice),
+/// 6.4-7.5% faster over three interleaved rounds (docs/perf-log.md, card 44). Applied only to the
+/// pick it was measured with, at K = 2048-14336. The dense kernel's tuned bands of 8 stay: there wider
+/// bands cut the DRAM reads as much but gained nothing, and lost up to 8% where W already fits in
+/// the L2 (card 44).
 int grouped_raster(const Config& c, int64_t k) {
   int raster = c.raster;
   while (raster < 64 && 2 * raster * c.bm * k <= kBandBytes) raster *= 2;
@@ -112,9 +119,7 @@ InstanceSpec grouped_spec(const GroupedProblem& s, int sm_count, const Config* f
     const std::vector<Config> list = candidates(p, sm_count);
     auto pick = list.end();
     if (prefers_pingpong_64(s)) {
-      pick = std::find_if(list.begin(), list.end(), [](const Config& c) {
-        return c.path == KernelPath::kPingPong && c.bm == 64 && c.cluster_m == 1;
-      });
+      pick = std::find_if(list.begin(), list.end(), is_pingpong_64);
       // Only with its full ring beside the tables, as measured.
       if (pick != list.end() && instance_smem_bytes(with_tables(*pick)) > kMaxSmemBytes) {
         pick = list.end();
@@ -127,7 +132,14 @@ InstanceSpec grouped_spec(const GroupedProblem& s, int sm_count, const Config* f
                    "no legal configuration for the grouped GEMM G,rows,N,K=", s.groups, ",",
                    s.rows, ",", s.n, ",", s.k);
     config = *pick;
-    if (config.raster > 0) config.raster = grouped_raster(config, s.k);
+    // Wider bands where they were measured: the 64-row ping-pong of card 38's envelope. The
+    // model's other picks keep the table's bands.
+    if (prefers_pingpong_64(s) && is_pingpong_64(config)) {
+      config.raster = grouped_raster(config, s.k);
+    }
+    const std::string why = config_illegal_reason(config, p);
+    F8GEMM_REQUIRE(why.empty(), kInternal, "the grouped choice ", config.name(), " for G,rows,N,K=",
+                   s.groups, ",", s.rows, ",", s.n, ",", s.k, " is illegal: ", why);
   }
   InstanceSpec spec = with_tables(config);
   // The model's pick gives ring stages to the group tables where they need the room; a forced

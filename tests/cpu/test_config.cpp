@@ -638,9 +638,10 @@ TEST(GroupedChoice, LargeStackedGroupsTakeA64RowPingPong) {
   }
 }
 
-// Card 44: the grouped pick's raster band grows from the table's 8 X tiles while the band's rows
-// of X stay within 16 MiB of L2, up to the kernel's 64 (64-row tiles: 64 at K <= 4096, 32 at
-// K = 7168, 16 at K = 14336). A forced config keeps its band, and swap-AB keeps none.
+// Card 44: the grouped 64-row ping-pong pick's raster band grows from the table's 8 X tiles while
+// the band's rows of X stay within 16 MiB of L2, up to the kernel's 64 (64 at K <= 4096, 32 at
+// K = 7168, 16 at K = 14336). A forced config keeps its band, swap-AB keeps none, and the other
+// picks keep 8.
 TEST(GroupedChoice, RasterBandKeepsAGroupsXBandInL2) {
   const auto choice = [](const GroupedProblem& p) {
     return detail::grouped_spec(p, 132, nullptr).config;
@@ -657,6 +658,17 @@ TEST(GroupedChoice, RasterBandKeepsAGroupsXBandInL2) {
     EXPECT_LE(int64_t(cfg.raster) * cfg.bm * c.p.k, int64_t(16) << 20);
   }
   EXPECT_EQ(choice(grouped(64, 512, 4096, 7168)).raster, 0);  // swap-AB
+  // Outside card 38's envelope the model's pick keeps the table's band (not measured wider).
+  GroupedProblem padded = grouped(8, 16384, 28672, 4096);
+  padded.padded = true;
+  GroupedProblem precise = grouped(8, 16384, 28672, 4096);
+  precise.fast_accum = false;
+  for (const GroupedProblem& p : {padded, precise}) {
+    const Config cfg = choice(p);
+    SCOPED_TRACE(cfg.name());
+    EXPECT_FALSE(is_pingpong_64(cfg) && cfg.raster != 8);
+    if (cfg.raster > 0) EXPECT_EQ(cfg.raster, 8);
+  }
   const Config forced = Config::parse("sm90_pingpong_64x256x128_s5_c1x1_r8");
   EXPECT_EQ(detail::grouped_spec(grouped(8, 16384, 28672, 4096), 132, &forced).config.raster, 8);
 }

@@ -338,6 +338,36 @@ TEST(GroupedGpu, EveryConfigFamilyForcedOnRaggedGroups) {
   EXPECT_EQ(ran, 38) << "11 families x 2 layouts x 2 modes, less 6 precise ones that cannot run";
 }
 
+// Card 44: the grouped choice widens the raster band of its 64-row ping-pong up to 64 X tiles.
+// Wide bands on groups of more than one band (4100 rows: 65 X tiles of 64, so a band of 64 and
+// one of 1), next to small and empty groups, alone and in 2x1 clusters (a band of 32 cluster
+// tiles), against fp64 and bit for bit against the same config with bands of 8: the band only
+// orders the tiles.
+TEST(GroupedGpu, WideRasterBandsGiveTheNarrowBandsBits) {
+  F8GEMM_SKIP_WITHOUT_SM90();
+  std::mt19937_64 rng(9044);
+  const std::vector<int64_t> sizes = {0, 4100, 7, 700, 1, 0, 129};
+  const HostGrouped h = random_grouped(rng, sizes, sum_of(sizes), 264, 400);
+  const GroupedReference r(h);
+  DeviceGrouped d(h);
+  const char* pairs[][2] = {
+      {"sm90_pingpong_64x256x128_s5_c1x1_r64", "sm90_pingpong_64x256x128_s5_c1x1_r8"},
+      {"sm90_pingpong_64x256x128_s5_c1x1_r16", "sm90_pingpong_64x256x128_s5_c1x1_r8"},
+      {"sm90_pingpong_64x256x128_s5_c2x1_r64", "sm90_pingpong_64x256x128_s5_c2x1_r8"},
+      {"sm90_tiled_128x128x128_s6_c1x1_r64", "sm90_tiled_128x128x128_s6_c1x1_r8"}};
+  for (const auto& pair : pairs) {
+    const Config wide = Config::parse(pair[0]), narrow = Config::parse(pair[1]);
+    for (WeightLayout layout : {WeightLayout::kPreshuffled, WeightLayout::kPlain}) {
+      const std::string what = std::string(pair[0]) + " " + describe(h, layout, true, DType::kBF16);
+      SCOPED_TRACE(what);
+      const auto y_wide = d.run(layout, DType::kBF16, true, DType::kI32, nullptr, &wide);
+      const auto y_narrow = d.run(layout, DType::kBF16, true, DType::kI32, nullptr, &narrow);
+      expect_grouped_correct(h, r, y_wide, DType::kBF16, true, what);
+      EXPECT_TRUE(y_wide == y_narrow) << what << ": not the bits of " << pair[1];
+    }
+  }
+}
+
 // ---- bias, fp16, int64 sizes ---------------------------------------------------------------
 
 TEST(GroupedGpu, BiasAndFp16OutputAgainstTheReference) {
