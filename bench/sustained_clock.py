@@ -99,8 +99,8 @@ def main(argv):
     l2 = getattr(props, "L2_cache_size", 60 << 20)
     torch.manual_seed(0)
     set_bytes = a.m * a.k + a.n * a.k  # the inputs, as peers.py counts them
-    sets = max(1, -(-2 * l2 // set_bytes))
-    gpu_id = "GPU-" + str(props.uuid)  # nvidia-smi's name for the device torch uses
+    sets = min(peers.MAX_SETS, max(1, -(-2 * l2 // set_bytes)))
+    gpu_id = "GPU-" + str(props.uuid)  # nvidia-smi's name for the device (not a MIG slice)
     inputs = []
     for _ in range(sets):
         xq, xs = peers.quantize_rows(torch.randn(a.m, a.k, device="cuda"))

@@ -84,6 +84,7 @@ constexpr int64_t kBandBytes = int64_t(16) << 20;
 /// the L2 (card 44).
 int grouped_raster(const Config& c, int64_t k) {
   int raster = c.raster;
+  if (raster <= 0) return raster;  // no bands (swap-AB walks W tiles in order)
   while (raster < 64 && 2 * raster * c.bm * k <= kBandBytes) raster *= 2;
   return raster;
 }
