@@ -118,8 +118,9 @@ InstanceSpec grouped_spec(const GroupedProblem& s, int sm_count, const Config* f
                    ",", s.k, ": ", why);
   } else {
     const std::vector<Config> list = candidates(p, sm_count);
+    const bool prefer_pingpong = prefers_pingpong_64(s);
     auto pick = list.end();
-    if (prefers_pingpong_64(s)) {
+    if (prefer_pingpong) {
       pick = std::find_if(list.begin(), list.end(), is_pingpong_64);
       // Only with its full ring beside the tables, as measured.
       if (pick != list.end() && instance_smem_bytes(with_tables(*pick)) > kMaxSmemBytes) {
@@ -135,7 +136,7 @@ InstanceSpec grouped_spec(const GroupedProblem& s, int sm_count, const Config* f
     config = *pick;
     // Wider bands where they were measured: the 64-row ping-pong of card 38's envelope. The
     // model's other picks keep the table's bands.
-    if (prefers_pingpong_64(s) && is_pingpong_64(config)) {
+    if (prefer_pingpong && is_pingpong_64(config)) {
       config.raster = grouped_raster(config, s.k);
     }
     const std::string why = config_illegal_reason(config, p);

@@ -598,6 +598,9 @@ GroupedProblem grouped(int64_t groups, int64_t rows, int64_t n, int64_t k) {
   return p;
 }
 
+/// The grouped choice's config on the H200's 132 SMs, nothing forced.
+Config choice(const GroupedProblem& p) { return detail::grouped_spec(p, 132, nullptr).config; }
+
 // Card 38: stacked groups of at least 128 rows on average, N >= 1536, fast accumulation run the
 // model's best 64-row ping-pong without a cluster (6-14% faster than the model's tiled 128x256
 // on 7 of 8 measured cases). Outside that envelope the model's pick stands, and none of these
@@ -607,9 +610,6 @@ bool is_pingpong_64(const Config& c) {
 }
 
 TEST(GroupedChoice, LargeStackedGroupsTakeA64RowPingPong) {
-  const auto choice = [](const GroupedProblem& p) {
-    return detail::grouped_spec(p, 132, nullptr).config;
-  };
   for (const GroupedProblem& p :
        {grouped(8, 2048, 4096, 14336), grouped(8, 2048, 28672, 4096), grouped(64, 8192, 4096, 7168),
         grouped(128, 16384, 1536, 2048), grouped(8, 16384, 28672, 4096),
@@ -643,9 +643,6 @@ TEST(GroupedChoice, LargeStackedGroupsTakeA64RowPingPong) {
 // K = 7168, 16 at K = 14336). A forced config keeps its band, swap-AB keeps none, and the other
 // picks keep 8.
 TEST(GroupedChoice, RasterBandKeepsAGroupsXBandInL2) {
-  const auto choice = [](const GroupedProblem& p) {
-    return detail::grouped_spec(p, 132, nullptr).config;
-  };
   struct Case { GroupedProblem p; int raster; };
   for (const Case& c : {Case{grouped(8, 16384, 28672, 4096), 64}, Case{grouped(8, 2048, 28672, 4096), 64},
                         Case{grouped(128, 16384, 1536, 2048), 64}, Case{grouped(64, 8192, 4096, 7168), 32},
