@@ -82,8 +82,9 @@ struct GemmKernel {
   }
 
   /// One tile: scales, mainloop (over this CTA's k-blocks), the split-K reduction, epilogue,
-  /// for the consumer's block at A-side rows a_block * 64. `between` runs after the mainloop,
-  /// before the epilogue.
+  /// for the consumer's block at A-side rows a_block * 64. `between` runs right after the last
+  /// k-block's wgmmas are issued, while they are still in flight (a ping-pong consumer hands its
+  /// turn over there: perf log, card 46).
   template <class Between>
   static __device__ __forceinline__ void compute_tile(const GemmParams& p, const Tile& tile,
                                                       int kblocks, const u8* ring, u8* region,
@@ -97,8 +98,7 @@ struct GemmKernel {
     }
     const typename Epilogue<T>::Scales scales = Epilogue<T>::load_scales(p, tile, a_block, tid);
     Mainloop<T>::run(ring, full, empty, pos, acc, total, kblocks, a_block, tid,
-                     [&] { Epilogue<T>::stage_scales(scales, region, tid); });
-    between();
+                     [&] { Epilogue<T>::stage_scales(scales, region, tid); }, between);
     float* sum = T::kFastAccum ? acc : total;
     if (!SplitK<T>::reduce(sum, split, tid)) return;
     Epilogue<T>::store(p, tile, sum, region, consumer, a_block, tid);
@@ -128,8 +128,8 @@ struct GemmKernel {
       }
     } else {
       // Ping-pong: consumer c runs this CTA's tiles c, c + 2, ... Their mainloops take turns
-      // (named barriers 3 and 4: a consumer starts its mainloop once the other has finished
-      // its own), so one consumer's epilogue runs while the other's wgmmas keep the tensor
+      // (named barriers 3 and 4: a consumer starts its mainloop once the other has issued its
+      // own last k-block), so one consumer's epilogue runs while the other's wgmmas keep the tensor
       // cores busy. Each turn is handed over only when the other consumer has a tile to take.
       int j = 0;  // this CTA's tile count
       for (int t = sched.first; t < sched.total; t += sched.stride, ++j) {

@@ -22,12 +22,15 @@ struct Mainloop {
   /// Accumulates the consumer's 64 x kBN block (A-side rows a_block * 64 onwards) over `kblocks`
   /// k-blocks into acc (fast mode) or total (precise mode, which the caller zeroes).
   /// `after_first_issue` runs once, right after the first k-block's wgmmas are issued, so that
-  /// its latency hides under tensor-core work.
-  template <class AfterFirstIssue>
+  /// its latency hides under tensor-core work. `after_last_issue` runs once, right after the last
+  /// k-block's wgmmas are issued, while they are still in flight: a ping-pong consumer hands its
+  /// turn over there, so that the other consumer's wgmmas queue behind these (perf log, card 46).
+  template <class AfterFirstIssue, class AfterLastIssue>
   static __device__ __forceinline__ void run(const u8* ring, u64* full, u64* empty, RingPos& pos,
                                              float* acc, float* total, int kblocks,
                                              int a_block, int tid,
-                                             AfterFirstIssue&& after_first_issue) {
+                                             AfterFirstIssue&& after_first_issue,
+                                             AfterLastIssue&& after_last_issue) {
     int prev_stage = 0;
     for (int kb = 0; kb < kblocks; ++kb) {
       mbar_wait(&full[pos.stage], pos.phase);
@@ -38,6 +41,7 @@ struct Mainloop {
       if (T::kFastAccum) {
         issue(acc, a_side, b_tile, kb > 0);
         if (kb == 0) after_first_issue();
+        if (kb == kblocks - 1) after_last_issue();
         // One k-block of wgmma stays in flight: wait for the previous one and free its slot.
         wgmma_wait<1>();
         fence_all<T::kAccAll>(acc);
@@ -48,6 +52,7 @@ struct Mainloop {
           // The slice's columns are rows slice * kPromoteCols onwards of the B tile.
           issue(acc, a_side, b_tile + slice * T::kPromoteCols * 128, false);
           if (kb == 0 && slice == 0) after_first_issue();
+          if (kb == kblocks - 1 && slice == T::kSlices - 1) after_last_issue();
           wgmma_wait<0>();
           fence_all<T::kSliceAcc>(acc);
           if (slice == T::kSlices - 1) Producer<T>::release(empty, pos.stage, tid);

@@ -108,6 +108,12 @@ constexpr int gemm_promote_cols(int bn, bool fast_accum) {
   return fast_accum || bn <= 192 ? bn : bn / 2;
 }
 
+/// The most fp32 accumulators one consumer thread keeps in fast mode: a 128-row ping-pong tile
+/// holds 128 x bn of them in one warpgroup, bn per thread. ptxas fits 160 beside the addresses
+/// and the epilogue without a spill in the 232 registers a consumer gets; 176 spills (perf log,
+/// card 47).
+constexpr int kGemmMaxAccumulators = 160;
+
 /// Consumer warpgroups: each owns 64 rows of the tile's A side, or (ping-pong) every other tile.
 constexpr int gemm_consumers(int bm, bool pingpong) { return pingpong ? 2 : bm / 64; }
 

@@ -78,7 +78,8 @@ struct GemmTraits {
                 "the total and one k-block sum must fit in 232 registers");
   static_assert(kSlices == 1 || (kBlocks == 1 && kBN % (8 * kSlices) == 0),
                 "promotion slices split one 64-row block into whole wgmma widths");
-  static_assert(kAccAll <= 128, "one accumulator set per consumer thread of at most 128 floats");
+  static_assert(kAccAll <= kGemmMaxAccumulators,
+                "one accumulator set per consumer thread of at most kGemmMaxAccumulators floats");
   static_assert(kXTileBytes % 1024 == 0 && kWTileBytes % 1024 == 0,
                 "tiles stay 1024-byte aligned for the 128-byte swizzle");
   static_assert(kClusterM == 1 || (kClusterM == 2 && !kSwap),

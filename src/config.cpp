@@ -129,8 +129,9 @@ std::string config_illegal_reason(const Config& c, const ProblemShape& p) {
     why << "clusters are 1x1 or 2x1 (two CTAs along M sharing each W tile)";
   else if (c.cluster_m == 2 && c.path == KernelPath::kSwapAB)
     why << "2x1 clusters are for the tiled path (swap-AB tiles share no W tile)";
-  else if (c.path == KernelPath::kPingPong && c.bm == 128 && c.bn > 128)
-    why << "a 128-row ping-pong tile keeps bn fp32 accumulators per thread: bn must be <= 128";
+  else if (c.path == KernelPath::kPingPong && c.bm == 128 && c.bn > dev::kGemmMaxAccumulators)
+    why << "a 128-row ping-pong tile keeps bn fp32 accumulators per thread: bn must be <= "
+        << dev::kGemmMaxAccumulators;
   else if (c.path == KernelPath::kPingPong && c.bm == 128 && !p.fast_accum && c.bn > 96)
     why << "a 128-row ping-pong tile in precise mode keeps two sets of bn accumulators: bn must "
            "be <= 96";
@@ -228,15 +229,18 @@ std::vector<Config> candidates(const ProblemShape& p, int sm_count) {
     } else {
       // Ping-pong: two 64-row tiles in flight per CTA, the epilogue of one under the other's
       // wgmmas; with and without a pair sharing W (multicast halves the 64-row tiles' W reads).
-      for (int bn : {128, 192, 256}) {
+      // 160 and 176 columns: 90 and 82 tiles across N = 14336, whose last wave fills more
+      // of the SMs than 128's or 256's (perf log, card 47).
+      for (int bn : {128, 160, 176, 192, 256}) {
         add(KernelPath::kPingPong, 64, bn, 8, 8);
         add(KernelPath::kPingPong, 64, bn, 8, 8, 2);
       }
     }
     if (bm == 128) {
       // Ping-pong with 128-row tiles (FBGEMM's choice at K <= 4096): each consumer owns a
-      // 128 x bn tile, 20% fewer operand bytes per product than 64 x 256.
-      for (int bn : {96, 128}) {
+      // 128 x bn tile, 20% fewer operand bytes per product than 64 x 256. The widths between
+      // 96 and 160 fit different tile counts to the SMs' waves (perf log, card 47).
+      for (int bn : {96, 112, 128, 144, 160}) {
         add(KernelPath::kPingPong, 128, bn, 8, 8);
         add(KernelPath::kPingPong, 128, bn, 8, 8, 2);
       }
