@@ -202,7 +202,8 @@ double estimate_us(const Config& c, const ProblemShape& p, int sm_count) {
          tiles_per_cta * reduce_us;
 }
 
-std::vector<Config> candidates(const ProblemShape& p, int sm_count) {
+std::vector<Config> candidates(const ProblemShape& p, int sm_count, CandidateSet set) {
+  const bool tune = set == CandidateSet::kTune;
   std::vector<std::pair<double, Config>> scored;
   auto add = [&](KernelPath path, int bm, int bn, int max_stages, int raster, int cluster_m = 1,
                  int split_k = 1) {
@@ -229,18 +230,25 @@ std::vector<Config> candidates(const ProblemShape& p, int sm_count) {
     } else {
       // Ping-pong: two 64-row tiles in flight per CTA, the epilogue of one under the other's
       // wgmmas; with and without a pair sharing W (multicast halves the 64-row tiles' W reads).
-      // 160 and 176 columns: 90 and 82 tiles across N = 14336, whose last wave fills more
-      // of the SMs than 128's or 256's (perf log, card 47).
-      for (int bn : {128, 160, 176, 192, 256}) {
+      for (int bn : {128, 192, 256}) {
+        add(KernelPath::kPingPong, 64, bn, 8, 8);
+        add(KernelPath::kPingPong, 64, bn, 8, 8, 2);
+      }
+      // Tune only: 160 and 176 columns, 90 and 82 tiles across N = 14336, whose last wave
+      // fills more of the SMs than 128's or 256's (perf log, card 47).
+      for (int bn : {160, 176}) {
+        if (!tune) break;
         add(KernelPath::kPingPong, 64, bn, 8, 8);
         add(KernelPath::kPingPong, 64, bn, 8, 8, 2);
       }
     }
     if (bm == 128) {
       // Ping-pong with 128-row tiles (FBGEMM's choice at K <= 4096): each consumer owns a
-      // 128 x bn tile, 20% fewer operand bytes per product than 64 x 256. The widths between
-      // 96 and 160 fit different tile counts to the SMs' waves (perf log, card 47).
+      // 128 x bn tile, 20% fewer operand bytes per product than 64 x 256. The tune also tries
+      // 112, 144 and 160 columns, whose tile counts fit the SMs' waves differently (perf log,
+      // card 47: 160 in the shipped table).
       for (int bn : {96, 112, 128, 144, 160}) {
+        if (!tune && bn != 96 && bn != 128) continue;
         add(KernelPath::kPingPong, 128, bn, 8, 8);
         add(KernelPath::kPingPong, 128, bn, 8, 8, 2);
       }

@@ -34,7 +34,7 @@ Config decide_config(const TargetGpu& gpu, const ProblemShape& problem) {
 }
 
 std::vector<Config> candidate_configs(const ProblemShape& problem, int sm_count) {
-  return detail::candidates(problem, sm_count);
+  return detail::candidates(problem, sm_count, detail::CandidateSet::kTune);
 }
 
 double model_estimate_us(const Config& config, const ProblemShape& problem, int sm_count) {

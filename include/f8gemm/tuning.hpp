@@ -36,7 +36,8 @@ TargetGpu target_gpu();
 Config decide_config(const TargetGpu& gpu, const ProblemShape& problem);
 
 /// The legal configurations for `problem` on a GPU with `sm_count` SMs, best model estimate
-/// first (the list `f8gemm tune` times).
+/// first (the list `f8gemm tune` times: the cost model's candidates plus tile widths that only a
+/// measurement may pick).
 std::vector<Config> candidate_configs(const ProblemShape& problem, int sm_count);
 
 /// The cost model's estimate of one call in microseconds on a GPU with `sm_count` SMs.

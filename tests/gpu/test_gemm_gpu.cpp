@@ -531,7 +531,8 @@ TEST(GemmGpu, EveryConfigFamilyForcedOnARaggedShape) {
     add(KernelPath::kTiled, 128, bn, rasters[raster++ % 5]);
     configs.back().cluster_m = 2;
   }
-  for (int bn : {64, 136, 256}) add(KernelPath::kPingPong, 64, bn, rasters[raster++ % 5]);
+  for (int bn : {64, 136, 176, 256}) add(KernelPath::kPingPong, 64, bn, rasters[raster++ % 5]);
+  for (int bn : {112, 160}) add(KernelPath::kPingPong, 128, bn, rasters[raster++ % 5]);
   add(KernelPath::kPingPong, 64, 128, 8);
   configs.back().cluster_m = 2;
   for (int bn : {8, 16, 24, 32, 48, 64, 96, 128}) add(KernelPath::kSwapAB, 64, bn, rasters[raster++ % 5]);
@@ -745,15 +746,18 @@ TEST(GemmGpu, ClusteredAndPingPongSchedulesMatchTheirTwinsBitForBit) {
   };
   // Ragged edges: 300 rows are 3 X tiles of 128 (the last pair's second tile is empty) and 5 of
   // 64 (odd: one ping-pong consumer gets one tile fewer); N = 136 leaves a last W tile of one
-  // 8-row slab (one CTA of a pair loads nothing); K = 272 ends in 16 bytes. 1,8320,256,528 gives
-  // each CTA several tiles, so the consumers' turns wrap around the ring.
+  // 8-row slab (one CTA of a pair loads nothing); K = 272 ends in 16 bytes. 1,8320,1040,528 has
+  // 455-1040 tiles of every width here (N ragged for each), 3.4 or more per CTA of the 132, so
+  // the ping-pong consumers hand their turns over several times and the turns wrap around the
+  // ring (with N = 256, as before, the 128-row tiles were one per CTA: no hand-over at all).
   for (const Case& c : {Case{3, 300, 136, 272}, Case{2, 77, 264, 400}, Case{1, 520, 512, 1040},
-                        Case{1, 8320, 256, 528}}) {
+                        Case{1, 8320, 1040, 528}}) {
     HostGemm h = random_gemm(rng, c.b, c.m, c.n, c.k);
     DeviceGemm d(h);
     std::vector<std::pair<Config, ProblemShape>> work;
     std::vector<std::tuple<Config, Config, ProblemShape>> cases;
-    for (const auto& [variant, twin] : schedule_twins({64, 96, 128, 192, 256})) {
+    for (const auto& [variant, twin] :
+         schedule_twins({64, 96, 112, 128, 144, 160, 176, 192, 256})) {
       for (WeightLayout layout : {WeightLayout::kPreshuffled, WeightLayout::kPlain}) {
         for (bool fast : {false, true}) {
           const ProblemShape p = shape_of(h, layout, fast, DType::kBF16);
@@ -780,7 +784,7 @@ TEST(GemmGpu, ClusteredAndPingPongSchedulesMatchTheirTwinsBitForBit) {
   for (DType bias_dtype : {DType::kF32, DType::kBF16}) {
     HostGemm h = random_gemm(rng, 2, 300, 264, 400, true, bias_dtype);
     DeviceGemm d(h);
-    for (const auto& [variant, twin] : schedule_twins({96, 128, 256})) {
+    for (const auto& [variant, twin] : schedule_twins({96, 128, 160, 256})) {
       for (DType out : {DType::kBF16, DType::kF16}) {
         for (WeightLayout layout : {WeightLayout::kPreshuffled, WeightLayout::kPlain}) {
           for (bool fast : {false, true}) {
