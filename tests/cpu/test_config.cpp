@@ -17,6 +17,7 @@
 namespace f8gemm {
 namespace {
 
+using detail::CandidateSet;
 using detail::candidates;
 using detail::config_illegal_reason;
 using detail::config_smem_bytes;
@@ -389,6 +390,18 @@ TEST(ConfigLegality, EachRule) {
         << reason(split, problem(1, 1, 1024, 256, true));
     EXPECT_EQ(reason(split, problem(1, 1, 1024, 272, true)), "");  // 3 k-blocks
   }
+  // A 128-row ping-pong tile keeps 128 x bn accumulators in one warpgroup: up to 160 columns in
+  // fast mode (kGemmMaxAccumulators), 96 in precise mode (two sets).
+  {
+    Config pp = make(KernelPath::kPingPong, 128, 160, 5);
+    EXPECT_EQ(reason(pp, fast), "") << pp.name();
+    pp.bn = 168;
+    EXPECT_TRUE(has(reason(pp, fast), "bn must be <= 160")) << reason(pp, fast);
+    pp.bn = 112;
+    EXPECT_TRUE(has(reason(pp, precise), "be <= 96")) << reason(pp, precise);
+    pp.bn = 96;
+    EXPECT_EQ(reason(pp, precise), "") << pp.name();
+  }
   // The smallest tiles are legal on both paths.
   EXPECT_EQ(reason(make(KernelPath::kSwapAB, 64, 8, 12, 0), precise), "");
   EXPECT_EQ(reason(make(KernelPath::kTiled, 64, 8, 2, 0), precise), "");
@@ -423,6 +436,38 @@ TEST(ConfigCandidates, BenchShapesHaveLegalSortedCandidates) {
       EXPECT_EQ(any_swap, p.m <= 256);
     }
   }
+}
+
+// The tune's list is the model's plus ping-pong widths that only a measured table entry picks:
+// 112, 144 and 160 columns of a 128-row tile, 160 and 176 of a 64-row one (perf log, card 47).
+TEST(ConfigCandidates, TheTuneAddsOnlyItsOwnWidthsToTheModelsList) {
+  std::vector<ProblemShape> shapes = bench_shapes();
+  shapes.push_back(problem(1, 4096, 14336, 4096, true));
+  shapes.push_back(problem(16, 512, 8192, 1024, true));
+  bool any_extra = false;
+  for (const ProblemShape& shape : shapes) {
+    for (bool fast : {true, false}) {
+      ProblemShape p = shape;
+      p.fast_accum = fast;
+      SCOPED_TRACE(table_key("H200", kH200Sms, p));
+      const std::vector<Config> model = candidates(p, kH200Sms);
+      const std::vector<Config> tune = candidates(p, kH200Sms, CandidateSet::kTune);
+      std::set<std::string> in_model, in_tune;
+      for (const Config& c : model) in_model.insert(c.name());
+      for (const Config& c : tune) {
+        EXPECT_EQ(config_illegal_reason(c, p), "") << c.name();
+        in_tune.insert(c.name());
+        if (in_model.count(c.name())) continue;
+        any_extra = true;
+        const bool own = c.path == KernelPath::kPingPong &&
+                         ((c.bm == 128 && (c.bn == 112 || c.bn == 144 || c.bn == 160)) ||
+                          (c.bm == 64 && (c.bn == 160 || c.bn == 176)));
+        EXPECT_TRUE(own) << c.name() << " is in the tune's list only";
+      }
+      for (const std::string& name : in_model) EXPECT_EQ(in_tune.count(name), 1u) << name;
+    }
+  }
+  EXPECT_TRUE(any_extra) << "the tune offers no width of its own on any shape";
 }
 
 TEST_F(DecideTest, DecodePicksTheSwapPath) {
