@@ -82,23 +82,23 @@ struct GemmKernel {
   }
 
   /// One tile: scales, mainloop (over this CTA's k-blocks), the split-K reduction, epilogue,
-  /// for the consumer's block at A-side rows a_block * 64. `between` runs right after the last
-  /// k-block's wgmmas are issued, while they are still in flight (a ping-pong consumer hands its
-  /// turn over there: perf log, card 46).
-  template <class Between>
+  /// for the consumer's block at A-side rows a_block * 64. `after_last_issue` runs right after
+  /// the last k-block's wgmmas are issued, while they are still in flight (a ping-pong consumer
+  /// hands its turn over there: perf log, card 46).
+  template <class AfterLastIssue>
   static __device__ __forceinline__ void compute_tile(const GemmParams& p, const Tile& tile,
                                                       int kblocks, const u8* ring, u8* region,
                                                       u64* full, u64* empty, RingPos& pos,
                                                       typename SplitK<T>::State& split,
                                                       float* acc, float* total, int consumer,
-                                                      int a_block, int tid, Between&& between) {
+                                                      int a_block, int tid, AfterLastIssue&& after_last_issue) {
     if (!T::kFastAccum) {
 #pragma unroll
       for (int i = 0; i < T::kAccAll; ++i) total[i] = 0.0f;
     }
     const typename Epilogue<T>::Scales scales = Epilogue<T>::load_scales(p, tile, a_block, tid);
     Mainloop<T>::run(ring, full, empty, pos, acc, total, kblocks, a_block, tid,
-                     [&] { Epilogue<T>::stage_scales(scales, region, tid); }, between);
+                     [&] { Epilogue<T>::stage_scales(scales, region, tid); }, after_last_issue);
     float* sum = T::kFastAccum ? acc : total;
     if (!SplitK<T>::reduce(sum, split, tid)) return;
     Epilogue<T>::store(p, tile, sum, region, consumer, a_block, tid);

@@ -236,10 +236,11 @@ std::vector<Config> candidates(const ProblemShape& p, int sm_count, CandidateSet
       }
       // Tune only: 160 and 176 columns, 90 and 82 tiles across N = 14336, whose last wave
       // fills more of the SMs than 128's or 256's (perf log, card 47).
-      for (int bn : {160, 176}) {
-        if (!tune) break;
-        add(KernelPath::kPingPong, 64, bn, 8, 8);
-        add(KernelPath::kPingPong, 64, bn, 8, 8, 2);
+      if (tune) {
+        for (int bn : {160, 176}) {
+          add(KernelPath::kPingPong, 64, bn, 8, 8);
+          add(KernelPath::kPingPong, 64, bn, 8, 8, 2);
+        }
       }
     }
     if (bm == 128) {

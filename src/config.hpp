@@ -29,9 +29,9 @@ std::string config_illegal_reason(const Config& config, const ProblemShape& prob
 /// The cost model's estimate in microseconds on a GPU with `sm_count` SMs (H200 ceilings).
 double estimate_us(const Config& config, const ProblemShape& problem, int sm_count);
 
-/// Which candidates: the cost model's, or the tune's, which adds tile widths that the model
-/// cannot rank (it has no term for how a last wave's idle SMs lend their power to the busy ones,
-/// which decides them: perf log, card 47). Only a measured table entry picks those.
+/// Which candidates: the cost model's, or the tune's, which adds ping-pong tile widths that the
+/// model has not been checked on (its picks with them changed on 74 problems that nothing
+/// measured; perf log, card 47). Only a measured table entry picks those.
 enum class CandidateSet { kModel, kTune };
 
 /// Legal candidates for a problem, best estimate first.

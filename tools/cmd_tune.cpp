@@ -134,7 +134,8 @@ int cmd_tune(const Args& args) {
       std::printf("%lld,%lld,%lld,%lld %-7s best %-36s %9.2f us (model's pick %s)%s\n",
                   (long long)p.batch, (long long)p.m, (long long)p.n, (long long)p.k,
                   fast ? "fast" : "precise", best.name().c_str(), best_us,
-                  list.front().name().c_str(), ok ? "" : "  FAILED VERIFY, not written");
+                  model_config(p, gpu.sm_count).name().c_str(),
+                  ok ? "" : "  FAILED VERIFY, not written");
       if (!ok) {
         std::printf("  rel RMS %.3e (bound %.3e), max |err|/bound %.3f, non-finite %lld\n",
                     check.rel_rms, numerics::rel_rms_bound(p.k, fast, p.out_dtype),

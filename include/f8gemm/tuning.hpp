@@ -40,6 +40,10 @@ Config decide_config(const TargetGpu& gpu, const ProblemShape& problem);
 /// measurement may pick).
 std::vector<Config> candidate_configs(const ProblemShape& problem, int sm_count);
 
+/// The cost model's own pick for `problem`: what it runs when no table entry, F8GEMM_CONFIG or
+/// tune names one. It never picks the tile widths that candidate_configs() offers the tune only.
+Config model_config(const ProblemShape& problem, int sm_count);
+
 /// The cost model's estimate of one call in microseconds on a GPU with `sm_count` SMs.
 double model_estimate_us(const Config& config, const ProblemShape& problem, int sm_count);
 

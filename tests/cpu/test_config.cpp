@@ -12,6 +12,7 @@
 #include "common/test_util.hpp"
 #include "config.hpp"
 #include "f8gemm/f8gemm.hpp"
+#include "f8gemm/tuning.hpp"
 #include "grouped.hpp"
 
 namespace f8gemm {
@@ -441,6 +442,11 @@ TEST(ConfigCandidates, BenchShapesHaveLegalSortedCandidates) {
 // The tune's list is the model's plus ping-pong widths that only a measured table entry picks:
 // 112, 144 and 160 columns of a 128-row tile, 160 and 176 of a 64-row one (perf log, card 47).
 TEST(ConfigCandidates, TheTuneAddsOnlyItsOwnWidthsToTheModelsList) {
+  auto tune_only = [](const Config& c) {
+    return c.path == KernelPath::kPingPong &&
+           ((c.bm == 128 && (c.bn == 112 || c.bn == 144 || c.bn == 160)) ||
+            (c.bm == 64 && (c.bn == 160 || c.bn == 176)));
+  };
   std::vector<ProblemShape> shapes = bench_shapes();
   shapes.push_back(problem(1, 4096, 14336, 4096, true));
   shapes.push_back(problem(16, 512, 8192, 1024, true));
@@ -459,12 +465,14 @@ TEST(ConfigCandidates, TheTuneAddsOnlyItsOwnWidthsToTheModelsList) {
         in_tune.insert(c.name());
         if (in_model.count(c.name())) continue;
         any_extra = true;
-        const bool own = c.path == KernelPath::kPingPong &&
-                         ((c.bm == 128 && (c.bn == 112 || c.bn == 144 || c.bn == 160)) ||
-                          (c.bm == 64 && (c.bn == 160 || c.bn == 176)));
-        EXPECT_TRUE(own) << c.name() << " is in the tune's list only";
+        EXPECT_TRUE(tune_only(c)) << c.name() << " is in the tune's list only";
       }
       for (const std::string& name : in_model) EXPECT_EQ(in_tune.count(name), 1u) << name;
+      // The model's list holds none of the tune's own widths; the public API hands the tune's
+      // list to `f8gemm tune` and the model's first pick to `model_config`.
+      for (const Config& c : model) EXPECT_FALSE(tune_only(c)) << c.name() << " is in the model's list";
+      EXPECT_EQ(candidate_configs(p, kH200Sms), tune);
+      EXPECT_EQ(model_config(p, kH200Sms), model.front());
     }
   }
   EXPECT_TRUE(any_extra) << "the tune offers no width of its own on any shape";

@@ -88,7 +88,7 @@ std::map<std::string, InstanceSpec> shipped_specs() {
       add(problem(s, WeightLayout::kPreshuffled, fast, DType::kF16));
     }
   }
-  // 128-row ping-pong (not yet chosen by any table entry), alone and paired, both modes.
+  // 128-row ping-pong tiles of the model's widths, alone and paired, both modes.
   for (const char* name : {"sm90_pingpong_128x128x128_s6_c1x1_r8", "sm90_pingpong_128x96x128_s7_c2x1_r8"}) {
     for (bool fast : {true, false}) {
       const ProblemShape p = problem(kBenchShapes[9], WeightLayout::kPreshuffled, fast);

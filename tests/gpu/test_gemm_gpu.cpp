@@ -747,9 +747,10 @@ TEST(GemmGpu, ClusteredAndPingPongSchedulesMatchTheirTwinsBitForBit) {
   // Ragged edges: 300 rows are 3 X tiles of 128 (the last pair's second tile is empty) and 5 of
   // 64 (odd: one ping-pong consumer gets one tile fewer); N = 136 leaves a last W tile of one
   // 8-row slab (one CTA of a pair loads nothing); K = 272 ends in 16 bytes. 1,8320,1040,528 has
-  // 455-1040 tiles of every width here (N ragged for each), 3.4 or more per CTA of the 132, so
-  // the ping-pong consumers hand their turns over several times and the turns wrap around the
-  // ring (with N = 256, as before, the 128-row tiles were one per CTA: no hand-over at all).
+  // 455 (128 x 160) to 2210 (64 x 64) tiles (N ragged for every width here), 3.4 or more per
+  // CTA of the 132, so the ping-pong consumers hand their turns over several times and the turns
+  // wrap around the ring (with N = 256, as before, the 128 x 128 and 64 x 256 tiles were one per
+  // CTA: no hand-over at all).
   for (const Case& c : {Case{3, 300, 136, 272}, Case{2, 77, 264, 400}, Case{1, 520, 512, 1040},
                         Case{1, 8320, 1040, 528}}) {
     HostGemm h = random_gemm(rng, c.b, c.m, c.n, c.k);
