@@ -91,7 +91,8 @@ struct GemmKernel {
                                                       u64* full, u64* empty, RingPos& pos,
                                                       typename SplitK<T>::State& split,
                                                       float* acc, float* total, int consumer,
-                                                      int a_block, int tid, AfterLastIssue&& after_last_issue) {
+                                                      int a_block, int tid,
+                                                      AfterLastIssue&& after_last_issue) {
     if (!T::kFastAccum) {
 #pragma unroll
       for (int i = 0; i < T::kAccAll; ++i) total[i] = 0.0f;

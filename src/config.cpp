@@ -275,6 +275,13 @@ std::vector<Config> candidates(const ProblemShape& p, int sm_count, CandidateSet
   return out;
 }
 
+Config model_pick(const ProblemShape& p, int sm_count) {
+  const std::vector<Config> list = candidates(p, sm_count);
+  F8GEMM_REQUIRE(!list.empty(), kInternal, "no legal configuration for B,M,N,K=", p.batch, ",",
+                 p.m, ",", p.n, ",", p.k);
+  return list.front();
+}
+
 std::string table_key(const std::string& gpu_name, int sm_count, const ProblemShape& p) {
   std::ostringstream os;
   os << gpu_name << "|" << sm_count << "|" << kVersion << "|" << p.batch << "," << p.m << ","
@@ -347,10 +354,7 @@ Config decide(const std::string& gpu_name, int sm_count, const ProblemShape& p) 
     chosen = *tuned;
     source = "table";
   } else {
-    const auto list = candidates(p, sm_count);
-    F8GEMM_REQUIRE(!list.empty(), kInternal, "no legal configuration for B,M,N,K=", p.batch, ",",
-                   p.m, ",", p.n, ",", p.k);
-    chosen = list.front();
+    chosen = model_pick(p, sm_count);
   }
   if (get_env<bool>("F8GEMM_LOG")) {
     std::fprintf(stderr, "f8gemm: %s -> %s (%s, model %.1f us)\n",

@@ -38,6 +38,10 @@ enum class CandidateSet { kModel, kTune };
 std::vector<Config> candidates(const ProblemShape& problem, int sm_count,
                                CandidateSet set = CandidateSet::kModel);
 
+/// The cost model's pick: the first of its candidates (what decide() runs without a table entry
+/// or F8GEMM_CONFIG). Throws kInternal when no config is legal.
+Config model_pick(const ProblemShape& problem, int sm_count);
+
 /// Key of a problem in the tuning tables: "<gpu>|<sms>|<version>|B,M,N,K|<layout>|<out>|<accum>".
 std::string table_key(const std::string& gpu_name, int sm_count, const ProblemShape& problem);
 

@@ -38,10 +38,7 @@ std::vector<Config> candidate_configs(const ProblemShape& problem, int sm_count)
 }
 
 Config model_config(const ProblemShape& problem, int sm_count) {
-  const std::vector<Config> list = detail::candidates(problem, sm_count);
-  F8GEMM_REQUIRE(!list.empty(), kInternal, "no legal configuration for B,M,N,K=", problem.batch, ",",
-                 problem.m, ",", problem.n, ",", problem.k);
-  return list.front();
+  return detail::model_pick(problem, sm_count);
 }
 
 double model_estimate_us(const Config& config, const ProblemShape& problem, int sm_count) {

@@ -470,7 +470,9 @@ TEST(ConfigCandidates, TheTuneAddsOnlyItsOwnWidthsToTheModelsList) {
       for (const std::string& name : in_model) EXPECT_EQ(in_tune.count(name), 1u) << name;
       // The model's list holds none of the tune's own widths; the public API hands the tune's
       // list to `f8gemm tune` and the model's first pick to `model_config`.
-      for (const Config& c : model) EXPECT_FALSE(tune_only(c)) << c.name() << " is in the model's list";
+      for (const Config& c : model) {
+        EXPECT_FALSE(tune_only(c)) << c.name() << " is in the model's list";
+      }
       EXPECT_EQ(candidate_configs(p, kH200Sms), tune);
       EXPECT_EQ(model_config(p, kH200Sms), model.front());
     }

@@ -96,7 +96,8 @@ void expect_small_regret(const std::map<ProblemKey, std::vector<Measured>>& runs
     for (const Measured& r : measured) {
       if (r.us < best->us) best = &r;
       if (!model_set.count(family(r.config))) continue;
-      if (!pick || detail::estimate_us(r.config, p, 132) < detail::estimate_us(pick->config, p, 132)) {
+      if (!pick ||
+          detail::estimate_us(r.config, p, 132) < detail::estimate_us(pick->config, p, 132)) {
         pick = &r;
       }
     }
