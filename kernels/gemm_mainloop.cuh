@@ -1,7 +1,7 @@
 /// \brief The consumer's mainloop: one tile's k-blocks through wgmma m64nBNk32 e4m3.
 ///
-/// For each k-block (128 bytes of K) a consumer warpgroup builds the shared-memory descriptors
-/// and issues four wgmmas per 64-row block of its A side (kBlocks: one, or two for a 128-row
+/// For each k-block (128 bytes of K) a consumer warpgroup offsets the ring's shared-memory
+/// descriptor (built once) to the slot's tiles and issues four wgmmas per 64-row block of its A side (kBlocks: one, or two for a 128-row
 /// ping-pong tile), whose descriptors advance by 32 bytes (+2 in the address field).
 /// - Fast mode keeps one k-block in flight (wait_group 1) and frees the previous slot; the
 ///   accumulators chain through all of K inside the tensor core.
@@ -32,12 +32,15 @@ struct Mainloop {
                                              AfterFirstIssue&& after_first_issue,
                                              AfterLastIssue&& after_last_issue) {
     int prev_stage = 0;
+    // The ring's descriptor, built once: a slot's (and a 64-row block's, a k32 step's) differs
+    // only in the start address, in 16-byte units (the ring ends below 256 KB: no carry out).
+    const u64 ring_desc = make_smem_desc_sw128(ring);
     for (int kb = 0; kb < kblocks; ++kb) {
       mbar_wait(&full[pos.stage], pos.phase);
-      const u8* x_tile = ring + pos.stage * T::kStageBytes;
-      const u8* w_tile = x_tile + T::kXTileBytes;
-      const u8* a_side = (T::kSwap ? w_tile : x_tile) + a_block * 64 * 128;
-      const u8* b_tile = T::kSwap ? x_tile : w_tile;
+      const u64 x_desc = ring_desc + u64(pos.stage * (T::kStageBytes / 16));
+      const u64 w_desc = x_desc + u64(T::kXTileBytes / 16);
+      const u64 a_side = (T::kSwap ? w_desc : x_desc) + u64(a_block * 64 * 128 / 16);
+      const u64 b_tile = T::kSwap ? x_desc : w_desc;
       if (T::kFastAccum) {
         issue(acc, a_side, b_tile, kb > 0);
         if (kb == 0) after_first_issue();
@@ -50,7 +53,7 @@ struct Mainloop {
 #pragma unroll
         for (int slice = 0; slice < T::kSlices; ++slice) {
           // The slice's columns are rows slice * kPromoteCols onwards of the B tile.
-          issue(acc, a_side, b_tile + slice * T::kPromoteCols * 128, false);
+          issue(acc, a_side, b_tile + u64(slice * T::kPromoteCols * 128 / 16), false);
           if (kb == 0 && slice == 0) after_first_issue();
           if (kb == kblocks - 1 && slice == T::kSlices - 1) after_last_issue();
           wgmma_wait<0>();
@@ -81,14 +84,12 @@ struct Mainloop {
   /// One k-block's wgmmas over kPromoteCols columns of B (all of them in fast mode), for each
   /// 64-row block of the A side, committed as one group. `chain` continues the accumulators (fast
   /// mode after the first k-block); otherwise the first k32 step starts them from zero.
-  static __device__ __forceinline__ void issue(float* acc, const u8* a_side, const u8* b_cols,
-                                               bool chain) {
-    const u64 b_desc = make_smem_desc_sw128(b_cols);
+  static __device__ __forceinline__ void issue(float* acc, u64 a_side, u64 b_desc, bool chain) {
     fence_all<T::kSliceAcc>(acc);
     wgmma_fence();
 #pragma unroll
     for (int blk = 0; blk < T::kBlocks; ++blk) {
-      const u64 a_desc = make_smem_desc_sw128(a_side + blk * 64 * 128);
+      const u64 a_desc = a_side + u64(blk * 64 * 128 / 16);
 #pragma unroll
       for (int kk = 0; kk < 4; ++kk) {
         Wgmma<T::kPromoteCols>::mma(acc + blk * T::kPromoteCols / 2, a_desc + 2 * kk,
