@@ -1,8 +1,9 @@
 /// \brief The consumer's mainloop: one tile's k-blocks through wgmma m64nBNk32 e4m3.
 ///
 /// For each k-block (128 bytes of K) a consumer warpgroup offsets the ring's shared-memory
-/// descriptor (built once) to the slot's tiles and issues four wgmmas per 64-row block of its A side (kBlocks: one, or two for a 128-row
-/// ping-pong tile), whose descriptors advance by 32 bytes (+2 in the address field).
+/// descriptor (built once) to the slot's tiles and issues four wgmmas per 64-row block of its A
+/// side (kBlocks: one, or two for a 128-row ping-pong tile), whose descriptors advance by 32
+/// bytes (+2 in the address field).
 /// - Fast mode keeps one k-block in flight (wait_group 1) and frees the previous slot; the
 ///   accumulators chain through all of K inside the tensor core.
 /// - Precise mode restarts the tensor-core sum at every k-block (scale-d = 0 on the first k32
