@@ -152,7 +152,8 @@ __device__ __forceinline__ void tma_prefetch_map(const TensorMap* map) {
 // it returns at once. Every thread of every kernel that can be launched so (the GEMMs and the
 // row-quantisation kernels; not the one-time weight preshuffle) calls it before its first
 // access to global memory that another kernel may write, and before it writes any (a GEMM
-// prefetches only its tensor maps, kernel parameters, before it). Calling it in every thread
+// prefetches its tensor maps, kernel parameters, before it, and W when the caller vouches that
+// no running kernel writes it: GemmOptions::prefetch_w). Calling it in every thread
 // also keeps the chain transitive: a grid cannot complete before the grids it depends on.
 __device__ __forceinline__ void grid_dependency_wait() {
   asm volatile("griddepcontrol.wait;" ::: "memory");

@@ -45,9 +45,12 @@ struct GemmKernel {
       SplitK<T>::init_barriers(smem);
       tma_prefetch_map(&p.x_map);
       if (T::kPlainW) tma_prefetch_map(&p.w_map);
+      // W, when the caller vouches that the previous kernel does not write it (prefetch_w).
+      if constexpr (!T::kGrouped) Producer<T>::prefetch_w(p, TileScheduler<T>(p, smem), ring, full);
     }
     // Launched to overlap the previous kernel, everything above ran during its tail; from here
-    // on this kernel reads and writes memory that kernel may touch (f8gemm_ptx.cuh).
+    // on this kernel reads and writes memory that kernel may touch (f8gemm_ptx.cuh), W aside
+    // when prefetch_w is set.
     grid_dependency_wait();
     // A grouped GEMM's tables, from the sizes on the device (the ring is free for scratch).
     if (T::kGrouped) GroupTables<T>(smem).build(p, reinterpret_cast<i64*>(ring));

@@ -47,6 +47,9 @@ struct GemmParams {
   const void* m_sizes;   ///< [G] int32 or int64 on the device: rows per group
   int sizes_i64;         ///< m_sizes is int64
   int padded;            ///< group g's rows start at g * M_max (else after the previous group's)
+  /// W is final before this kernel starts (GemmOptions::prefetch_w): the first tile's first
+  /// ring slots of W are loaded before the grid-dependency wait (Producer::prefetch_w).
+  int prefetch_w;
 };
 
 /// How the epilogue moves a consumer's output block from shared to global memory.

@@ -56,30 +56,80 @@ struct Producer {
     fence_barrier_init();
   }
 
+  /// Whether this configuration loads W before the grid-dependency wait when asked to
+  /// (GemmParams::prefetch_w). Not a grouped GEMM (its tiles come from sizes that the previous
+  /// kernel may write) nor a pair (the multicast reaches the other CTA's barriers, which only the
+  /// cluster barrier after the wait shows initialised). Not plain W nor K split more than two
+  /// ways either: measured slower there in a chain of decode GEMMs (perf log, card 50: 1,1,4096,
+  /// 4096 plain 1.20x the time without, 1,1,1024,8192 split four ways 1.29x), where preshuffled
+  /// W unsplit or split in two ran 0.86-1.00x.
+  static constexpr bool kPrefetchW =
+      !T::kGrouped && T::kClusterM == 1 && !T::kPlainW && T::kSplitK <= 2;
+
+  /// Ring slots whose W is loaded before the grid-dependency wait: the first tile's first
+  /// k-blocks, as many as the ring holds.
+  static __device__ __forceinline__ int prefetched_slots(const GemmParams& p,
+                                                         const TileScheduler<T>& sched) {
+    if (!kPrefetchW || !p.prefetch_w || sched.first >= sched.total) return 0;
+    return min(T::kStages, sched.kb_count);
+  }
+
+  /// Before the grid-dependency wait, by the thread that initialised the barriers: arms the
+  /// prefetched slots for their X and W bytes and issues their W copies, so that the weight
+  /// stream starts during the previous kernel's tail. run() then issues only their X copies.
+  /// The copies land in this CTA's shared memory, not in L2, where the previous kernel's own
+  /// stream would evict them (perf log, cards 23 and 50).
+  static __device__ __forceinline__ void prefetch_w(const GemmParams& p,
+                                                    const TileScheduler<T>& sched, u8* ring,
+                                                    u64* full) {
+    const int slots = prefetched_slots(p, sched);
+    if (slots == 0) return;
+    fence_proxy_async();  // the barriers' initialisation, seen by the copies' completions
+    const Tile tile = sched.tile(sched.first);
+    const int w_rows = tile_w_rows(tile);
+    for (int s = 0; s < slots; ++s) {
+      mbar_arrive_expect_tx(&full[s], u32(T::kXTileBytes) + tile_w_bytes(w_rows));
+      load_w(p, tile, sched.kb_begin + s, w_rows, sched.rank,
+             ring + s * T::kStageBytes + T::kXTileBytes, &full[s]);
+    }
+  }
+
   /// Called by every lane of one converged warp.
   static __device__ __forceinline__ void run(const GemmParams& p, const TileScheduler<T>& sched,
                                              u8* ring, u64* full, u64* empty) {
     const bool issuer = elect_one_lane();
+    // The first tile's first `prefetched` slots are armed and hold their W (prefetch_w).
+    const int prefetched = prefetched_slots(p, sched);
+    int loaded = 0;  // k-blocks of this CTA so far
     RingPos pos;
     for (int t = sched.first; t < sched.total; t += sched.stride) {
       const Tile tile = sched.tile(t);
-      // Rows of W that exist in this tile: the preshuffled buffer ends at N (no padding rows).
-      const int w_rows = int(min(i64(T::kWRows), T::kN - tile.n0));
-      // TMA counts whole boxes (zero-filled rows and columns included).
-      const u32 w_bytes = T::kPlainW ? u32(T::kWTileBytes) : u32(w_rows) * 128u;
-      for (int kb = sched.kb_begin; kb < sched.kb_begin + sched.kb_count; ++kb) {
+      const int w_rows = tile_w_rows(tile);
+      const u32 w_bytes = tile_w_bytes(w_rows);
+      for (int kb = sched.kb_begin; kb < sched.kb_begin + sched.kb_count; ++kb, ++loaded) {
         mbar_wait(&empty[pos.stage], pos.phase ^ 1);
         u8* x_tile = ring + pos.stage * T::kStageBytes;
         u8* w_tile = x_tile + T::kXTileBytes;
         u64* bar = &full[pos.stage];
         if (issuer) {
-          mbar_arrive_expect_tx(bar, u32(T::kXTileBytes) + w_bytes);
+          const bool with_w = loaded >= prefetched;
+          if (with_w) mbar_arrive_expect_tx(bar, u32(T::kXTileBytes) + w_bytes);
           tma_load_3d(x_tile, &p.x_map, bar, kb * 128, tile.m0, tile.xb);
-          load_w(p, tile, kb, w_rows, sched.rank, w_tile, bar);
+          if (with_w) load_w(p, tile, kb, w_rows, sched.rank, w_tile, bar);
         }
         pos.template advance<T::kStages>();
       }
     }
+  }
+
+  /// Rows of W that exist in a tile: the preshuffled buffer ends at N (no padding rows).
+  static __device__ __forceinline__ int tile_w_rows(const Tile& tile) {
+    return int(min(i64(T::kWRows), T::kN - tile.n0));
+  }
+  /// The bytes of one W k-block of a tile that arrive in this CTA's slot. TMA counts whole boxes
+  /// (zero-filled rows and columns included).
+  static __device__ __forceinline__ u32 tile_w_bytes(int w_rows) {
+    return T::kPlainW ? u32(T::kWTileBytes) : u32(w_rows) * 128u;
   }
 
   /// This CTA's share of one W k-block: all of it alone, half of it (multicast to both CTAs)

@@ -19,7 +19,8 @@ namespace f8gemm::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: f8gemm bench [--shapes FILE] [--csv FILE] [--iters N] [--no-peak] [--precise]";
+    "usage: f8gemm bench [--shapes FILE] [--csv FILE] [--iters N] [--no-peak] [--precise] "
+    "[--prefetch-w]";
 
 /// The PEAK that --no-peak (or a failed cuBLASLt call) falls back on: cuBLASLt tensorwise FP8
 /// 8192^3 with fast accumulation, as measured on the H200 during setup on 2026-11-30. That run is
@@ -43,6 +44,7 @@ struct BenchOptions {
   int iters = 100;
   bool peak = true;
   bool precise = false;
+  bool prefetch_w = false;  // GemmOptions::prefetch_w (the operands are written before the run)
   bool help = false;
 };
 
@@ -104,6 +106,8 @@ BenchOptions parse_options(const Args& args) {
       o.peak = !flag();
     } else if (name == "--precise") {
       o.precise = flag();
+    } else if (name == "--prefetch-w") {
+      o.prefetch_w = flag();
     } else if (name == "--help" || name == "-h") {
       o.help = flag();
     } else {
@@ -244,6 +248,7 @@ ShapeSummary bench_shape(const Shape& s, int index, double bw_tbps, double peak_
   const TensorView yv = make_view(y.get(), DType::kBF16, {s.b, s.m, s.n}, device);
   GemmOptions gemm_options;
   gemm_options.fast_accum = !o.precise;
+  gemm_options.prefetch_w = o.prefetch_w;
 
   auto ours = [&](WeightLayout layout) -> ImplCall {
     return [&, layout](cudaStream_t st, int i) {
@@ -340,9 +345,10 @@ int cmd_bench(const Args& args) {
   F8GEMM_CHECK_CUDA(cudaGetDevice(&device));
   cudaDeviceProp prop{};
   F8GEMM_CHECK_CUDA(cudaGetDeviceProperties(&prop, device));
-  std::printf("device %d: %s, sm_%d%d, %d SMs, L2 %zu bytes; fast_accum %s; %d iters\n", device,
-              prop.name, prop.major, prop.minor, prop.multiProcessorCount, l2_cache_bytes(),
-              o.precise ? "off" : "on", o.iters);
+  std::printf("device %d: %s, sm_%d%d, %d SMs, L2 %zu bytes; fast_accum %s; prefetch_w %s; "
+              "%d iters\n", device, prop.name, prop.major, prop.minor,
+              prop.multiProcessorCount, l2_cache_bytes(), o.precise ? "off" : "on",
+              o.prefetch_w ? "on" : "off", o.iters);
 
   CsvWriter csv(o.csv);  // before any timing: a bad path must not cost a run
 

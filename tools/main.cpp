@@ -15,7 +15,7 @@ constexpr const char* kUsage =
     "  demo                       the 11 batched shapes, verified, with a table (CPU path without a GPU)\n"
     "  run --b B --m M --n N --k K [--out bf16|fp16] [--bias] [--bias-dtype f32|bf16] [--precise]\n"
     "      [--plain] [--config NAME] [--verify] [--once] [--iters N] [--seed S]\n"
-    "  bench [--shapes FILE] [--csv FILE] [--iters N] [--precise] [--no-peak]\n"
+    "  bench [--shapes FILE] [--csv FILE] [--iters N] [--precise] [--no-peak] [--prefetch-w]\n"
     "  precompile [--shape B,M,N,K]... [--shapes FILE] [--plain] [--precise] [--out bf16|fp16]\n"
     "      [--candidates]             (every candidate `tune` would time, into the disk cache)\n"
     "  tune --shapes FILE [--out FILE] [--log CSV] [--precise|--both] [--plain] [--iters N]\n"

@@ -144,6 +144,17 @@ struct GemmOptions {
   const Config* config = nullptr;    ///< force a configuration (else F8GEMM_CONFIG, table, model)
   const GemmArgNames* names = nullptr;  ///< argument names for error messages (null: the defaults)
   Pdl pdl = Pdl::kDefault;              ///< overlap the previous kernel's tail (see Pdl)
+  /// W is final before this GEMM may start: with PDL the kernel then loads the first ring slots
+  /// of W into shared memory before it waits for the previous kernel, so the weight stream starts
+  /// during that kernel's tail (docs/perf-log.md, card 50). Set it only when no kernel that may
+  /// still run when this one starts writes W: not the kernel just before it on the stream, nor,
+  /// when that one was itself launched with PDL and lets its dependents start before its own
+  /// wait, the one before that (every f8gemm kernel lets them start only after its wait). Weights
+  /// quantised and preshuffled once and reused by every forward qualify; weights quantised by the
+  /// kernel just before the GEMM do not. It acts only with PDL on, on preshuffled W, in
+  /// configurations of one CTA per tile or K split at most two ways (where it measured faster);
+  /// elsewhere it changes nothing.
+  bool prefetch_w = false;
 };
 
 /// Single GEMM: X [..., K] (leading dims flatten into M), W [N,K] or preshuffled [ceil(K/128),N/8,1024],

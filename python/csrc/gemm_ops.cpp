@@ -7,7 +7,9 @@
 /// never copied (no .contiguous()): the only allocation is the output. Inside CUDA-graph capture,
 /// a GEMM whose plan is not built (f8gemm::is_ready) raises a RuntimeError telling the user to
 /// precompile instead of compiling during the capture. The trailing `pdl` (schemas.cpp) becomes
-/// GemmOptions::pdl: programmatic dependent launch for this call, or the library's default.
+/// GemmOptions::pdl: programmatic dependent launch for this call, or the library's default. The
+/// single preshuffled ops' `prefetch_w` becomes GemmOptions::prefetch_w (WQ is final: with PDL
+/// its first ring slots load before the grid-dependency wait); every other op passes false.
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/util/Exception.h>
@@ -50,6 +52,7 @@ struct GemmArgs {
   WeightLayout layout;
   bool batched;
   f8gemm::Pdl pdl;  ///< the op's `pdl` (to_pdl): GemmOptions::pdl
+  bool prefetch_w;  ///< the op's `prefetch_w` (false for ops without one): GemmOptions::prefetch_w
 };
 
 /// The hint added to a rank/shape error when a weight of the other layout was passed.
@@ -171,6 +174,7 @@ void run_gemm(const GemmArgs& a, const at::Tensor& out) {
   }
   c.options.fast_accum = a.use_fast_accum;
   c.options.pdl = a.pdl;
+  c.options.prefetch_w = a.prefetch_w;
   c.options.names = &kGemmNames;
   OnDevice on(a.XQ);
   c.options.stream = on.stream;
@@ -211,7 +215,7 @@ at::Tensor f8f8bf16_rowwise(const at::Tensor& XQ, const at::Tensor& WQ, const at
                             const at::Tensor& w_scale, const std::optional<at::Tensor>& bias,
                             bool use_fast_accum, std::optional<bool> pdl) {
   return gemm_functional({"f8f8bf16_rowwise", XQ, WQ, x_scale, w_scale, bias, use_fast_accum,
-                          WeightLayout::kPlain, false, to_pdl(pdl)},
+                          WeightLayout::kPlain, false, to_pdl(pdl), false},
                          at::ScalarType::BFloat16);
 }
 
@@ -219,7 +223,7 @@ at::Tensor f8f8f16_rowwise(const at::Tensor& XQ, const at::Tensor& WQ, const at:
                            const at::Tensor& w_scale, const std::optional<at::Tensor>& bias,
                            bool use_fast_accum, std::optional<bool> pdl) {
   return gemm_functional({"f8f8f16_rowwise", XQ, WQ, x_scale, w_scale, bias, use_fast_accum,
-                          WeightLayout::kPlain, false, to_pdl(pdl)},
+                          WeightLayout::kPlain, false, to_pdl(pdl), false},
                          at::ScalarType::Half);
 }
 
@@ -228,7 +232,7 @@ void f8f8bf16_rowwise_out(const at::Tensor& XQ, const at::Tensor& WQ, const at::
                           const std::optional<at::Tensor>& bias, bool use_fast_accum,
                           std::optional<bool> pdl) {
   const GemmArgs a{"f8f8bf16_rowwise_out", XQ, WQ, x_scale, w_scale, bias, use_fast_accum,
-                   WeightLayout::kPlain, false, to_pdl(pdl)};
+                   WeightLayout::kPlain, false, to_pdl(pdl), false};
   require_out_dtype(a.op, output, at::ScalarType::BFloat16);
   run_gemm(a, output);
 }
@@ -240,7 +244,7 @@ at::Tensor rowwise_batched_impl(const at::Tensor& XQ, const at::Tensor& WQ,
   return gemm_functional({batched_name(preshuffled), XQ, WQ, x_scale, w_scale, bias,
                           use_fast_accum,
                           preshuffled ? WeightLayout::kPreshuffled : WeightLayout::kPlain, true,
-                          to_pdl(pdl)},
+                          to_pdl(pdl), false},
                          at::ScalarType::BFloat16);
 }
 
@@ -250,7 +254,7 @@ void rowwise_batched_out_impl(const at::Tensor& XQ, const at::Tensor& WQ,
                               bool use_fast_accum, bool preshuffled, std::optional<bool> pdl) {
   const GemmArgs a{batched_name(preshuffled), XQ, WQ, x_scale, w_scale, bias, use_fast_accum,
                    preshuffled ? WeightLayout::kPreshuffled : WeightLayout::kPlain, true,
-                   to_pdl(pdl)};
+                   to_pdl(pdl), false};
   require_out_dtype(a.op, output, at::ScalarType::BFloat16);
   run_gemm(a, output);
 }
@@ -300,18 +304,22 @@ at::Tensor f8f8bf16_rowwise_batched_preshuffled(const at::Tensor& XQ, const at::
 at::Tensor f8f8bf16_rowwise_preshuffled(const at::Tensor& XQ, const at::Tensor& WQ,
                                         const at::Tensor& x_scale, const at::Tensor& w_scale,
                                         const std::optional<at::Tensor>& bias,
-                                        bool use_fast_accum, std::optional<bool> pdl) {
+                                        bool use_fast_accum, std::optional<bool> pdl,
+                                        bool prefetch_w) {
   return gemm_functional({"f8f8bf16_rowwise_preshuffled", XQ, WQ, x_scale, w_scale, bias,
-                          use_fast_accum, WeightLayout::kPreshuffled, false, to_pdl(pdl)},
+                          use_fast_accum, WeightLayout::kPreshuffled, false, to_pdl(pdl),
+                          prefetch_w},
                          at::ScalarType::BFloat16);
 }
 
 at::Tensor f8f8f16_rowwise_preshuffled(const at::Tensor& XQ, const at::Tensor& WQ,
                                        const at::Tensor& x_scale, const at::Tensor& w_scale,
                                        const std::optional<at::Tensor>& bias,
-                                       bool use_fast_accum, std::optional<bool> pdl) {
+                                       bool use_fast_accum, std::optional<bool> pdl,
+                                       bool prefetch_w) {
   return gemm_functional({"f8f8f16_rowwise_preshuffled", XQ, WQ, x_scale, w_scale, bias,
-                          use_fast_accum, WeightLayout::kPreshuffled, false, to_pdl(pdl)},
+                          use_fast_accum, WeightLayout::kPreshuffled, false, to_pdl(pdl),
+                          prefetch_w},
                          at::ScalarType::Half);
 }
 
@@ -319,9 +327,10 @@ void f8f8bf16_rowwise_preshuffled_out(const at::Tensor& XQ, const at::Tensor& WQ
                                       const at::Tensor& x_scale, const at::Tensor& w_scale,
                                       const at::Tensor& output,
                                       const std::optional<at::Tensor>& bias,
-                                      bool use_fast_accum, std::optional<bool> pdl) {
+                                      bool use_fast_accum, std::optional<bool> pdl,
+                                      bool prefetch_w) {
   const GemmArgs a{"f8f8bf16_rowwise_preshuffled_out", XQ, WQ, x_scale, w_scale, bias,
-                   use_fast_accum, WeightLayout::kPreshuffled, false, to_pdl(pdl)};
+                   use_fast_accum, WeightLayout::kPreshuffled, false, to_pdl(pdl), prefetch_w};
   require_out_dtype(a.op, output, at::ScalarType::BFloat16);
   run_gemm(a, output);
 }

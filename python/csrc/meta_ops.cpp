@@ -2,7 +2,8 @@
 /// schemas.cpp): output shapes and dtypes only, symbolic sizes allowed, for torch.compile,
 /// torch.export and opcheck. They check what the shape inference itself needs (ranks), with the
 /// same error types as the CUDA implementations. The trailing `pdl` of the GEMM and quantisation
-/// ops only says how a kernel is launched: it changes no shape, and is ignored here.
+/// ops and `prefetch_w` of the single preshuffled GEMMs only say how a kernel is launched and
+/// loads its weight: they change no shape, and are ignored here.
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
 #include <c10/core/SymInt.h>
@@ -104,7 +105,7 @@ void rowwise_batched_out_meta(const at::Tensor&, const at::Tensor&, const at::Te
 at::Tensor f8f8bf16_rowwise_preshuffled_meta(const at::Tensor& XQ, const at::Tensor& WQ,
                                              const at::Tensor&, const at::Tensor&,
                                              const std::optional<at::Tensor>&, bool,
-                                             std::optional<bool>) {
+                                             std::optional<bool>, bool) {
   return meta_gemm("f8f8bf16_rowwise_preshuffled", XQ, WQ, WeightLayout::kPreshuffled, false,
                    at::ScalarType::BFloat16);
 }
@@ -112,7 +113,7 @@ at::Tensor f8f8bf16_rowwise_preshuffled_meta(const at::Tensor& XQ, const at::Ten
 at::Tensor f8f8f16_rowwise_preshuffled_meta(const at::Tensor& XQ, const at::Tensor& WQ,
                                             const at::Tensor&, const at::Tensor&,
                                             const std::optional<at::Tensor>&, bool,
-                                            std::optional<bool>) {
+                                            std::optional<bool>, bool) {
   return meta_gemm("f8f8f16_rowwise_preshuffled", XQ, WQ, WeightLayout::kPreshuffled, false,
                    at::ScalarType::Half);
 }
@@ -120,7 +121,7 @@ at::Tensor f8f8f16_rowwise_preshuffled_meta(const at::Tensor& XQ, const at::Tens
 void f8f8bf16_rowwise_preshuffled_out_meta(const at::Tensor&, const at::Tensor&,
                                            const at::Tensor&, const at::Tensor&,
                                            const at::Tensor&, const std::optional<at::Tensor>&,
-                                           bool, std::optional<bool>) {}
+                                           bool, std::optional<bool>, bool) {}
 
 at::Tensor preshuffle_meta(const at::Tensor& WQ) {
   if (WQ.dim() != 2 && WQ.dim() != 3) {

@@ -5,11 +5,17 @@
 /// CPU),
 /// precompile_ops.cpp (CompositeExplicitAutograd), meta_ops.cpp (Meta).
 ///
-/// Every GEMM op (not the grouped ones), quantize_fp8_row and silu_mul_quantize_fp8_row end with
+/// Every GEMM op (not the grouped ones), quantize_fp8_row and silu_mul_quantize_fp8_row take
 /// our own `bool? pdl=None`, after FBGEMM's arguments so that its call sites keep working:
 /// programmatic dependent launch for this call (True), never (False), or the library's default
 /// (None: the F8GEMM_PDL switch, off when unset; binding.hpp to_pdl). The grouped ops keep
 /// FBGEMM's schemas unchanged: they follow the switch.
+///
+/// The single preshuffled GEMMs (f8f8bf16_rowwise_preshuffled, its _out form,
+/// f8f8f16_rowwise_preshuffled and the two ROCm names) then end with `bool prefetch_w=False`:
+/// True vouches that no kernel still running when the GEMM starts writes WQ, so that with PDL
+/// the GEMM loads its first ring slots of WQ before it waits for the previous kernel
+/// (GemmOptions::prefetch_w says when that holds); without PDL it changes nothing.
 ///
 /// Loaded from Python with torch.ops.load_library (no Python.h here). f8gemm::Error becomes
 /// ValueError for ErrorCode::kInvalidArgument and RuntimeError otherwise.
@@ -31,12 +37,14 @@ TORCH_LIBRARY(f8gemm, m) {
         "Tensor? bias=None, bool use_fast_accum=True, Tensor(a!)? output=None, "
         "bool? pdl=None) -> Tensor");
   m.def("f8f8bf16_rowwise_preshuffled(Tensor XQ, Tensor WQ, Tensor x_scale, Tensor w_scale, "
-        "Tensor? bias=None, bool use_fast_accum=True, bool? pdl=None) -> Tensor", tags);
+        "Tensor? bias=None, bool use_fast_accum=True, bool? pdl=None, "
+        "bool prefetch_w=False) -> Tensor", tags);
   m.def("f8f8bf16_rowwise_preshuffled_out(Tensor XQ, Tensor WQ, Tensor x_scale, "
         "Tensor w_scale, Tensor(a!) output, Tensor? bias=None, bool use_fast_accum=True, "
-        "bool? pdl=None) -> ()");
+        "bool? pdl=None, bool prefetch_w=False) -> ()");
   m.def("f8f8f16_rowwise_preshuffled(Tensor XQ, Tensor WQ, Tensor x_scale, Tensor w_scale, "
-        "Tensor? bias=None, bool use_fast_accum=True, bool? pdl=None) -> Tensor", tags);
+        "Tensor? bias=None, bool use_fast_accum=True, bool? pdl=None, "
+        "bool prefetch_w=False) -> Tensor", tags);
   m.def("f8f8bf16_rowwise_batched_preshuffled(Tensor XQ, Tensor WQ, Tensor x_scale, "
         "Tensor w_scale, Tensor? bias=None, bool use_fast_accum=True, "
         "Tensor(a!)? output=None, bool? pdl=None) -> Tensor");
@@ -58,9 +66,11 @@ TORCH_LIBRARY(f8gemm, m) {
   // FBGEMM's ROCm names for its preshuffled GEMMs, same schemas. Only the names are shared: the
   // weight layouts differ between vendors, so WQ must come from torch.ops.f8gemm.preshuffle.
   m.def("f8f8bf16_rowwise_preshuffle(Tensor XQ, Tensor WQ, Tensor x_scale, Tensor w_scale, "
-        "Tensor? bias=None, bool use_fast_accum=True, bool? pdl=None) -> Tensor", tags);
+        "Tensor? bias=None, bool use_fast_accum=True, bool? pdl=None, "
+        "bool prefetch_w=False) -> Tensor", tags);
   m.def("f8f8f16_rowwise_preshuffle(Tensor XQ, Tensor WQ, Tensor x_scale, Tensor w_scale, "
-        "Tensor? bias=None, bool use_fast_accum=True, bool? pdl=None) -> Tensor", tags);
+        "Tensor? bias=None, bool use_fast_accum=True, bool? pdl=None, "
+        "bool prefetch_w=False) -> Tensor", tags);
   // Grouped GEMMs for mixture-of-experts (grouped_ops.cpp), FBGEMM's schemas. The sizes stay on
   // the GPU and are clamped there (negative -> 0, clipped at total_M or M_max): XQ [total_M, K]
   // stacked by group with M_sizes [G], or XQ [G, M_max, K] with zero_start_index_M [G] (the

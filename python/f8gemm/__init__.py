@@ -32,10 +32,19 @@ The ops (schemas follow FBGEMM/MSLK; XQ [..., K] e4m3fn, WQ [N, K] e4m3fn, fp32 
                        bias_dtype=None, device=None)   (shape [G, total_M or M_max, N, K])
     silu_mul_quantize_fp8_row(gate_up, scale_ub=None) -> (Tensor, Tensor)
 
-Each of these but preshuffle, unshuffle and the precompiles takes a last argument of ours,
-pdl=None: programmatic dependent launch of its kernel (True), never (False), or the F8GEMM_PDL
-switch (None; off when unset). Results do not depend on it. The grouped GEMMs below keep
-FBGEMM's schemas, without it: they follow the switch.
+Each of these but preshuffle, unshuffle and the precompiles takes an argument of ours after
+FBGEMM's, pdl=None: programmatic dependent launch of its kernel (True), never (False), or the
+F8GEMM_PDL switch (None; off when unset). Results do not depend on it. The grouped GEMMs below
+keep FBGEMM's schemas, without it: they follow the switch.
+
+The single preshuffled GEMMs (f8f8bf16_rowwise_preshuffled, f8f8bf16_rowwise_preshuffled_out,
+f8f8f16_rowwise_preshuffled and the two ROCm names) take one more, last, prefetch_w=False. True
+says that WQ is final: no kernel that may still run when the GEMM starts writes it (neither the
+kernel just before it on the stream nor, when that one lets its dependents start before its own
+wait, the one before; every f8gemm kernel lets them start only after its wait). With PDL the
+GEMM then loads its first pipeline stages of WQ before it waits for the previous kernel; without
+PDL it changes nothing (GemmOptions::prefetch_w). Weights quantised and preshuffled once qualify
+(f8gemm.nn's modules pass True); a WQ written by the kernel just before the GEMM does not.
 
 Grouped (mixture-of-experts) GEMMs, FBGEMM's schemas; the group sizes stay on the GPU (no
 sync, CUDA-graph safe) and are clamped there: a negative size counts as 0, groups are clipped

@@ -8,7 +8,10 @@ op). No autograd: use it for inference (under torch.no_grad() / torch.inference_
 Both modules take `pdl`, passed to every op of their forward: programmatic dependent launch of
 each kernel (it may be scheduled while the kernel before it on the stream drains, and waits for
 it on the device, so results do not change). None follows the library's default (the F8GEMM_PDL
-switch, off when unset), True and False decide for this module whatever the switch.
+switch, off when unset), True and False decide for this module whatever the switch. Their GEMMs
+also pass prefetch_w=True (the weights are buffers preshuffled once, which no kernel writes), so
+that with PDL each GEMM starts loading its weight before it waits for the quantisation kernel
+just before it (GemmOptions::prefetch_w; without PDL it changes nothing).
 """
 
 import torch
@@ -30,7 +33,8 @@ class FP8Linear(torch.nn.Module):
     the module's docstring). The default, None, leaves it to the F8GEMM_PDL switch (off when
     unset): single decode GEMMs measured both ways with PDL on the H200 (docs/perf-log.md,
     card 23), those under 8 us 6-8% faster but B,M,N,K = 1,32,6144,4096 8-9% slower. True is
-    for layers whose GEMMs are that short (decode), as FP8GatedMLP's default is.
+    for layers whose GEMMs are that short (decode), as FP8GatedMLP's default is. The GEMM also
+    gets prefetch_w=True (see the module's docstring).
     """
 
     pdl = None  # the default, also for a module pickled whole before pdl existed
@@ -150,8 +154,12 @@ class FP8Linear(torch.nn.Module):
         x2 = x.reshape(-1, self.in_features).contiguous()
         xq, x_scale = _OPS.quantize_fp8_row(x2, self.activation_scale_ub, pdl=self.pdl)
         op = _preshuffled_gemm(self.out_dtype, x.dtype)
+        # prefetch_w is safe: the weight is a buffer preshuffled at construction, and the kernel
+        # just before the GEMM is the quantisation above, which lets the GEMM start only after
+        # its own grid-dependency wait, so no kernel still running then writes the weight.
+        # Without PDL it changes nothing.
         y = op(xq, self.weight, x_scale, self.weight_scale, self.bias, self.use_fast_accum,
-               pdl=self.pdl)
+               pdl=self.pdl, prefetch_w=True)
         return y.view(*lead, self.out_features)
 
     def extra_repr(self):
@@ -213,7 +221,7 @@ class FP8GatedMLP(torch.nn.Module):
     H200 the block with PDL was 4-6% faster than without at M = 1, 4-10% at M = 16, equal at
     M = 128 and within the run-to-run noise at M = 2048 (1% faster on average over five runs),
     with bit-identical outputs (docs/perf-log.md, cards 23 and 33). None follows the F8GEMM_PDL
-    switch; False turns it off.
+    switch; False turns it off. Both GEMMs also get prefetch_w=True (see the module's docstring).
     """
 
     pdl = True  # the default, also for a module pickled whole before pdl existed
@@ -311,11 +319,15 @@ class FP8GatedMLP(torch.nn.Module):
         gemm = _preshuffled_gemm(self.out_dtype, x.dtype)
         xq, xs = _OPS.quantize_fp8_row(x.reshape(-1, self.hidden).contiguous(),
                                        self.activation_scale_ub, pdl=self.pdl)
+        # prefetch_w is safe: the weights are buffers preshuffled at construction, and each GEMM
+        # follows a quantisation kernel, which lets it start only after its own grid-dependency
+        # wait, so no kernel still running then writes the weight. Without PDL it changes
+        # nothing.
         gate_up = gemm(xq, self.gate_up_weight, xs, self.gate_up_scale, self.gate_up_bias,
-                       self.use_fast_accum, pdl=self.pdl)
+                       self.use_fast_accum, pdl=self.pdl, prefetch_w=True)
         hq, hs = _OPS.silu_mul_quantize_fp8_row(gate_up, self.intermediate_scale_ub, pdl=self.pdl)
         y = gemm(hq, self.down_weight, hs, self.down_scale, self.down_bias, self.use_fast_accum,
-                 pdl=self.pdl)
+                 pdl=self.pdl, prefetch_w=True)
         return y.view(*lead, self.hidden)
 
     def extra_repr(self):

@@ -1,5 +1,5 @@
 """torch.library.opcheck on every op (schema, fake/meta kernels, AOT dispatch with dynamic
-shapes), with and without the trailing pdl, and modules using the ops under
+shapes), with and without the trailing pdl (and prefetch_w), and modules using the ops under
 torch.compile(fullgraph=True), against eager; a compiled module still launches with its pdl."""
 
 import contextlib
@@ -77,6 +77,19 @@ def _opcheck_cases():
          (xq, wp, xs, ws, out, bias_bf, True, True), {}),
         ("preshuffled f16 pdl", ops.f8f8f16_rowwise_preshuffled.default, (xq, wp, xs, ws),
          {"pdl": True}),
+        # The single preshuffled GEMMs' last prefetch_w (W final: loaded before the PDL wait).
+        ("preshuffled prefetch_w", ops.f8f8bf16_rowwise_preshuffled.default, (xq, wp, xs, ws),
+         {"pdl": True, "prefetch_w": True}),
+        ("preshuffled prefetch_w positional", ops.f8f8bf16_rowwise_preshuffled.default,
+         (xq, wp, xs, ws, bias_bf, False, True, True), {}),
+        ("preshuffled prefetch_w pdl off", ops.f8f8bf16_rowwise_preshuffled.default,
+         (x3, wp, xs3, ws), {"pdl": False, "prefetch_w": True}),
+        ("preshuffled out prefetch_w", ops.f8f8bf16_rowwise_preshuffled_out.default,
+         (xq, wp, xs, ws, out, None, True, True, True), {}),
+        ("preshuffled f16 prefetch_w", ops.f8f8f16_rowwise_preshuffled.default, (xq, wp, xs, ws),
+         {"pdl": True, "prefetch_w": True}),
+        ("preshuffle alias prefetch_w", ops.f8f8bf16_rowwise_preshuffle.default,
+         (xq, wp, xs, ws), {"pdl": True, "prefetch_w": True}),
         ("batched pdl", ops.f8f8bf16_rowwise_batched.default, (xb, wb, xsb, wsb), {"pdl": True}),
         ("batched preshuffled pdl off", ops.f8f8bf16_rowwise_batched_preshuffled.default,
          (xb, wbp, xsb, wsb, biasb, True, None, False), {}),

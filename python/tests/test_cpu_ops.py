@@ -19,7 +19,8 @@ CPU = "cpu"
 E4M3 = torch.float8_e4m3fn
 
 # FBGEMM's (and MSLK's) schemas for the ops that share its names: the drop-in promise. Ours
-# append one argument, `bool? pdl=None` (programmatic dependent launch for the call), after all
+# append `bool? pdl=None` (programmatic dependent launch for the call), and the single
+# preshuffled GEMMs then `bool prefetch_w=False` (W final: loaded before the PDL wait), after all
 # of FBGEMM's, so that every FBGEMM call, positional or by keyword, means the same here.
 GEMM_ARGS = ("(Tensor XQ, Tensor WQ, Tensor x_scale, Tensor w_scale, Tensor? bias=None, "
              "bool use_fast_accum=True) -> Tensor")
@@ -39,8 +40,10 @@ FBGEMM_SCHEMAS = {
 
 
 PDL_ARG = ", bool? pdl=None"
+PREFETCH_W_ARG = ", bool prefetch_w=False"
 
-# The ops that take `pdl` last; the grouped ones keep FBGEMM's schemas and follow F8GEMM_PDL.
+# The ops that take `pdl` (last, or just before prefetch_w); the grouped ones keep FBGEMM's
+# schemas and follow F8GEMM_PDL.
 PDL_OPS = ("f8f8bf16_rowwise", "f8f8bf16_rowwise_out", "f8f8f16_rowwise",
            "f8f8bf16_rowwise_preshuffled", "f8f8bf16_rowwise_preshuffled_out",
            "f8f8f16_rowwise_preshuffled", "f8f8bf16_rowwise_preshuffle",
@@ -51,6 +54,12 @@ GROUPED_OPS = ("f8f8bf16_rowwise_grouped_stacked", "f8f8bf16_rowwise_grouped_sta
                "f8f8bf16_rowwise_grouped_stacked_out",
                "f8f8bf16_rowwise_grouped_stacked_preshuffled_out",
                "f8f8bf16_rowwise_grouped_dynamic", "f8f8bf16_rowwise_grouped_dynamic_preshuffled")
+# The ops that end with `prefetch_w` (GemmOptions::prefetch_w), after pdl: the single
+# preshuffled GEMMs, whose weight is typically quantised and preshuffled once.
+PREFETCH_W_OPS = ("f8f8bf16_rowwise_preshuffled", "f8f8bf16_rowwise_preshuffled_out",
+                  "f8f8f16_rowwise_preshuffled", "f8f8bf16_rowwise_preshuffle",
+                  "f8f8f16_rowwise_preshuffle")
+GEMM_OPS = tuple(n for n in PDL_OPS if "quantize" not in n) + GROUPED_OPS
 
 
 def _schema_text(name):
@@ -101,14 +110,32 @@ def test_layout_version():
 @pytest.mark.parametrize("name", sorted(FBGEMM_SCHEMAS))
 def test_schema_matches_fbgemm(name):
     args, returns = FBGEMM_SCHEMAS[name].split(") -> ")
-    assert _schema_text(name) == f"{args}{PDL_ARG}) -> {returns}"
+    ours = PDL_ARG + (PREFETCH_W_ARG if name in PREFETCH_W_OPS else "")
+    assert _schema_text(name) == f"{args}{ours}) -> {returns}"
 
 
 @pytest.mark.parametrize("name", PDL_OPS)
 def test_pdl_is_the_last_argument(name):
-    last = getattr(OPS, name).default._schema.arguments[-1]
+    """pdl comes last, or last but prefetch_w for the single preshuffled GEMMs."""
+    arguments = getattr(OPS, name).default._schema.arguments
+    last = arguments[-2] if name in PREFETCH_W_OPS else arguments[-1]
     assert last.name == "pdl" and str(last.type) == "Optional[bool]", str(last)
     assert last.default_value is None and last.has_default_value() and not last.kwarg_only
+
+
+@pytest.mark.parametrize("name", PREFETCH_W_OPS)
+def test_prefetch_w_ends_the_single_preshuffled_gemms(name):
+    schema = getattr(OPS, name).default._schema
+    assert str(schema).split(") -> ")[0].endswith(PDL_ARG + PREFETCH_W_ARG), str(schema)
+    last = schema.arguments[-1]
+    assert last.name == "prefetch_w" and str(last.type) == "bool", str(last)
+    assert last.has_default_value() and last.default_value is False and not last.kwarg_only
+
+
+@pytest.mark.parametrize("name", sorted(set(GEMM_OPS) - set(PREFETCH_W_OPS)))
+def test_other_gemm_ops_take_no_prefetch_w(name):
+    schema = getattr(OPS, name).default._schema
+    assert "prefetch_w" not in [a.name for a in schema.arguments], str(schema)
 
 
 @pytest.mark.parametrize("name", GROUPED_OPS)
@@ -150,6 +177,45 @@ def test_meta_batched(preshuffled):
     y = op(_meta(4, 7, 256), wq, _meta(4, 7, dtype=torch.float32),
            _meta(4, 128, dtype=torch.float32))
     assert y.shape == (4, 7, 128) and y.dtype == torch.bfloat16
+
+
+def test_meta_kernels_take_prefetch_w():
+    """prefetch_w changes no shape: the Meta kernels take it, by keyword or by position."""
+    xq, wp = _meta(2, 5, 384), _meta(3, 32, 1024)
+    xs, ws = _meta(2, 5, dtype=torch.float32), _meta(256, dtype=torch.float32)
+    for name, out_dtype in (("f8f8bf16_rowwise_preshuffled", torch.bfloat16),
+                            ("f8f8f16_rowwise_preshuffled", torch.float16),
+                            ("f8f8bf16_rowwise_preshuffle", torch.bfloat16),
+                            ("f8f8f16_rowwise_preshuffle", torch.float16)):
+        op = getattr(OPS, name)
+        ys = [op(xq, wp, xs, ws, prefetch_w=True),
+              op(xq, wp, xs, ws, pdl=True, prefetch_w=True),
+              op(xq, wp, xs, ws, None, True, True, True),
+              op(xq, wp, xs, ws, None, False, None, False)]
+        for y in ys:
+            assert y.shape == (2, 5, 256) and y.dtype == out_dtype, (name, y.shape, y.dtype)
+            assert y.device.type == "meta"
+    out = _meta(2, 5, 256, dtype=torch.bfloat16)
+    OPS.f8f8bf16_rowwise_preshuffled_out(xq, wp, xs, ws, out, prefetch_w=True)
+    OPS.f8f8bf16_rowwise_preshuffled_out(xq, wp, xs, ws, out, None, True, True, True)
+
+
+def test_cpu_gemms_take_prefetch_w():
+    """The CPU kernels take prefetch_w and reach the library, which rejects CPU tensors."""
+    xq, wq, xs, ws, _ = _cpu_single()
+    wp = OPS.preshuffle(wq)
+    out = torch.empty(16, 64, dtype=torch.bfloat16)
+    calls = [lambda: OPS.f8f8bf16_rowwise_preshuffled(xq, wp, xs, ws, prefetch_w=True),
+             lambda: OPS.f8f8bf16_rowwise_preshuffled(xq, wp, xs, ws, None, True, True, True),
+             lambda: OPS.f8f8bf16_rowwise_preshuffled_out(xq, wp, xs, ws, out, prefetch_w=True),
+             lambda: OPS.f8f8f16_rowwise_preshuffled(xq, wp, xs, ws, pdl=False, prefetch_w=True),
+             lambda: OPS.f8f8bf16_rowwise_preshuffle(xq, wp, xs, ws, prefetch_w=True),
+             lambda: OPS.f8f8f16_rowwise_preshuffle(xq, wp, xs, ws, None, True, None, True)]
+    for call in calls:
+        with pytest.raises(ValueError, match="XQ must be in GPU memory"):
+            call()
+    with pytest.raises((RuntimeError, TypeError), match="prefetch_w"):
+        OPS.f8f8bf16_rowwise(xq, wq, xs, ws, prefetch_w=True)
 
 
 def test_meta_preshuffle_unshuffle_quantize():

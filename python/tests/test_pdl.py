@@ -1,17 +1,19 @@
 """The per-call `pdl` argument (programmatic dependent launch, Pdl in f8gemm.hpp) of the GEMM
-and row-quantisation ops and of FP8Linear / FP8GatedMLP.
+and row-quantisation ops and of FP8Linear / FP8GatedMLP, and the single preshuffled GEMMs'
+`prefetch_w` (GemmOptions::prefetch_w: W final, its first ring slots loaded before the wait).
 
 CPU (anywhere the extension loads): every op takes pdl = None, True or False, by keyword or by
 position, and gives the same bits (quantize_fp8_row, silu_mul_quantize_fp8_row) or the same
 device error (the GEMMs) for each; the Meta kernels take it; a pdl that is not a bool is
 rejected; the modules keep their pdl (FP8GatedMLP: True, FP8Linear: None by default), get it
 through from_linear(s), swap_linears and fuse_gate_up, and hand it to every op of their
-forward (seen at the dispatcher on the meta device).
+forward (seen at the dispatcher on the meta device), with prefetch_w=True to each GEMM.
 
 GPU (sm_90; skipped elsewhere): in a captured chain quantize -> GEMM -> silu_mul_quantize ->
 GEMM, for every GEMM op, exactly the kernels whose op got pdl=True (or None with F8GEMM_PDL=1)
 hang off their predecessor by a programmatic edge, and the replays and eager calls give the
-bits of the chain without PDL; the same for the modules' forwards."""
+bits of the chain without PDL; the same for the modules' forwards. A chain whose GEMMs also get
+prefetch_w=True gives, eagerly and replayed, the bits of the chain without PDL or prefetch_w."""
 
 import copy
 
@@ -194,22 +196,28 @@ def test_modules_keep_pdl_and_their_builders_pass_it_on():
 
 
 class _OpRecorder(TorchDispatchMode):
-    """Records (op, pdl) for every f8gemm op that reaches the dispatcher: pdl as the op's kernel
-    receives it, whether it was passed by keyword, by position or left out (None)."""
+    """Records (op, pdl) in `calls` for every f8gemm op that reaches the dispatcher: pdl as the
+    op's kernel receives it, whether it was passed by keyword, by position or left out (None);
+    and (op, prefetch_w) in `prefetch_w` for the ops that take it (left out: False)."""
 
     def __init__(self):
         super().__init__()
         self.calls = []
+        self.prefetch_w = []
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         schema = func._schema
         if schema.name.startswith("f8gemm::"):
+            op = schema.name[len("f8gemm::"):]
             names = [arg.name for arg in schema.arguments]
             assert "pdl" in names, f"{schema.name} takes no pdl"
             i = names.index("pdl")
-            self.calls.append((schema.name[len("f8gemm::"):],
-                               args[i] if i < len(args) else kwargs.get("pdl")))
+            self.calls.append((op, args[i] if i < len(args) else kwargs.get("pdl")))
+            if "prefetch_w" in names:
+                i = names.index("prefetch_w")
+                self.prefetch_w.append(
+                    (op, args[i] if i < len(args) else kwargs.get("prefetch_w", False)))
         return func(*args, **kwargs)
 
 
@@ -235,6 +243,25 @@ def test_forward_hands_pdl_to_every_op(pdl):
     with _OpRecorder() as rec:
         FP8Linear(64, 32, device="meta", out_dtype=torch.float16, **kwargs)(x)
     assert [op for op, _ in rec.calls] == ["quantize_fp8_row", "f8f8f16_rowwise_preshuffled"]
+
+
+@pytest.mark.parametrize("pdl", PDL_VALUES + ["default"])
+def test_forward_gemms_get_prefetch_w(pdl):
+    """Every GEMM of the modules' forwards gets prefetch_w=True, whatever pdl (without PDL it
+    changes nothing): their weights are buffers preshuffled once, and the kernel before each
+    GEMM is an f8gemm quantisation, which lets the GEMM start only after its own wait."""
+    kwargs = {} if pdl == "default" else {"pdl": pdl}
+    x = torch.empty(3, 5, 64, dtype=BF16, device="meta")
+    for mod, want in (
+            (FP8Linear(64, 32, device="meta", **kwargs), ["f8f8bf16_rowwise_preshuffled"]),
+            (FP8Linear(64, 32, device="meta", out_dtype=torch.float16, **kwargs),
+             ["f8f8f16_rowwise_preshuffled"]),
+            (FP8GatedMLP(64, 96, device="meta", **kwargs), ["f8f8bf16_rowwise_preshuffled"] * 2),
+            (FP8GatedMLP(64, 96, device="meta", out_dtype=torch.float16, **kwargs),
+             ["f8f8f16_rowwise_preshuffled"] * 2)):
+        with _OpRecorder() as rec:
+            mod(x)
+        assert rec.prefetch_w == [(op, True) for op in want], (type(mod).__name__, pdl)
 
 
 # ------------------------------------------------------------------------------------- GPU
@@ -402,3 +429,89 @@ def test_modules_give_the_same_bits_with_and_without_pdl():
         torch.cuda.synchronize()
         assert same_bits(y_on, y_off), m
         assert same_bits(z_on, z_off), m
+
+
+# prefetch_w: a Llama-like block small enough to be quick; M = 1 and 16 are decode shapes, 300
+# spans several M tiles.
+PREFETCH_HIDDEN, PREFETCH_INTER = 1024, 1536
+PREFETCH_M = [1, 16, 300]
+
+# The gate|up GEMM of the chain, one per op that takes prefetch_w.
+PREFETCH_W_GEMMS = ["f8f8bf16_rowwise_preshuffled", "f8f8bf16_rowwise_preshuffled_out",
+                    "f8f8f16_rowwise_preshuffled", "f8f8bf16_rowwise_preshuffle",
+                    "f8f8f16_rowwise_preshuffle"]
+
+
+@pytest.mark.parametrize("gemm", PREFETCH_W_GEMMS)
+@pytest.mark.parametrize("m", PREFETCH_M)
+def test_prefetch_w_chain_gives_the_bits_without_pdl(m, gemm):
+    """quantize_fp8_row -> gate|up GEMM -> silu_mul_quantize_fp8_row -> down GEMM, every kernel
+    with pdl=True and both GEMMs with prefetch_w=True (their weights are written by no kernel of
+    the chain), eagerly and replayed from a CUDA graph, gives the bits of the chain with
+    pdl=False and prefetch_w=False: loading W before the wait changes no number."""
+    need_gpu()
+    hidden, inter = PREFETCH_HIDDEN, PREFETCH_INTER
+    g = gen(200 + m)
+    x = torch.randn(m, hidden, generator=g).to("cuda", BF16)
+    w1q, s1 = helpers.quantize(torch.randn(2 * inter, hidden, generator=g) / hidden ** 0.5)
+    w2q, s2 = helpers.quantize(torch.randn(hidden, inter, generator=g) / inter ** 0.5)
+    w1p, w2p = ops.preshuffle(w1q), ops.preshuffle(w2q)
+    out = torch.empty(m, 2 * inter, device="cuda", dtype=BF16)  # the _out op's gate_up
+
+    def first(xq, xs, on):
+        if gemm == "f8f8bf16_rowwise_preshuffled_out":
+            ops.f8f8bf16_rowwise_preshuffled_out(xq, w1p, xs, s1, out, None, True, on, on)
+            return out
+        return getattr(ops, gemm)(xq, w1p, xs, s1, pdl=on, prefetch_w=on)
+
+    def chain(on):
+        xq, xs = ops.quantize_fp8_row(x, pdl=on)
+        gate_up = first(xq, xs, on)
+        hq, hs = ops.silu_mul_quantize_fp8_row(gate_up, None, on)
+        return ops.f8f8bf16_rowwise_preshuffled(hq, w2p, hs, s2, None, True, on, on)
+
+    def poison():
+        out.fill_(float("nan"))  # an element the gate|up GEMM leaves unwritten spreads NaN
+
+    poison()
+    want = chain(False)
+    torch.cuda.synchronize()
+    poison()
+    # Back to back, so that each PDL launch overlaps the kernel before it; `want` and every
+    # result stay alive, so no result can land in memory that already holds the right bits.
+    got = [chain(True) for _ in range(3)]
+    torch.cuda.synchronize()
+    for y in got:
+        assert same_bits(y, want), (m, gemm)
+    graph, y = _captured(lambda: chain(True))
+    assert graph_edges.chain_edge_types(graph.raw_cuda_graph()) == [True] * 3, (m, gemm)
+    for _ in range(2):
+        y.fill_(float("nan"))  # poison: the replay must write every element
+        poison()
+        graph.replay()
+        torch.cuda.synchronize()
+        assert same_bits(y, want), (m, gemm)
+
+
+@pytest.mark.parametrize("m", PREFETCH_M)
+def test_gated_mlp_default_gives_the_bits_of_pdl_off(m):
+    """FP8GatedMLP's default (pdl=True, its GEMMs with prefetch_w=True) against pdl=False (where
+    prefetch_w changes nothing), eagerly and replayed from a CUDA graph."""
+    need_gpu()
+    with torch.no_grad():
+        gate, up, down = _gpu_mlp(PREFETCH_HIDDEN, PREFETCH_INTER, seed=210)
+        block = FP8GatedMLP.from_linears(gate, up, down)
+        assert block.pdl is True
+        off = FP8GatedMLP.from_linears(gate, up, down, pdl=False)
+        x = torch.randn(m, PREFETCH_HIDDEN, generator=gen(220 + m)).to("cuda", BF16)
+        want = off(x)
+        got = [block(x) for _ in range(3)]  # back to back, as in the test above
+        torch.cuda.synchronize()
+        for y in got:
+            assert same_bits(y, want), m
+        graph, y = _captured(lambda: block(x))
+        assert graph_edges.chain_edge_types(graph.raw_cuda_graph()) == [True] * 3, m
+        y.fill_(float("nan"))  # poison: the replay must write every element
+        graph.replay()
+        torch.cuda.synchronize()
+        assert same_bits(y, want), m

@@ -3,6 +3,10 @@
 /// eagerly and replayed from a CUDA graph, and a captured graph holds programmatic edges between
 /// them. Every test skips without an sm_90 GPU.
 ///
+/// The overlapped chains run with GemmOptions::prefetch_w off and on: the weights are written
+/// once before any chain, so the GEMMs may load them before they wait, and the bits must not
+/// move.
+///
 /// A missing wait shows here as a wrong bit: each kernel of the chain reads what the one before
 /// it wrote (and every buffer starts poisoned), and the last GEMM of a layer overwrites the
 /// buffer that the next layer's first kernel reads, so a kernel that ran ahead of its
@@ -103,9 +107,9 @@ struct MlpChain {
   }
 
   /// Enqueues the chain on `stream`; `gemm_config` forces both GEMMs' configuration (null: the
-  /// library's choice).
+  /// library's choice); `prefetch_w` is the GEMMs' GemmOptions::prefetch_w.
   void enqueue(int layers, Pdl pdl, const Config* gemm_config, const Variant& v,
-               cudaStream_t stream) {
+               cudaStream_t stream, bool prefetch_w = false) {
     const TensorView ub = ub_buf.view(DType::kF32, {1});
     QuantizeOptions qo;
     qo.stream = stream;
@@ -116,6 +120,7 @@ struct MlpChain {
     go.stream = stream;
     go.pdl = pdl;
     go.config = gemm_config;
+    go.prefetch_w = prefetch_w;
     for (int layer = 0; layer < layers; ++layer) {
       const DeviceBuffer& in = layer == 0 ? x : y;
       quantize_rows(in.view(DType::kBF16, {1, m, hidden}), xq.view(DType::kE4M3, {1, m, hidden}),
@@ -171,11 +176,17 @@ void expect_real_output(const std::vector<uint8_t>& y_bytes) {
   EXPECT_LT(zero, y_bytes.size() / 2);
 }
 
-/// The forced GEMM configurations the chain also runs with: split-K in a cluster (swap-AB) and
-/// a 2x1 pair (tiled), each where legal for both of the chain's GEMMs.
+/// The forced GEMM configurations the chain also runs with: split-K in a cluster (swap-AB), a
+/// 2x1 pair (tiled), and one CTA alone of each schedule (swap-AB, cooperative, ping-pong), each
+/// where legal for both of the chain's GEMMs. With prefetch_w and preshuffled W all but the pair
+/// load W before they wait, with rings shallower (s4, s6) and deeper (split-K s8) than a tile's
+/// k-blocks; with plain W nothing is loaded early, and the bits must not move either way.
 std::vector<Config> forced_configs(const MlpChain& c) {
   std::vector<Config> out;
-  for (const char* name : {"sm90_swap_64x8x128_s8_c1x1_r0_k2", "sm90_tiled_128x128x128_s6_c2x1_r0"}) {
+  for (const char* name :
+       {"sm90_swap_64x8x128_s8_c1x1_r0_k2", "sm90_tiled_128x128x128_s6_c2x1_r0",
+        "sm90_swap_128x16x128_s4_c1x1_r0", "sm90_tiled_128x128x128_s6_c1x1_r0",
+        "sm90_pingpong_128x128x128_s4_c1x1_r0"}) {
     const Config cfg = Config::parse(name);
     bool legal = true;
     for (const auto& [n, k] : {std::pair{2 * c.inter, c.hidden}, std::pair{c.hidden, c.inter}}) {
@@ -200,26 +211,29 @@ void expect_overlap_matches_serial(MlpChain& chain, const Config* cfg, const Var
   const auto serial = chain.snapshot(stream);
   expect_real_output(serial.back());
 
-  for (cudaStream_t s : {stream, stream, cudaStream_t(nullptr)}) {
-    chain.poison(s);
-    chain.enqueue(kLayers, Pdl::kOn, cfg, v, s);
-    EXPECT_EQ(compare(chain.snapshot(s), serial), "")
-        << "eager, " << (s ? "a created stream" : "the legacy default stream");
-  }
+  for (bool prefetch_w : {false, true}) {
+    SCOPED_TRACE(prefetch_w ? "prefetch_w" : "no prefetch_w");
+    for (cudaStream_t s : {stream, stream, cudaStream_t(nullptr)}) {
+      chain.poison(s);
+      chain.enqueue(kLayers, Pdl::kOn, cfg, v, s, prefetch_w);
+      EXPECT_EQ(compare(chain.snapshot(s), serial), "")
+          << "eager, " << (s ? "a created stream" : "the legacy default stream");
+    }
 
-  cudaGraph_t graph;
-  F8GEMM_CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  chain.enqueue(kLayers, Pdl::kOn, cfg, v, stream);
-  F8GEMM_CHECK_CUDA(cudaStreamEndCapture(stream, &graph));
-  cudaGraphExec_t exec;
-  F8GEMM_CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-  for (int replay = 0; replay < 5; ++replay) {
-    chain.poison(stream);
-    F8GEMM_CHECK_CUDA(cudaGraphLaunch(exec, stream));
-    EXPECT_EQ(compare(chain.snapshot(stream), serial), "") << "graph replay " << replay;
+    cudaGraph_t graph;
+    F8GEMM_CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    chain.enqueue(kLayers, Pdl::kOn, cfg, v, stream, prefetch_w);
+    F8GEMM_CHECK_CUDA(cudaStreamEndCapture(stream, &graph));
+    cudaGraphExec_t exec;
+    F8GEMM_CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+    for (int replay = 0; replay < 5; ++replay) {
+      chain.poison(stream);
+      F8GEMM_CHECK_CUDA(cudaGraphLaunch(exec, stream));
+      EXPECT_EQ(compare(chain.snapshot(stream), serial), "") << "graph replay " << replay;
+    }
+    F8GEMM_CHECK_CUDA(cudaGraphExecDestroy(exec));
+    F8GEMM_CHECK_CUDA(cudaGraphDestroy(graph));
   }
-  F8GEMM_CHECK_CUDA(cudaGraphExecDestroy(exec));
-  F8GEMM_CHECK_CUDA(cudaGraphDestroy(graph));
 }
 
 TEST(PdlGpu, ChainOverlappedGivesTheSerialChainsBitsEagerAndFromAGraph) {
@@ -230,7 +244,7 @@ TEST(PdlGpu, ChainOverlappedGivesTheSerialChainsBitsEagerAndFromAGraph) {
     int64_t hidden, inter;
     std::vector<int64_t> ms;
     std::vector<Variant> variants;
-    bool forced;  // also with the forced split-K and pair configurations
+    bool forced;  // also with the forced configurations (forced_configs)
   };
   const std::vector<Dims> dims = {
       // Whole tiles and k-blocks, preshuffled W: the decode layout; decode (swap-AB, thin
@@ -248,7 +262,7 @@ TEST(PdlGpu, ChainOverlappedGivesTheSerialChainsBitsEagerAndFromAGraph) {
       std::vector<const Config*> choices = {nullptr};
       const std::vector<Config> forced = d.forced ? forced_configs(chain) : std::vector<Config>{};
       for (const Config& cfg : forced) choices.push_back(&cfg);
-      ASSERT_EQ(choices.size(), d.forced ? 3u : 1u) << "a forced configuration is not legal here";
+      ASSERT_EQ(choices.size(), d.forced ? 6u : 1u) << "a forced configuration is not legal here";
       for (const Variant& v : d.variants) {
         for (const Config* cfg : choices) {
           SCOPED_TRACE(testing::Message()
