@@ -61,7 +61,7 @@ struct Producer {
   /// kernel may write) nor a pair (the multicast reaches the other CTA's barriers, which only the
   /// cluster barrier after the wait shows initialised). Not plain W nor K split more than two
   /// ways either: measured slower there in a chain of decode GEMMs (perf log, card 50: 1,1,4096,
-  /// 4096 plain 1.20x the time without, 1,1,1024,8192 split four ways 1.29x), where preshuffled
+  /// 4096 plain 1.20x the time without, 1,1,1024,8192 split four ways 1.28x), where preshuffled
   /// W unsplit or split in two ran 0.86-1.00x.
   static constexpr bool kPrefetchW =
       !T::kGrouped && T::kClusterM == 1 && !T::kPlainW && T::kSplitK <= 2;
