@@ -120,6 +120,19 @@ constexpr int kGemmMaxAccumulators = 160;
 /// Consumer warpgroups: each owns 64 rows of the tile's A side, or (ping-pong) every other tile.
 constexpr int gemm_consumers(int bm, bool pingpong) { return pingpong ? 2 : bm / 64; }
 
+/// Whether an instance loads W before its grid-dependency wait when GemmParams::prefetch_w is set
+/// (Producer::prefetched_slots, GemmOptions::prefetch_w). Not a grouped GEMM (its tiles come
+/// from sizes that the previous kernel may write) nor a 2x1 pair (the multicast reaches the
+/// other CTA's barriers, which only the cluster barrier after the wait shows initialised). Not
+/// plain W nor K split more than two ways either: in a chain of decode GEMMs (perf log, card 50)
+/// every loss came from a split configuration (plain 1,1,4096,4096 split in two 1.20x the time
+/// without, 1,1,1024,8192 split four ways 1.28x), while preshuffled W unsplit or split in two
+/// ran 0.86-1.00x. Plain W unsplit gained in calls 2-3 (0.88-0.98x) but is left out until the
+/// policy with it is measured.
+constexpr bool gemm_prefetches_w(const GemmSpec& s) {
+  return s.groups_cap == 0 && s.cluster_m == 1 && !s.plain_w && s.split_k <= 2;
+}
+
 constexpr GemmSmemLayout gemm_smem_layout(int bm, int bn, int stages, bool swap, bool pingpong,
                                           int split_k, int groups_cap = 0) {
   GemmSmemLayout l{};

@@ -56,15 +56,9 @@ struct Producer {
     fence_barrier_init();
   }
 
-  /// Whether this configuration loads W before the grid-dependency wait when asked to
-  /// (GemmParams::prefetch_w). Not a grouped GEMM (its tiles come from sizes that the previous
-  /// kernel may write) nor a pair (the multicast reaches the other CTA's barriers, which only the
-  /// cluster barrier after the wait shows initialised). Not plain W nor K split more than two
-  /// ways either: measured slower there in a chain of decode GEMMs (perf log, card 50: 1,1,4096,
-  /// 4096 plain 1.20x the time without, 1,1,1024,8192 split four ways 1.28x), where preshuffled
-  /// W unsplit or split in two ran 0.86-1.00x.
-  static constexpr bool kPrefetchW =
-      !T::kGrouped && T::kClusterM == 1 && !T::kPlainW && T::kSplitK <= 2;
+  /// Whether this instance loads W before the grid-dependency wait when asked to (the host's
+  /// tests read the same definition).
+  static constexpr bool kPrefetchW = gemm_prefetches_w(T::kSpec);
 
   /// Ring slots whose W is loaded before the grid-dependency wait: the first tile's first
   /// k-blocks, as many as the ring holds.

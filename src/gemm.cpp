@@ -73,7 +73,7 @@ void run(const TensorView& x, const TensorView& w, WeightLayout layout, const Te
   params.batch = int(p.batch);
   params.m = int(p.m);
   // Only with PDL: without it there is no tail to overlap, and the early W copies only put the
-  // first slots' X behind them (perf log, card 50: the Llama MLP block 4-6% slower).
+  // first slots' X behind them (perf log, card 50: the Llama MLP block 3-6% slower).
   params.prefetch_w = opt.prefetch_w && use_pdl(opt.pdl) ? 1 : 0;
 
   // Persistent: at most as many CTAs as run at once, in whole clusters (cluster_m X tiles that

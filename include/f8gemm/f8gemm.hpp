@@ -147,13 +147,14 @@ struct GemmOptions {
   /// W is final before this GEMM may start: with PDL the kernel then loads the first ring slots
   /// of W into shared memory before it waits for the previous kernel, so the weight stream starts
   /// during that kernel's tail (docs/perf-log.md, card 50). Set it only when no kernel that may
-  /// still run when this one starts writes W: not the kernel just before it on the stream, nor,
-  /// when that one was itself launched with PDL and lets its dependents start before its own
-  /// wait, the one before that (every f8gemm kernel lets them start only after its wait). Weights
-  /// quantised and preshuffled once and reused by every forward qualify; weights quantised by the
-  /// kernel just before the GEMM do not. It acts only with PDL on, on preshuffled W, in
-  /// configurations of one CTA per tile or K split at most two ways (where it measured faster);
-  /// elsewhere it changes nothing.
+  /// still be incomplete when this one starts writes W. Usually that is the kernel just before
+  /// it on the stream; if that one was launched with PDL and lets its dependents start before its
+  /// own wait, the kernels before it count too, back to one that lets them start only after its
+  /// wait (every f8gemm kernel) or was launched the ordinary way. Weights quantised and
+  /// preshuffled once and reused by every forward qualify; weights quantised by the kernel just
+  /// before the GEMM do not. It acts only with PDL on, on preshuffled W, outside 2x1 pairs
+  /// (sm90_*_c2x1) and with K split at most two ways (where it measured faster); elsewhere it
+  /// changes nothing.
   bool prefetch_w = false;
 };
 

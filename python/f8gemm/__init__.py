@@ -39,11 +39,12 @@ keep FBGEMM's schemas, without it: they follow the switch.
 
 The single preshuffled GEMMs (f8f8bf16_rowwise_preshuffled, f8f8bf16_rowwise_preshuffled_out,
 f8f8f16_rowwise_preshuffled and the two ROCm names) take one more, last, prefetch_w=False. True
-says that WQ is final: no kernel that may still run when the GEMM starts writes it (neither the
-kernel just before it on the stream nor, when that one lets its dependents start before its own
-wait, the one before; every f8gemm kernel lets them start only after its wait). With PDL the
-GEMM then loads its first pipeline stages of WQ before it waits for the previous kernel; without
-PDL it changes nothing (GemmOptions::prefetch_w). Weights quantised and preshuffled once qualify
+says that WQ is final: no kernel that may still be incomplete when the GEMM starts writes it
+(usually the kernel just before it on the stream; if that one lets its dependents start before
+its own wait, the ones before it too, back to one that does not: every f8gemm kernel lets them
+start only after its wait). With PDL the GEMM then loads its first pipeline stages of WQ before
+it waits for the previous kernel, in configurations outside 2x1 pairs that split K at most two
+ways; elsewhere, and without PDL, it changes nothing (GemmOptions::prefetch_w). Weights quantised and preshuffled once qualify
 (f8gemm.nn's modules pass True); a WQ written by the kernel just before the GEMM does not.
 
 Grouped (mixture-of-experts) GEMMs, FBGEMM's schemas; the group sizes stay on the GPU (no

@@ -11,7 +11,8 @@ it on the device, so results do not change). None follows the library's default 
 switch, off when unset), True and False decide for this module whatever the switch. Their GEMMs
 also pass prefetch_w=True (the weights are buffers preshuffled once, which no kernel writes), so
 that with PDL each GEMM starts loading its weight before it waits for the quantisation kernel
-just before it (GemmOptions::prefetch_w; without PDL it changes nothing).
+just before it, where its configuration allows (GemmOptions::prefetch_w: not a 2x1 pair, K
+split at most two ways; without PDL it changes nothing).
 """
 
 import torch

@@ -234,3 +234,39 @@ TEST_F(InstanceTest, PrecompileWithoutAGpuFillsTheDiskCache) {
 
 }  // namespace
 }  // namespace f8gemm
+
+namespace f8gemm {
+namespace {
+
+/// GemmOptions::prefetch_w acts only where gemm_prefetches_w (kernels/gemm_params.cuh, read by
+/// the kernel's producer) says so. The GPU chain tests (test_pdl_gpu.cpp, python/tests/test_pdl.py)
+/// cannot see whether W was loaded early (W is final either way, so the bits match): this test
+/// pins which of their configurations take the early load, so that a policy change that drops
+/// them shows here.
+TEST(PrefetchW, TakenByThePdlChainsConfigurationsOnPreshuffledWOnly) {
+  auto prefetches = [](const char* name, WeightLayout layout, int groups_cap = 0) {
+    ProblemShape p;
+    p.m = 300;
+    p.n = 3072;  // the chain's gate|up GEMM: 2 x 1536 rows of W, K = 1024
+    p.k = 1024;
+    p.w_layout = layout;
+    detail::InstanceSpec s = detail::make_spec(Config::parse(name), p);
+    s.groups_cap = groups_cap;
+    return dev::gemm_prefetches_w(s.gemm_spec());
+  };
+  for (const char* name :
+       {"sm90_swap_64x8x128_s8_c1x1_r0_k2", "sm90_swap_128x16x128_s4_c1x1_r0",
+        "sm90_tiled_128x128x128_s6_c1x1_r0", "sm90_pingpong_128x128x128_s4_c1x1_r0"}) {
+    EXPECT_TRUE(prefetches(name, WeightLayout::kPreshuffled)) << name;
+    EXPECT_FALSE(prefetches(name, WeightLayout::kPlain)) << name << " plain";
+    EXPECT_FALSE(prefetches(name, WeightLayout::kPreshuffled, 8)) << name << " grouped";
+  }
+  EXPECT_FALSE(prefetches("sm90_tiled_128x128x128_s6_c2x1_r0", WeightLayout::kPreshuffled));
+  EXPECT_FALSE(prefetches("sm90_swap_64x8x128_s8_c1x1_r0_k4", WeightLayout::kPreshuffled));
+  // The Llama MLP block's decode GEMMs in the shipped table (card 50's gains).
+  EXPECT_TRUE(prefetches("sm90_swap_128x8x128_s12_c1x1_r0", WeightLayout::kPreshuffled));
+  EXPECT_TRUE(prefetches("sm90_swap_64x8x128_s12_c1x1_r0_k2", WeightLayout::kPreshuffled));
+}
+
+}  // namespace
+}  // namespace f8gemm
