@@ -44,8 +44,9 @@ says that WQ is final: no kernel that may still be incomplete when the GEMM star
 its own wait, the ones before it too, back to one that does not: every f8gemm kernel lets them
 start only after its wait). With PDL the GEMM then loads its first pipeline stages of WQ before
 it waits for the previous kernel, in configurations outside 2x1 pairs that split K at most two
-ways; elsewhere, and without PDL, it changes nothing (GemmOptions::prefetch_w). Weights quantised and preshuffled once qualify
-(f8gemm.nn's modules pass True); a WQ written by the kernel just before the GEMM does not.
+ways; elsewhere, and without PDL, it changes nothing (GemmOptions::prefetch_w). Weights
+quantised and preshuffled once qualify (f8gemm.nn's modules pass True); a WQ written by the
+kernel just before the GEMM does not.
 
 Grouped (mixture-of-experts) GEMMs, FBGEMM's schemas; the group sizes stay on the GPU (no
 sync, CUDA-graph safe) and are clamped there: a negative size counts as 0, groups are clipped
