@@ -72,9 +72,11 @@ void run(const TensorView& x, const TensorView& w, WeightLayout layout, const Te
                   p.batch, p.m, p.batch, p.n, p.k);
   params.batch = int(p.batch);
   params.m = int(p.m);
-  // Only with PDL: without it there is no tail to overlap, and the early W copies only put the
+  // The PDL switch resolved once: it decides both the launch and prefetch_w. W is loaded early
+  // only with PDL: without it there is no tail to overlap, and the early W copies only put the
   // first slots' X behind them (perf log, card 50: the Llama MLP block 3-6% slower).
-  params.prefetch_w = opt.prefetch_w && use_pdl(opt.pdl) ? 1 : 0;
+  const Pdl pdl = use_pdl(opt.pdl) ? Pdl::kOn : Pdl::kOff;
+  params.prefetch_w = opt.prefetch_w && pdl == Pdl::kOn ? 1 : 0;
 
   // Persistent: at most as many CTAs as run at once, in whole clusters (cluster_m X tiles that
   // share W, or split_k slices of K of one tile).
@@ -85,8 +87,7 @@ void run(const TensorView& x, const TensorView& w, WeightLayout layout, const Te
   const int grid = int(std::min<int64_t>(cluster_tiles, plan->max_ctas / cluster)) * cluster;
   DeviceGuard guard(v.device);
   void* args[] = {&params};
-  launch(plan->kernel, grid, cluster, plan->threads, plan->smem, opt.stream, args, v.device,
-         opt.pdl);
+  launch(plan->kernel, grid, cluster, plan->threads, plan->smem, opt.stream, args, v.device, pdl);
 }
 
 }  // namespace
