@@ -50,7 +50,7 @@ void write_table(const std::string& path, const std::vector<std::string>& lines)
 }  // namespace
 
 int cmd_tune(const Args& args) {
-  Options opt(args, {"--shapes", "--out", "--iters", "--log"}, {"--plain", "--precise", "--both"},
+  Options opt(args, {"--shapes", "--out", "--iters", "--log"}, {"--plain", "--precise", "--both", "--prefetch-w"},
               "tune");
   if (!opt.has("--shapes")) throw UsageError("tune: --shapes FILE is required");
   const auto shapes = read_shapes_file(opt.str("--shapes", ""));
@@ -88,6 +88,7 @@ int cmd_tune(const Args& args) {
     // after the bench's warm-up: tune and bench measure the same thing.
     FixtureSpec spec = fixture_spec(shape);
     spec.normal = true;
+    spec.prefetch_w = opt.flag("--prefetch-w");
     std::vector<std::unique_ptr<Fixture>> copies;
     copies.push_back(std::make_unique<Fixture>(spec));
     const int sets = rotation_sets(size_t(copies[0]->input_bytes()), l2_cache_bytes());

@@ -106,6 +106,7 @@ void Fixture::run(bool plain_w, bool fast_accum, const Config* config, cudaStrea
   opt.fast_accum = fast_accum;
   opt.stream = stream;
   opt.config = config;
+  opt.prefetch_w = spec_.prefetch_w;
   batched_gemm(xv_, plain_w ? wv_ : wsv_, plain_w ? WeightLayout::kPlain : WeightLayout::kPreshuffled,
                xsv_, wscale_v_, yv_, opt);
 }

@@ -25,6 +25,9 @@ struct FixtureSpec : Shape {
   /// operands at 1,4096,14336,4096 (docs/perf-log.md card 19). `tune` times on these; `run` and
   /// `demo` keep the uniform operands their committed output hashes come from.
   bool normal = false;
+  /// GemmOptions::prefetch_w on every run: the fixture's W is written once, before any run, so
+  /// no kernel of a chain of runs writes it (`tune --prefetch-w`, with F8GEMM_PDL=1).
+  bool prefetch_w = false;
 };
 
 /// A spec of `shape` with the defaults otherwise (bf16 output, no bias, seed 1).

@@ -19,6 +19,7 @@ constexpr const char* kUsage =
     "  precompile [--shape B,M,N,K]... [--shapes FILE] [--plain] [--precise] [--out bf16|fp16]\n"
     "      [--candidates]             (every candidate `tune` would time, into the disk cache)\n"
     "  tune --shapes FILE [--out FILE] [--log CSV] [--precise|--both] [--plain] [--iters N]\n"
+    "      [--prefetch-w]             (GemmOptions::prefetch_w; with F8GEMM_PDL=1: decode chains)\n"
     "  help                       this text\n";
 }
 
