@@ -286,7 +286,8 @@ std::string table_key(const std::string& gpu_name, int sm_count, const ProblemSh
   std::ostringstream os;
   os << gpu_name << "|" << sm_count << "|" << kVersion << "|" << p.batch << "," << p.m << ","
      << p.n << "," << p.k << "|" << (p.w_layout == WeightLayout::kPlain ? "plain" : "preshuffled")
-     << "|" << to_string(p.out_dtype) << "|" << (p.fast_accum ? "fast" : "precise");
+     << "|" << to_string(p.out_dtype) << "|" << (p.fast_accum ? "fast" : "precise")
+     << (p.chained ? "|chained" : "");
   return os.str();
 }
 
@@ -337,6 +338,12 @@ std::optional<Config> tuned_config(const std::string& gpu_name, int sm_count,
   const std::string key = table_key(gpu_name, sm_count, p);
   for (const auto& [k, c] : all_tables()) {
     if (k == key && config_illegal_reason(c, p).empty()) return c;
+  }
+  // A chained call without an entry of its own takes the entry of the same call unchained.
+  if (p.chained) {
+    ProblemShape unchained = p;
+    unchained.chained = false;
+    return tuned_config(gpu_name, sm_count, unchained);
   }
   return std::nullopt;
 }

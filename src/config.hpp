@@ -42,11 +42,13 @@ std::vector<Config> candidates(const ProblemShape& problem, int sm_count,
 /// or F8GEMM_CONFIG). Throws kInternal when no config is legal.
 Config model_pick(const ProblemShape& problem, int sm_count);
 
-/// Key of a problem in the tuning tables: "<gpu>|<sms>|<version>|B,M,N,K|<layout>|<out>|<accum>".
+/// Key of a problem in the tuning tables: "<gpu>|<sms>|<version>|B,M,N,K|<layout>|<out>|<accum>",
+/// with "|chained" after it for a chained problem (ProblemShape::chained).
 std::string table_key(const std::string& gpu_name, int sm_count, const ProblemShape& problem);
 
 /// A tuned config for this problem, from $F8GEMM_TUNE_FILE first, then the checked-in tables;
-/// ignored when F8GEMM_NO_TUNED=1.
+/// ignored when F8GEMM_NO_TUNED=1. A chained problem without an entry of its own takes the
+/// unchained problem's entry.
 std::optional<Config> tuned_config(const std::string& gpu_name, int sm_count,
                                    const ProblemShape& problem);
 

@@ -21,8 +21,9 @@ namespace {
 
 struct PlanKey {
   int64_t b, m, n, k;
-  int layout, out, bias, fast, device;
+  int layout, out, bias, fast, chained, device;
   ConfigFields forced;  // a forced Config's fields (all zero when the choice is automatic)
+  int zero = 0;         // explicit tail padding (the struct's size is a multiple of 8)
   bool operator==(const PlanKey& o) const { return std::memcmp(this, &o, sizeof(*this)) == 0; }
 };
 static_assert(std::has_unique_object_representations_v<PlanKey>,
@@ -44,7 +45,8 @@ std::shared_ptr<Plan> make_plan(const ProblemShape& p, int device, const Config*
 
 PlanKey plan_key(const ProblemShape& p, int device, const Config* forced) {
   PlanKey key{p.batch, p.m, p.n, p.k, int(p.w_layout), int(p.out_dtype),
-              p.has_bias ? int(p.bias_dtype) + 1 : 0, p.fast_accum ? 1 : 0, device, {}};
+              p.has_bias ? int(p.bias_dtype) + 1 : 0, p.fast_accum ? 1 : 0, p.chained ? 1 : 0,
+              device, {}, 0};
   if (forced) key.forced = config_fields(*forced);
   return key;
 }
@@ -72,11 +74,12 @@ void run(const TensorView& x, const TensorView& w, WeightLayout layout, const Te
                   p.batch, p.m, p.batch, p.n, p.k);
   params.batch = int(p.batch);
   params.m = int(p.m);
-  // The PDL switch resolved once: it decides both the launch and prefetch_w. W is loaded early
-  // only with PDL: without it there is no tail to overlap, and the early W copies only put the
-  // first slots' X behind them (perf log, card 50: the Llama MLP block 3-6% slower).
-  const Pdl pdl = use_pdl(opt.pdl) ? Pdl::kOn : Pdl::kOff;
-  params.prefetch_w = opt.prefetch_w && pdl == Pdl::kOn ? 1 : 0;
+  // The PDL switch was resolved once (validate_call): it decides both the launch and prefetch_w.
+  // W is loaded early only with PDL (ProblemShape::chained): without it there is no tail to
+  // overlap, and the early W copies only put the first slots' X behind them (perf log, card 50:
+  // the Llama MLP block 3-6% slower).
+  const Pdl pdl = v.pdl;
+  params.prefetch_w = p.chained ? 1 : 0;
 
   // Persistent: at most as many CTAs as run at once, in whole clusters (cluster_m X tiles that
   // share W, or split_k slices of K of one tile).

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "check.hpp"
+#include "launch.hpp"
 
 namespace f8gemm {
 namespace detail {
@@ -212,6 +213,8 @@ Validated validate_call(const TensorView& x, const TensorView& w, WeightLayout l
   p.has_bias = bias != nullptr;
   p.bias_dtype = bias ? bias->dtype : DType::kF32;
   p.fast_accum = opt.fast_accum;
+  v.pdl = use_pdl(opt.pdl) ? Pdl::kOn : Pdl::kOff;
+  p.chained = opt.prefetch_w && v.pdl == Pdl::kOn;
   validate_problem(p);
 
   v.device = require_gemm_placement(t);

@@ -77,6 +77,9 @@ std::string place_str(int device);
 struct Validated {
   ProblemShape shape;
   int device = 0;
+  /// GemmOptions::pdl resolved once (the F8GEMM_PDL switch read for Pdl::kDefault): kOn or kOff.
+  /// It decides the launch and ProblemShape::chained alike.
+  Pdl pdl = Pdl::kOff;
 };
 
 /// Checks every argument of gemm() (batched false) or batched_gemm() (batched true), then the

@@ -52,7 +52,7 @@ int build_candidates(const std::vector<Shape>& shapes, const std::vector<Problem
 }  // namespace
 
 int cmd_precompile(const Args& args) {
-  Options opt(args, {"--shape", "--shapes", "--out"}, {"--plain", "--precise", "--candidates"},
+  Options opt(args, {"--shape", "--shapes", "--out"}, {"--plain", "--precise", "--candidates", "--chained"},
               "precompile");
   std::vector<Shape> shapes;
   for (const auto& s : opt.all("--shape")) shapes.push_back(parse_shape(s, "--shape"));
@@ -68,6 +68,7 @@ int cmd_precompile(const Args& args) {
     p.w_layout = opt.flag("--plain") ? WeightLayout::kPlain : WeightLayout::kPreshuffled;
     p.out_dtype = out == "fp16" ? DType::kF16 : DType::kBF16;
     p.fast_accum = !opt.flag("--precise");
+    p.chained = opt.flag("--chained");  // as called with PDL and prefetch_w (ProblemShape)
     problems.push_back(p);
   }
   const TargetGpu gpu = target_gpu();

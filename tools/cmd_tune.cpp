@@ -103,6 +103,10 @@ int cmd_tune(const Args& args) {
     const Fixture& fx = *copies[0];
     for (bool fast : modes) {
       const ProblemShape p = fx.problem(plain, fast);
+      if (spec.prefetch_w && !p.chained) {
+        std::printf("tune: --prefetch-w acts only with PDL on (F8GEMM_PDL=1): timing %s as an "
+                    "unchained call\n", shape.label().c_str());
+      }
       const auto list = candidate_configs(p, gpu.sm_count);
       // Compile every candidate first, on all cores; a failure is reported when it is timed.
       build_all(list, p);

@@ -89,7 +89,20 @@ ProblemShape problem_of(const FixtureSpec& spec, bool plain_w, bool fast_accum) 
 }
 
 ProblemShape Fixture::problem(bool plain_w, bool fast_accum) const {
-  return problem_of(spec_, plain_w, fast_accum);
+  // What run() solves, as the library sees it (ProblemShape::chained included).
+  return batched_gemm_problem(xv_, plain_w ? wv_ : wsv_,
+                              plain_w ? WeightLayout::kPlain : WeightLayout::kPreshuffled, xsv_,
+                              wscale_v_, yv_, options(fast_accum, nullptr, nullptr));
+}
+
+GemmOptions Fixture::options(bool fast_accum, const Config* config, cudaStream_t stream) const {
+  GemmOptions opt;
+  opt.bias = spec_.bias ? &biasv_ : nullptr;
+  opt.fast_accum = fast_accum;
+  opt.stream = stream;
+  opt.config = config;
+  opt.prefetch_w = spec_.prefetch_w;
+  return opt;
 }
 
 double Fixture::input_bytes() const {
@@ -101,12 +114,7 @@ double Fixture::input_bytes() const {
 double Fixture::bytes() const { return input_bytes() + 2.0 * double(spec_.b) * spec_.m * spec_.n; }
 
 void Fixture::run(bool plain_w, bool fast_accum, const Config* config, cudaStream_t stream) const {
-  GemmOptions opt;
-  opt.bias = spec_.bias ? &biasv_ : nullptr;
-  opt.fast_accum = fast_accum;
-  opt.stream = stream;
-  opt.config = config;
-  opt.prefetch_w = spec_.prefetch_w;
+  const GemmOptions opt = options(fast_accum, config, stream);
   batched_gemm(xv_, plain_w ? wv_ : wsv_, plain_w ? WeightLayout::kPlain : WeightLayout::kPreshuffled,
                xsv_, wscale_v_, yv_, opt);
 }

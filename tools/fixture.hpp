@@ -70,6 +70,8 @@ class Fixture {
   double input_bytes() const;
 
  private:
+  GemmOptions options(bool fast_accum, const Config* config, cudaStream_t stream) const;
+
   FixtureSpec spec_;
   DeviceBuffer x_, w_, w_shuffled_, xs_, ws_, bias_, y_;
   TensorView xv_, wv_, wsv_, xsv_, wscale_v_, biasv_, yv_;

@@ -17,7 +17,8 @@ constexpr const char* kUsage =
     "      [--plain] [--config NAME] [--verify] [--once] [--iters N] [--seed S]\n"
     "  bench [--shapes FILE] [--csv FILE] [--iters N] [--precise] [--no-peak] [--prefetch-w]\n"
     "  precompile [--shape B,M,N,K]... [--shapes FILE] [--plain] [--precise] [--out bf16|fp16]\n"
-    "      [--candidates]             (every candidate `tune` would time, into the disk cache)\n"
+    "      [--candidates] [--chained] (every candidate `tune` would time; --chained: as called\n"
+    "                                  with PDL and prefetch_w, ProblemShape::chained)\n"
     "  tune --shapes FILE [--out FILE] [--log CSV] [--precise|--both] [--plain] [--iters N]\n"
     "      [--prefetch-w]             (GemmOptions::prefetch_w; with F8GEMM_PDL=1: decode chains)\n"
     "  help                       this text\n";

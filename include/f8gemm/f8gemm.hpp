@@ -284,6 +284,13 @@ struct ProblemShape {
   bool has_bias = false;
   DType bias_dtype = DType::kF32;
   bool fast_accum = true;
+  /// The call runs with PDL on (GemmOptions::pdl, or F8GEMM_PDL) and GemmOptions::prefetch_w,
+  /// as the GEMMs of a decode chain do (FP8Linear, FP8GatedMLP): W streams from before the
+  /// previous kernel ends, and another tile shape may be fastest (docs/perf-log.md, card 51).
+  /// The choice then takes a table entry keyed for such calls first (table keys end in
+  /// "|chained"; `F8GEMM_PDL=1 f8gemm tune --prefetch-w` writes them), else the same choice as
+  /// without. gemm_problem() sets it from the options.
+  bool chained = false;
 };
 
 /// Throws Error(kInvalidArgument) naming the size at fault when gemm()/batched_gemm() would

@@ -14,6 +14,7 @@
 #include "f8gemm/f8gemm.hpp"
 #include "f8gemm/tuning.hpp"
 #include "grouped.hpp"
+#include "jit/embedded.hpp"
 
 namespace f8gemm {
 namespace {
@@ -76,6 +77,17 @@ constexpr int kTestSms = 7;
 
 ProblemShape tuned_problem() { return problem(16, 1, 1280, 8192); }
 ProblemShape illegal_tuned_problem() { return problem(16, 1, 1280, 8192, /*fast=*/false); }
+/// A decode GEMM called with PDL and prefetch_w; the table has an entry for it chained only.
+ProblemShape chained_problem() {
+  ProblemShape p = problem(1, 1, 4096, 4096);
+  p.chained = true;
+  return p;
+}
+const Config& chained_pick() {
+  // Three stages: never a candidate (the candidates take the deepest ring that fits).
+  static const Config c = make(KernelPath::kSwapAB, 64, 24, 3, 0);
+  return c;
+}
 const Config& tuned_pick() {
   // Two stages with no rasterisation: never a candidate (the candidates take the deepest ring
   // that fits, 8 stages for 128x64, and raster 8 for tiled), so a decision that returns it can
@@ -98,7 +110,8 @@ class TuneFileEnvironment : public ::testing::Environment {
       // Illegal for precise accumulation (ping-pong with bn 256 > 192): skipped, the model
       // decides.
       << table_key(kTestGpu, kTestSms, illegal_tuned_problem()) << "\t"
-      << make(KernelPath::kPingPong, 64, 256, 4).name() << "\n";
+      << make(KernelPath::kPingPong, 64, 256, 4).name() << "\n"
+      << table_key(kTestGpu, kTestSms, chained_problem()) << "\t" << chained_pick().name() << "\n";
     f.close();
     env_ = std::make_unique<ScopedEnv>("F8GEMM_TUNE_FILE");
     env_->set(path);
@@ -549,6 +562,51 @@ TEST(ConfigTable, ParseGoodLinesAndComments) {
   EXPECT_EQ(entries[2].second, make(KernelPath::kSwapAB, 64, 16, 12, 0));
 }
 
+// The shipped tables' chained entries (ProblemShape::chained, docs/perf-log.md card 51) are taken
+// for their problem and run the same kernel path with the same split of K as the unchained
+// choice, so that a call with PDL and prefetch_w adds its fp32 sums in the same order as the same
+// call without them (the bits are checked on the GPU: PdlGpu.ChainedChoiceGivesTheUnchainedBits).
+TEST(ConfigTable, ShippedChainedEntriesKeepTheUnchainedPathAndSplit) {
+  ScopedEnv config("F8GEMM_CONFIG"), no_tuned("F8GEMM_NO_TUNED");
+  config.unset();
+  no_tuned.unset();
+  int chained_entries = 0;
+  for (int t = 0; t < jit::kNumEmbeddedTables; ++t) {
+    std::vector<std::pair<std::string, Config>> entries;
+    parse_table(jit::kEmbeddedTables[t].text, jit::kEmbeddedTables[t].name, entries);
+    for (const auto& [key, entry] : entries) {
+      const std::string suffix = "|chained";
+      if (key.size() < suffix.size() || key.compare(key.size() - suffix.size(), suffix.size(), suffix) != 0) {
+        continue;
+      }
+      SCOPED_TRACE(key);
+      // "<gpu>|<sms>|<version>|B,M,N,K|<layout>|<out>|<accum>|chained"
+      std::vector<std::string> f;
+      for (size_t at = 0, bar; at <= key.size(); at = bar + 1) {
+        bar = key.find('|', at);
+        if (bar == std::string::npos) bar = key.size();
+        f.push_back(key.substr(at, bar - at));
+      }
+      ASSERT_EQ(f.size(), 8u);
+      long long b = 0, m = 0, n = 0, k = 0;
+      ASSERT_EQ(std::sscanf(f[3].c_str(), "%lld,%lld,%lld,%lld", &b, &m, &n, &k), 4);
+      ProblemShape p = problem(b, m, n, k, f[6] == "fast",
+                               f[4] == "plain" ? WeightLayout::kPlain : WeightLayout::kPreshuffled);
+      ASSERT_EQ(f[5], to_string(DType::kBF16));
+      p.chained = true;
+      EXPECT_EQ(table_key(f[0], std::stoi(f[1]), p), key);
+      const Config chained_choice = decide(f[0], std::stoi(f[1]), p);
+      EXPECT_EQ(chained_choice, entry) << "the entry is not what a chained call runs";
+      p.chained = false;
+      const Config unchained_choice = decide(f[0], std::stoi(f[1]), p);
+      EXPECT_EQ(chained_choice.path, unchained_choice.path) << unchained_choice.name();
+      EXPECT_EQ(chained_choice.split_k, unchained_choice.split_k) << unchained_choice.name();
+      ++chained_entries;
+    }
+  }
+  EXPECT_GE(chained_entries, 1) << "no chained entry in the shipped tables";
+}
+
 TEST(ConfigTable, LineWithoutTabNamesOriginAndLine) {
   std::vector<std::pair<std::string, Config>> entries;
   const std::string text = "# comment\n\nkey\tsm90_tiled_128x128x128_s4_c1x1_r8\nno tab here\n";
@@ -587,6 +645,25 @@ TEST_F(DecideTest, UserTuneFileEntryIsUsed) {
   // "0" does not disable the tables.
   no_tuned_.set("0");
   EXPECT_EQ(decide(kTestGpu, kTestSms, p), tuned_pick());
+}
+
+TEST_F(DecideTest, ChainedCallsTakeTheirOwnEntryFirstThenTheUnchainedOnes) {
+  // Its own key: the unchained key with "|chained" after it.
+  ProblemShape unchained = chained_problem();
+  unchained.chained = false;
+  EXPECT_EQ(table_key(kTestGpu, kTestSms, chained_problem()),
+            table_key(kTestGpu, kTestSms, unchained) + "|chained");
+  EXPECT_EQ(decide(kTestGpu, kTestSms, chained_problem()), chained_pick());
+  // The entry is for chained calls only: the same problem unchained gets the model's pick.
+  EXPECT_FALSE(tuned_config(kTestGpu, kTestSms, unchained).has_value());
+  EXPECT_EQ(decide(kTestGpu, kTestSms, unchained), candidates(unchained, kTestSms).front());
+  // Chained without an entry of its own: the unchained entry.
+  ProblemShape chained_tuned = tuned_problem();
+  chained_tuned.chained = true;
+  EXPECT_EQ(decide(kTestGpu, kTestSms, chained_tuned), tuned_pick());
+  no_tuned_.set("1");
+  EXPECT_EQ(decide(kTestGpu, kTestSms, chained_problem()),
+            candidates(chained_problem(), kTestSms).front());
 }
 
 TEST_F(DecideTest, NoTunedIgnoresTheTables) {

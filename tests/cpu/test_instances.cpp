@@ -76,7 +76,15 @@ std::map<std::string, InstanceSpec> shipped_specs() {
   for (const auto* list : {&kBenchShapes, &kMslkShapes, &kDecodeShapes}) {
     for (const Shape& s : *list) {
       for (WeightLayout layout : {WeightLayout::kPreshuffled, WeightLayout::kPlain}) {
-        for (bool fast : {true, false}) add(problem(s, layout, fast));
+        for (bool fast : {true, false}) {
+          add(problem(s, layout, fast));
+          // The decode GEMMs as FP8Linear calls them (PDL and prefetch_w: the chained entries).
+          if (list == &kDecodeShapes) {
+            ProblemShape chained = problem(s, layout, fast);
+            chained.chained = true;
+            add(chained);
+          }
+        }
       }
     }
   }

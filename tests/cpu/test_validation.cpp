@@ -621,6 +621,28 @@ TEST(Validation, SingleGemmFormsPassValidation) {
   }
 }
 
+TEST(Validation, TheProblemIsChainedWithPdlOnAndPrefetchW) {
+  // ProblemShape::chained keys the tuned table; it must follow the call's options, with the
+  // F8GEMM_PDL switch read for Pdl::kDefault as the launch reads it.
+  const Args a = batched_args(1, 1, 4096, 4096, WeightLayout::kPreshuffled);
+  auto chained = [&](Pdl pdl, bool prefetch_w) {
+    GemmOptions o = a.options();
+    o.pdl = pdl;
+    o.prefetch_w = prefetch_w;
+    return batched_gemm_problem(a.x, a.w, a.layout, a.xs, a.ws, a.out, o).chained;
+  };
+  test::ScopedEnv env("F8GEMM_PDL");
+  env.unset();
+  EXPECT_TRUE(chained(Pdl::kOn, true));
+  EXPECT_FALSE(chained(Pdl::kOn, false));
+  EXPECT_FALSE(chained(Pdl::kOff, true));
+  EXPECT_FALSE(chained(Pdl::kDefault, true));
+  env.set("1");
+  EXPECT_TRUE(chained(Pdl::kDefault, true));
+  EXPECT_FALSE(chained(Pdl::kOff, true));
+  EXPECT_FALSE(chained(Pdl::kDefault, false));
+}
+
 TEST(Validation, EmptyProblemsPassValidationAndStillNeedAnSm90) {
   // M = 0 (and B = 0) do no work, but report the same as a real call: no sm_90, no success.
   // Null data pointers are fine for empty tensors.
