@@ -291,6 +291,39 @@ std::string table_key(const std::string& gpu_name, int sm_count, const ProblemSh
   return os.str();
 }
 
+bool parse_table_key(const std::string& key, TableKeyParts& parts) {
+  std::vector<std::string> f;
+  for (size_t at = 0;;) {
+    const size_t bar = key.find('|', at);
+    f.push_back(key.substr(at, bar == std::string::npos ? std::string::npos : bar - at));
+    if (bar == std::string::npos) break;
+    at = bar + 1;
+  }
+  if (f.size() != 7 && !(f.size() == 8 && f[7] == "chained")) return false;
+  if (f[2] != kVersion) return false;
+  ProblemShape p;
+  long long b = 0, m = 0, n = 0, k = 0;
+  char tail = 0;
+  if (std::sscanf(f[1].c_str(), "%d%c", &parts.sm_count, &tail) != 1) return false;
+  if (std::sscanf(f[3].c_str(), "%lld,%lld,%lld,%lld%c", &b, &m, &n, &k, &tail) != 4) return false;
+  p.batch = b;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  if (f[4] != "plain" && f[4] != "preshuffled") return false;
+  p.w_layout = f[4] == "plain" ? WeightLayout::kPlain : WeightLayout::kPreshuffled;
+  if (f[5] == to_string(DType::kBF16)) p.out_dtype = DType::kBF16;
+  else if (f[5] == to_string(DType::kF16)) p.out_dtype = DType::kF16;
+  else return false;
+  if (f[6] != "fast" && f[6] != "precise") return false;
+  p.fast_accum = f[6] == "fast";
+  p.chained = f.size() == 8;
+  parts.gpu_name = f[0];
+  parts.problem = p;
+  // Exactly what table_key() writes (no leading zeros, signs or spaces in the numbers).
+  return table_key(parts.gpu_name, parts.sm_count, p) == key;
+}
+
 void parse_table(const std::string& text, const std::string& origin,
                  std::vector<std::pair<std::string, Config>>& entries) {
   std::istringstream in(text);

@@ -46,6 +46,15 @@ Config model_pick(const ProblemShape& problem, int sm_count);
 /// with "|chained" after it for a chained problem (ProblemShape::chained).
 std::string table_key(const std::string& gpu_name, int sm_count, const ProblemShape& problem);
 
+/// A table key's parts, the inverse of table_key(): false when `key` is not one (another
+/// version's key included). The problem's bias fields keep their defaults (keys carry no bias).
+struct TableKeyParts {
+  std::string gpu_name;
+  int sm_count = 0;
+  ProblemShape problem;
+};
+bool parse_table_key(const std::string& key, TableKeyParts& parts);
+
 /// A tuned config for this problem, from $F8GEMM_TUNE_FILE first, then the checked-in tables;
 /// ignored when F8GEMM_NO_TUNED=1. A chained problem without an entry of its own takes the
 /// unchained problem's entry.

@@ -289,7 +289,8 @@ struct ProblemShape {
   /// previous kernel ends, and another tile shape may be fastest (docs/perf-log.md, card 51).
   /// The choice then takes a table entry keyed for such calls first (table keys end in
   /// "|chained"; `F8GEMM_PDL=1 f8gemm tune --prefetch-w` writes them), else the same choice as
-  /// without. gemm_problem() sets it from the options.
+  /// without. The shipped chained entries keep the unchained choice's split of K, so the bits do
+  /// not change. gemm_problem() sets it from the options.
   bool chained = false;
 };
 

@@ -544,6 +544,40 @@ TEST(ConfigTable, KeyNamesGpuSmsVersionAndProblem) {
   EXPECT_EQ(keys.size(), 10u);
 }
 
+TEST(ConfigTable, KeysParseBackToTheirProblem) {
+  for (bool chained : {false, true}) {
+    for (WeightLayout layout : {WeightLayout::kPlain, WeightLayout::kPreshuffled}) {
+      ProblemShape p = problem(16, 1, 1280, 8192, chained, layout);
+      p.out_dtype = chained ? DType::kF16 : DType::kBF16;
+      p.chained = chained;
+      const std::string key = table_key("NVIDIA H200", kH200Sms, p);
+      detail::TableKeyParts parts;
+      ASSERT_TRUE(detail::parse_table_key(key, parts)) << key;
+      EXPECT_EQ(parts.gpu_name, "NVIDIA H200");
+      EXPECT_EQ(parts.sm_count, kH200Sms);
+      EXPECT_EQ(table_key(parts.gpu_name, parts.sm_count, parts.problem), key);
+      EXPECT_EQ(parts.problem.chained, chained);
+      EXPECT_EQ(parts.problem.w_layout, layout);
+      EXPECT_EQ(parts.problem.out_dtype, p.out_dtype);
+      EXPECT_EQ(parts.problem.fast_accum, chained);
+    }
+  }
+  const std::string good = table_key("NVIDIA H200", kH200Sms, problem(1, 1, 4096, 4096));
+  detail::TableKeyParts parts;
+  EXPECT_TRUE(detail::parse_table_key(good, parts));
+  for (const std::string& bad :
+       {good + "|chain", good + "|chained|chained", good.substr(0, good.size() - 5),
+        std::string("NVIDIA H200|132|0.0.9|1,1,4096,4096|plain|bfloat16|fast"),
+        std::string("NVIDIA H200|132|") + "x|1,1,4096,4096|plain|bfloat16|fast",
+        std::string("NVIDIA H200|13x|0.1.0|1,1,4096,4096|plain|bfloat16|fast"),
+        std::string("NVIDIA H200|132|0.1.0|1,1,4096|plain|bfloat16|fast"),
+        std::string("NVIDIA H200|132|0.1.0|1,1,04096,4096|plain|bfloat16|fast"),
+        std::string("NVIDIA H200|132|0.1.0|1,1,4096,4096|shuffled|bfloat16|fast"),
+        std::string("NVIDIA H200|132|0.1.0|1,1,4096,4096|plain|float32|fast"), std::string("")}) {
+    EXPECT_FALSE(detail::parse_table_key(bad, parts)) << bad;
+  }
+}
+
 TEST(ConfigTable, ParseGoodLinesAndComments) {
   std::vector<std::pair<std::string, Config>> entries;
   entries.emplace_back("already there", Config{});
@@ -580,25 +614,14 @@ TEST(ConfigTable, ShippedChainedEntriesKeepTheUnchainedPathAndSplit) {
         continue;
       }
       SCOPED_TRACE(key);
-      // "<gpu>|<sms>|<version>|B,M,N,K|<layout>|<out>|<accum>|chained"
-      std::vector<std::string> f;
-      for (size_t at = 0, bar; at <= key.size(); at = bar + 1) {
-        bar = key.find('|', at);
-        if (bar == std::string::npos) bar = key.size();
-        f.push_back(key.substr(at, bar - at));
-      }
-      ASSERT_EQ(f.size(), 8u);
-      long long b = 0, m = 0, n = 0, k = 0;
-      ASSERT_EQ(std::sscanf(f[3].c_str(), "%lld,%lld,%lld,%lld", &b, &m, &n, &k), 4);
-      ProblemShape p = problem(b, m, n, k, f[6] == "fast",
-                               f[4] == "plain" ? WeightLayout::kPlain : WeightLayout::kPreshuffled);
-      ASSERT_EQ(f[5], to_string(DType::kBF16));
-      p.chained = true;
-      EXPECT_EQ(table_key(f[0], std::stoi(f[1]), p), key);
-      const Config chained_choice = decide(f[0], std::stoi(f[1]), p);
+      detail::TableKeyParts parts;
+      ASSERT_TRUE(detail::parse_table_key(key, parts));
+      ProblemShape p = parts.problem;
+      ASSERT_TRUE(p.chained);
+      const Config chained_choice = decide(parts.gpu_name, parts.sm_count, p);
       EXPECT_EQ(chained_choice, entry) << "the entry is not what a chained call runs";
       p.chained = false;
-      const Config unchained_choice = decide(f[0], std::stoi(f[1]), p);
+      const Config unchained_choice = decide(parts.gpu_name, parts.sm_count, p);
       EXPECT_EQ(chained_choice.path, unchained_choice.path) << unchained_choice.name();
       EXPECT_EQ(chained_choice.split_k, unchained_choice.split_k) << unchained_choice.name();
       ++chained_entries;

@@ -23,6 +23,8 @@
 #include "common/test_util.hpp"
 #include "config.hpp"
 #include "f8gemm/f8gemm.hpp"
+#include "f8gemm/tuning.hpp"
+#include "jit/embedded.hpp"
 #include "numerics.hpp"
 #include "random.hpp"
 #include "test_support.hpp"
@@ -408,6 +410,67 @@ TEST(PdlGpu, CapturedChainHasProgrammaticEdgesOnlyWhenAsked) {
     F8GEMM_CHECK_CUDA(cudaGraphDestroy(graph));
   }
   F8GEMM_CHECK_CUDA(cudaStreamDestroy(stream));
+}
+
+// The shipped tables' chained entries (docs/perf-log.md, card 51) give a call with PDL and
+// prefetch_w another configuration than the same call without them. They keep its path and split
+// of K (ConfigTable.ShippedChainedEntriesKeepTheUnchainedPathAndSplit), so the bits must not move:
+// each entry of this GPU's tables, on its own shape, against the unchained choice.
+TEST(PdlGpu, ChainedChoiceGivesTheUnchainedBits) {
+  F8GEMM_SKIP_WITHOUT_SM90();
+  const TargetGpu gpu = current_gpu();
+  cudaStream_t stream;
+  F8GEMM_CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  int checked = 0;
+  for (int t = 0; t < jit::kNumEmbeddedTables; ++t) {
+    std::vector<std::pair<std::string, Config>> entries;
+    detail::parse_table(jit::kEmbeddedTables[t].text, jit::kEmbeddedTables[t].name, entries);
+    for (const auto& [key, entry] : entries) {
+      detail::TableKeyParts parts;
+      if (!detail::parse_table_key(key, parts) || !parts.problem.chained ||
+          parts.gpu_name != gpu.name || parts.sm_count != gpu.sm_count) {
+        continue;
+      }
+      SCOPED_TRACE(key);
+      const ProblemShape& shape = parts.problem;
+      ASSERT_EQ(shape.batch, 1);
+      const int64_t m = shape.m, n = shape.n, k = shape.k;
+      const DeviceWeight w(n, k, 900 + uint64_t(checked));
+      std::vector<float> xf(size_t(m * k));
+      test::random_normal_f32(xf.data(), xf.size(), 800 + uint64_t(checked), 1.0f);
+      std::vector<uint8_t> xq(xf.size());
+      std::vector<float> xs(static_cast<size_t>(m));
+      numerics::quantize_rows_host(xf.data(), DType::kF32, m, k, 1e-12f, 0.0f, xq.data(), xs.data());
+      const DeviceBuffer x = DeviceBuffer::from(xq), x_scale = DeviceBuffer::from(xs);
+      DeviceBuffer y(size_t(m * n) * 2);
+      auto run = [&](Pdl pdl, bool prefetch_w) {
+        GemmOptions o;
+        o.stream = stream;
+        o.fast_accum = shape.fast_accum;
+        o.pdl = pdl;
+        o.prefetch_w = prefetch_w;
+        const TensorView xv = x.view(DType::kE4M3, {1, m, k}), xsv = x_scale.view(DType::kF32, {1, m});
+        const TensorView yv = y.view(shape.out_dtype, {1, m, n});
+        const ProblemShape p =
+            batched_gemm_problem(xv, w.view(shape.w_layout), shape.w_layout, xsv, w.scale_view(), yv, o);
+        test::poison(y, stream);
+        batched_gemm(xv, w.view(shape.w_layout), shape.w_layout, xsv, w.scale_view(), yv, o);
+        // Twice, so that with PDL the second call overlaps the first.
+        batched_gemm(xv, w.view(shape.w_layout), shape.w_layout, xsv, w.scale_view(), yv, o);
+        F8GEMM_CHECK_CUDA(cudaStreamSynchronize(stream));
+        return std::pair{choose_config(p), y.to_host<uint8_t>()};
+      };
+      const auto [unchained_config, unchained] = run(Pdl::kOff, false);
+      const auto [chained_config, chained] = run(Pdl::kOn, true);
+      EXPECT_EQ(chained_config, entry);
+      EXPECT_NE(chained_config, unchained_config) << "the entry changes nothing: nothing to check";
+      expect_real_output(unchained);
+      EXPECT_TRUE(chained == unchained) << "the chained choice's bits differ from the unchained one's";
+      ++checked;
+    }
+  }
+  F8GEMM_CHECK_CUDA(cudaStreamDestroy(stream));
+  if (checked == 0) GTEST_SKIP() << "no chained entry for " << gpu.name << " with " << gpu.sm_count << " SMs";
 }
 
 }  // namespace
