@@ -38,12 +38,10 @@ struct Mainloop {
     // only in the start address, in 16-byte units (the ring ends below 256 KB: no carry out).
     const u64 ring_desc = make_smem_desc_sw128(ring);
     for (int kb = 0; kb < kblocks; ++kb) {
-      // With the turn handed over early, the slot's previous fill may belong to the other
-      // consumer's tile and not have landed yet; the full barrier's parity cannot tell that fill
-      // from this one. Its release can: once the slot's previous reader has released it (the
-      // wait the producer makes before this fill), the full barrier is at most one phase behind
-      // this wait (T::kEarlyHandover).
-      if (T::kEarlyHandover && kb < T::kStages) mbar_wait(&empty[pos.stage], pos.phase ^ 1u);
+      // With the turn handed over early, the other consumer's tile may still hold the fill
+      // before this one in the slot: its phase must complete first, or this wait's parity
+      // would read it as this fill's (T::kEarlyHandover).
+      if (T::kEarlyHandover && kb < T::kStages) mbar_wait(&full[pos.stage], pos.phase ^ 1u);
       mbar_wait(&full[pos.stage], pos.phase);
       const u64 x_desc = ring_desc + u64(pos.stage * (T::kStageBytes / 16));
       const u64 w_desc = x_desc + u64(T::kXTileBytes / 16);

@@ -62,11 +62,10 @@ struct GemmTraits {
   // consumer's wgmmas queue behind it while this one runs its epilogue (perf log, card 46).
   // Precise mode waits for every k-block's wgmmas before promoting them, and nothing but the
   // other consumer's wgmmas can fill that wait, so it hands the turn over early (card 52): after
-  // the issue of k-block kKBlocks - kStages, whose slot the other consumer's first k-block
-  // reuses. The other consumer's first kStages k-blocks then take slots whose previous fill
-  // belongs to this tile and may not have landed: the mainloop waits for each such slot's
-  // release first. This consumer has released every slot before those (each empty barrier is
-  // then at most one phase behind) and waited on k-block kKBlocks - kStages's fill.
+  // the issue of k-block kKBlocks - kStages, the last whose slot the other consumer's tile does
+  // not reuse. The other consumer's first kStages k-blocks then take slots whose previous fill
+  // belongs to this tile; this consumer has waited on every fill before those, so each such slot
+  // is at most one phase behind, which the guard wait in the mainloop absorbs.
   static constexpr bool kEarlyHandover = kPingPong && !kFastAccum;
   static constexpr int kHandoverKBlock =
       kEarlyHandover ? (kKBlocks > kStages ? kKBlocks - kStages : 0) : kKBlocks - 1;
