@@ -85,25 +85,24 @@ struct GemmKernel {
   }
 
   /// One tile: scales, mainloop (over this CTA's k-blocks), the split-K reduction, epilogue,
-  /// for the consumer's block at A-side rows a_block * 64. `after_handover_issue` runs right
-  /// after the wgmmas of k-block `handover_kb` are issued, while they are still in flight (a
-  /// ping-pong consumer hands its turn over there: T::kHandoverKBlock).
-  template <class AfterHandoverIssue>
+  /// for the consumer's block at A-side rows a_block * 64. `after_last_issue` runs right after
+  /// the last k-block's wgmmas are issued, while they are still in flight (a ping-pong consumer
+  /// hands its turn over there: perf log, card 46).
+  template <class AfterLastIssue>
   static __device__ __forceinline__ void compute_tile(const GemmParams& p, const Tile& tile,
-                                                      int kblocks, int handover_kb,
-                                                      const u8* ring, u8* region,
+                                                      int kblocks, const u8* ring, u8* region,
                                                       u64* full, u64* empty, RingPos& pos,
                                                       typename SplitK<T>::State& split,
                                                       float* acc, float* total, int consumer,
                                                       int a_block, int tid,
-                                                      AfterHandoverIssue&& after_handover_issue) {
+                                                      AfterLastIssue&& after_last_issue) {
     if (!T::kFastAccum) {
 #pragma unroll
       for (int i = 0; i < T::kAccAll; ++i) total[i] = 0.0f;
     }
     const typename Epilogue<T>::Scales scales = Epilogue<T>::load_scales(p, tile, a_block, tid);
-    Mainloop<T>::run(ring, full, empty, pos, acc, total, kblocks, handover_kb, a_block, tid,
-                     [&] { Epilogue<T>::stage_scales(scales, region, tid); }, after_handover_issue);
+    Mainloop<T>::run(ring, full, empty, pos, acc, total, kblocks, a_block, tid,
+                     [&] { Epilogue<T>::stage_scales(scales, region, tid); }, after_last_issue);
     float* sum = T::kFastAccum ? acc : total;
     if (!SplitK<T>::reduce(sum, split, tid)) return;
     Epilogue<T>::store(p, tile, sum, region, consumer, a_block, tid);
@@ -128,23 +127,22 @@ struct GemmKernel {
       // Cooperative: both consumers run every tile, each on its 64 rows of the A side.
       RingPos pos;
       for (int t = sched.first; t < sched.total; t += sched.stride) {
-        compute_tile(p, sched.tile(t), sched.kb_count, -1, ring, region, full, empty, pos, split,
+        compute_tile(p, sched.tile(t), sched.kb_count, ring, region, full, empty, pos, split,
                      acc, total, consumer, consumer, tid, [] {});
       }
     } else {
       // Ping-pong: consumer c runs this CTA's tiles c, c + 2, ... Their mainloops take turns
       // (named barriers 3 and 4: a consumer starts its mainloop once the other has issued its
-      // k-block T::kHandoverKBlock, the last one in fast mode), so one consumer's epilogue runs
-      // while the other's wgmmas keep the tensor cores busy. Each turn is handed over only when
-      // the other consumer has a tile to take.
+      // own last k-block), so one consumer's epilogue runs while the other's wgmmas keep the tensor
+      // cores busy. Each turn is handed over only when the other consumer has a tile to take.
       int j = 0;  // this CTA's tile count
       for (int t = sched.first; t < sched.total; t += sched.stride, ++j) {
         if (j % 2 != consumer) continue;
         if (j >= 1 + (consumer == 0 ? 1 : 0)) named_barrier_sync(3 + consumer, 256);
         RingPos pos = RingPos::at<T::kStages>(j * T::kKBlocks);
         const bool other_has_next = t + sched.stride < sched.total;
-        compute_tile(p, sched.tile(t), T::kKBlocks, T::kHandoverKBlock, ring, region, full,
-                     empty, pos, split, acc, total, consumer, 0, tid, [&] {
+        compute_tile(p, sched.tile(t), T::kKBlocks, ring, region, full, empty, pos, split, acc,
+                     total, consumer, 0, tid, [&] {
                        if (other_has_next) named_barrier_arrive(3 + (1 - consumer), 256);
                      });
       }

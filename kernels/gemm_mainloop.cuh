@@ -23,25 +23,20 @@ struct Mainloop {
   /// Accumulates the consumer's 64 x kBN block (A-side rows a_block * 64 onwards) over `kblocks`
   /// k-blocks into acc (fast mode) or total (precise mode, which the caller zeroes).
   /// `after_first_issue` runs once, right after the first k-block's wgmmas are issued, so that
-  /// its latency hides under tensor-core work. `after_handover_issue` runs once, right after
-  /// k-block `handover_kb`'s wgmmas are issued, while they are still in flight: a ping-pong
-  /// consumer hands its turn over there (T::handover_kblock), so that the other consumer's wgmmas
-  /// queue behind these (perf log, cards 46 and 52).
-  template <class AfterFirstIssue, class AfterHandoverIssue>
+  /// its latency hides under tensor-core work. `after_last_issue` runs once, right after the last
+  /// k-block's wgmmas are issued, while they are still in flight: a ping-pong consumer hands its
+  /// turn over there, so that the other consumer's wgmmas queue behind these (perf log, card 46).
+  template <class AfterFirstIssue, class AfterLastIssue>
   static __device__ __forceinline__ void run(const u8* ring, u64* full, u64* empty, RingPos& pos,
                                              float* acc, float* total, int kblocks,
-                                             int handover_kb, int a_block, int tid,
+                                             int a_block, int tid,
                                              AfterFirstIssue&& after_first_issue,
-                                             AfterHandoverIssue&& after_handover_issue) {
+                                             AfterLastIssue&& after_last_issue) {
     int prev_stage = 0;
     // The ring's descriptor, built once: a slot's (and a 64-row block's, a k32 step's) differs
     // only in the start address, in 16-byte units (the ring ends below 256 KB: no carry out).
     const u64 ring_desc = make_smem_desc_sw128(ring);
     for (int kb = 0; kb < kblocks; ++kb) {
-      // With the turn handed over early, the other consumer's tile may still hold the fill
-      // before this one in the slot: its phase must complete first, or this wait's parity
-      // would read it as this fill's (T::kEarlyHandover).
-      if (T::kEarlyHandover && kb < T::kStages) mbar_wait(&full[pos.stage], pos.phase ^ 1u);
       mbar_wait(&full[pos.stage], pos.phase);
       const u64 x_desc = ring_desc + u64(pos.stage * (T::kStageBytes / 16));
       const u64 w_desc = x_desc + u64(T::kXTileBytes / 16);
@@ -50,7 +45,7 @@ struct Mainloop {
       if (T::kFastAccum) {
         issue(acc, a_side, b_tile, kb > 0);
         if (kb == 0) after_first_issue();
-        if (kb == handover_kb) after_handover_issue();
+        if (kb == kblocks - 1) after_last_issue();
         // One k-block of wgmma stays in flight: wait for the previous one and free its slot.
         wgmma_wait<1>();
         fence_all<T::kAccAll>(acc);
@@ -61,7 +56,7 @@ struct Mainloop {
           // The slice's columns are rows slice * kPromoteCols onwards of the B tile.
           issue(acc, a_side, b_tile + u64(slice * T::kPromoteCols * 128 / 16), false);
           if (kb == 0 && slice == 0) after_first_issue();
-          if (kb == handover_kb && slice == T::kSlices - 1) after_handover_issue();
+          if (kb == kblocks - 1 && slice == T::kSlices - 1) after_last_issue();
           wgmma_wait<0>();
           fence_all<T::kSliceAcc>(acc);
           if (slice == T::kSlices - 1) Producer<T>::release(empty, pos.stage, tid);

@@ -58,17 +58,6 @@ struct GemmTraits {
   static constexpr int kSlices = kBN / kPromoteCols;
   // The wgmma accumulators: the whole block (fast mode, and precise without slices) or one slice.
   static constexpr int kSliceAcc = kBlocks * kPromoteCols / 2;
-  // Ping-pong turns. Fast mode hands the turn over after the tile's last issue: the other
-  // consumer's wgmmas queue behind it while this one runs its epilogue (perf log, card 46).
-  // Precise mode waits for every k-block's wgmmas before promoting them, and nothing but the
-  // other consumer's wgmmas can fill that wait, so it hands the turn over early (card 52): after
-  // the issue of k-block kKBlocks - kStages, the last whose slot the other consumer's tile does
-  // not reuse. The other consumer's first kStages k-blocks then take slots whose previous fill
-  // belongs to this tile; this consumer has waited on every fill before those, so each such slot
-  // is at most one phase behind, which the guard wait in the mainloop absorbs.
-  static constexpr bool kEarlyHandover = kPingPong && !kFastAccum;
-  static constexpr int kHandoverKBlock =
-      kEarlyHandover ? (kKBlocks > kStages ? kKBlocks - kStages : 0) : kKBlocks - 1;
 
   static constexpr GemmSmemLayout kSmem =
       gemm_smem_layout(kBM, kBN, kStages, kSwap, kPingPong, kSplitK, kGroupsCap);

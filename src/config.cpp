@@ -149,12 +149,9 @@ std::string config_illegal_reason(const Config& c, const ProblemShape& p) {
         << " k-blocks of K = " << p.k << " (each CTA needs at least one)";
   else if (config_smem_bytes(c) > kMaxSmemBytes)
     why << "needs " << config_smem_bytes(c) << " bytes of shared memory, more than " << kMaxSmemBytes;
-  else if (!p.fast_accum && c.bn > 192 &&
-           !(c.bn == 256 && (c.path == KernelPath::kTiled ||
-                             (c.path == KernelPath::kPingPong && c.bm == 64))))
-    why << "precise accumulation keeps a second accumulator set: bn must be <= 192, or 256 for a "
-           "64-row block of the tiled or ping-pong path (promoted in two 128-column slices that "
-           "the other consumer overlaps)";
+  else if (!p.fast_accum && c.bn > 192 && (c.path != KernelPath::kTiled || c.bn != 256))
+    why << "precise accumulation keeps a second accumulator set: bn must be <= 192, or 256 on the "
+           "tiled path (promoted in two 128-column slices that the other consumer overlaps)";
   return why.str();
 }
 

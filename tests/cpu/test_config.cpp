@@ -107,10 +107,10 @@ class TuneFileEnvironment : public ::testing::Environment {
       // A second entry for the same key: the first match wins.
       << table_key(kTestGpu, kTestSms, tuned_problem()) << "\t"
       << make(KernelPath::kTiled, 128, 128, 4).name() << "\n"
-      // Illegal for precise accumulation (ping-pong with bn 224 > 192, not the sliced 256):
-      // skipped, the model decides.
+      // Illegal for precise accumulation (ping-pong with bn 256 > 192): skipped, the model
+      // decides.
       << table_key(kTestGpu, kTestSms, illegal_tuned_problem()) << "\t"
-      << make(KernelPath::kPingPong, 64, 224, 4).name() << "\n"
+      << make(KernelPath::kPingPong, 64, 256, 4).name() << "\n"
       << table_key(kTestGpu, kTestSms, chained_problem()) << "\t" << chained_pick().name() << "\n";
     f.close();
     env_ = std::make_unique<ScopedEnv>("F8GEMM_TUNE_FILE");
@@ -363,10 +363,8 @@ TEST(ConfigLegality, EachRule) {
     EXPECT_TRUE(has(reason(t, fast), "raster must be 0..64")) << raster;
   }
   // Precise mode keeps two accumulator sets: the total and a k-block sum. Up to 192 columns the
-  // sum covers the block (96 + 96 registers); a 256-column block of 64 rows, tiled or ping-pong,
-  // promotes in two 128-column slices (128 + 64 registers; ping-pong since card 52, which hands
-  // its turn over early so that the other consumer fills the waits). A 128-row ping-pong tile
-  // holds two blocks and does not slice.
+  // sum covers the block (96 + 96 registers); the tiled 256-column block promotes in two
+  // 128-column slices (128 + 64 registers); ping-pong holds its turn and never slices.
   for (int bn : {192, 200, 256}) {
     const Config t = make(KernelPath::kTiled, 64, bn, 4);
     EXPECT_EQ(reason(t, fast), "") << bn;
@@ -374,11 +372,8 @@ TEST(ConfigLegality, EachRule) {
     EXPECT_EQ(reason(t, precise) == "", bn != 200) << bn;
     const Config pp = make(KernelPath::kPingPong, 64, bn, 4);
     EXPECT_EQ(reason(pp, fast), "") << bn;
-    EXPECT_EQ(has(reason(pp, precise), "bn must be <= 192"), bn == 200) << bn;
-    EXPECT_EQ(reason(pp, precise) == "", bn != 200) << bn;
+    EXPECT_EQ(has(reason(pp, precise), "bn must be <= 192"), bn > 192) << bn;
   }
-  EXPECT_EQ(reason(make(KernelPath::kTiled, 128, 256, 4), precise), "");
-  EXPECT_TRUE(has(reason(make(KernelPath::kPingPong, 128, 128, 4), precise), "bn must be <= 96"));
   // Split-K: 1..8 CTAs, 1x1 in M, cooperative, each CTA with at least one k-block.
   {
     Config split = make(KernelPath::kSwapAB, 64, 8, 8, 0);
@@ -447,11 +442,8 @@ TEST(ConfigCandidates, BenchShapesHaveLegalSortedCandidates) {
         EXPECT_GE(us, previous) << c.name() << " is out of order";
         previous = us;
         any_swap = any_swap || c.path == KernelPath::kSwapAB;
-        // Precise mode: at most 192 columns, or a 256-column 64-row block in two slices.
-        if (!fast && c.bn > 192) {
-          EXPECT_EQ(c.bn, 256) << c.name();
-          EXPECT_TRUE(c.path == KernelPath::kTiled || (c.path == KernelPath::kPingPong && c.bm == 64))
-              << c.name();
+        if (!fast && c.path != KernelPath::kTiled) {
+          EXPECT_LE(c.bn, 192) << c.name();
         }
       }
       // The swap path is offered exactly for M <= 256.
@@ -724,14 +716,14 @@ TEST_F(DecideTest, ForcedConfigWinsOverTableAndModel) {
 
 TEST_F(DecideTest, ForcedIllegalConfigThrowsUnsupported) {
   const ProblemShape precise = problem(16, 128, 1280, 8192, false);
-  config_.set(make(KernelPath::kPingPong, 64, 224, 4).name());
+  config_.set(make(KernelPath::kPingPong, 64, 256, 4).name());
   EXPECT_NO_THROW(decide("NVIDIA H200", kH200Sms, problem(16, 128, 1280, 8192, true)));
   try {
     decide("NVIDIA H200", kH200Sms, precise);
-    ADD_FAILURE() << "a bn=224 ping-pong config was accepted for precise accumulation";
+    ADD_FAILURE() << "a bn=256 ping-pong config was accepted for precise accumulation";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kUnsupported) << e.what();
-    EXPECT_NE(std::string(e.what()).find("F8GEMM_CONFIG=sm90_pingpong_64x224x128_s4_c1x1_r8"),
+    EXPECT_NE(std::string(e.what()).find("F8GEMM_CONFIG=sm90_pingpong_64x256x128_s4_c1x1_r8"),
               std::string::npos)
         << e.what();
     EXPECT_NE(std::string(e.what()).find("bn must be <= 192"), std::string::npos) << e.what();
