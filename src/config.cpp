@@ -219,6 +219,9 @@ std::vector<Config> candidates(const ProblemShape& p, int sm_count, CandidateSet
       if (config_smem_bytes(c) <= kMaxSmemBytes) break;
     }
     if (!config_illegal_reason(c, p).empty()) return;
+    for (const auto& s : scored) {
+      if (s.second == c) return;  // a deeper ring asked for that does not fit: already listed
+    }
     scored.emplace_back(estimate_us(c, p, sm_count), c);
   };
   for (int bm : {64, 128}) {
@@ -256,12 +259,17 @@ std::vector<Config> candidates(const ProblemShape& p, int sm_count, CandidateSet
     }
     if (p.m <= 256) {
       for (int bn : {8, 16, 24, 32, 48, 64, 96, 128}) {
-        add(KernelPath::kSwapAB, bm, bn, 12, 0);
-        // Thin grids (decode with few W tiles): split K over a cluster so that more SMs
-        // stream W, as long as the split tiles still fit in one wave.
-        const int64_t tiles = p.batch * ceil_div(p.m, bn) * ceil_div(p.n, bm);
-        for (int split : {2, 3, 4, 6, 8}) {
-          if (tiles * split <= sm_count) add(KernelPath::kSwapAB, bm, bn, 12, 0, 1, split);
+        // Tune only: rings of up to 16 stages beside the model's 12 (more W in flight, and
+        // with prefetch_w more of it loaded before the wait; perf log, card 52).
+        for (int max_stages : {12, 16}) {
+          if (max_stages == 16 && !tune) continue;
+          add(KernelPath::kSwapAB, bm, bn, max_stages, 0);
+          // Thin grids (decode with few W tiles): split K over a cluster so that more SMs
+          // stream W, as long as the split tiles still fit in one wave.
+          const int64_t tiles = p.batch * ceil_div(p.m, bn) * ceil_div(p.n, bm);
+          for (int split : {2, 3, 4, 6, 8}) {
+            if (tiles * split <= sm_count) add(KernelPath::kSwapAB, bm, bn, max_stages, 0, 1, split);
+          }
         }
       }
     }
