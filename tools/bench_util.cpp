@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "f8gemm/check.hpp"
+#include "hang_guard.hpp"
 
 namespace f8gemm::cli {
 
@@ -23,7 +24,7 @@ void run_for_ms(const StreamFn& fn, double ms, cudaStream_t stream) {
     auto batch_start = Clock::now();
     for (int i = 0; i < batch; ++i) fn(stream);
     F8GEMM_CHECK_CUDA(cudaGetLastError());
-    F8GEMM_CHECK_CUDA(cudaStreamSynchronize(stream));
+    test::sync_stream_or_exit(stream);
     auto now = Clock::now();
     if (std::chrono::duration<double, std::milli>(now - start).count() >= ms) break;
     if (std::chrono::duration<double, std::milli>(now - batch_start).count() < 10.0 &&
@@ -54,7 +55,7 @@ struct EventPair {
   EventPair& operator=(const EventPair&) = delete;
   float elapsed_ms() const {
     float ms = 0.0f;
-    F8GEMM_CHECK_CUDA(cudaEventSynchronize(stop));
+    test::sync_event_or_exit(stop);
     F8GEMM_CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
     return ms;
   }
@@ -94,14 +95,14 @@ double time_host_us(const StreamFn& fn, int iters, int warmup, cudaStream_t stre
   F8GEMM_REQUIRE(iters > 0, kInvalidArgument, "time_host_us: iters must be > 0, got ", iters);
   for (int i = 0; i < warmup; ++i) fn(stream);
   F8GEMM_CHECK_CUDA(cudaGetLastError());
-  F8GEMM_CHECK_CUDA(cudaStreamSynchronize(stream));
+  test::sync_stream_or_exit(stream);
   EventPair ev;
   F8GEMM_CHECK_CUDA(cudaEventRecord(ev.start, stream));
   for (int i = 0; i < iters; ++i) fn(stream);
   F8GEMM_CHECK_CUDA(cudaEventRecord(ev.stop, stream));
   F8GEMM_CHECK_CUDA(cudaGetLastError());
   double ms = ev.elapsed_ms();
-  F8GEMM_CHECK_CUDA(cudaStreamSynchronize(stream));
+  test::sync_stream_or_exit(stream);
   return ms * 1000.0 / iters;
 }
 
@@ -114,7 +115,7 @@ double time_graph_us(const StreamFn& fn, int iters, cudaStream_t stream, int cal
     owned = std::make_unique<OwnedStream>();
     stream = owned->stream;
   }
-  F8GEMM_CHECK_CUDA(cudaStreamSynchronize(stream));
+  test::sync_stream_or_exit(stream);
 
   GraphOwner g;
   F8GEMM_CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
@@ -139,7 +140,7 @@ double time_graph_us(const StreamFn& fn, int iters, cudaStream_t stream, int cal
   F8GEMM_CHECK_CUDA(cudaGraphUpload(g.exec, stream));
 
   for (int i = 0; i < 2; ++i) F8GEMM_CHECK_CUDA(cudaGraphLaunch(g.exec, stream));
-  F8GEMM_CHECK_CUDA(cudaStreamSynchronize(stream));
+  test::sync_stream_or_exit(stream);
 
   int replays = std::max(3, (iters + calls_per_graph - 1) / calls_per_graph);
   std::vector<std::unique_ptr<EventPair>> events;
@@ -150,7 +151,7 @@ double time_graph_us(const StreamFn& fn, int iters, cudaStream_t stream, int cal
     F8GEMM_CHECK_CUDA(cudaGraphLaunch(g.exec, stream));
     F8GEMM_CHECK_CUDA(cudaEventRecord(events.back()->stop, stream));
   }
-  F8GEMM_CHECK_CUDA(cudaStreamSynchronize(stream));
+  test::sync_stream_or_exit(stream);
   std::vector<double> per_call_us;
   per_call_us.reserve(replays);
   for (const auto& ev : events) per_call_us.push_back(ev->elapsed_ms() * 1000.0 / calls_per_graph);
@@ -168,7 +169,7 @@ double measure_copy_bw_tbps(cudaStream_t stream) {
   // Non-zero contents: never time on zeros.
   F8GEMM_CHECK_CUDA(cudaMemsetAsync(src.get(), 0x5A, bytes, stream));
   F8GEMM_CHECK_CUDA(cudaMemcpyAsync(dst.get(), src.get(), bytes, cudaMemcpyDeviceToDevice, stream));
-  F8GEMM_CHECK_CUDA(cudaStreamSynchronize(stream));
+  test::sync_stream_or_exit(stream);
   std::vector<double> tbps;
   for (int i = 0; i < 5; ++i) {
     EventPair ev;
@@ -180,7 +181,7 @@ double measure_copy_bw_tbps(cudaStream_t stream) {
     F8GEMM_REQUIRE(ms > 0.0, kInternal, "measure_copy_bw_tbps: zero elapsed time");
     tbps.push_back(2.0 * static_cast<double>(bytes) / (ms * 1e-3) / 1e12);
   }
-  F8GEMM_CHECK_CUDA(cudaStreamSynchronize(stream));
+  test::sync_stream_or_exit(stream);
   return median(tbps);
 }
 

@@ -13,6 +13,7 @@
 #include "cublaslt_peer.hpp"
 #include "f8gemm/check.hpp"
 #include "f8gemm/f8gemm.hpp"
+#include "hang_guard.hpp"
 #include "shapes.hpp"
 
 namespace f8gemm::cli {
@@ -142,11 +143,13 @@ Result measure(const std::string& impl, const ImplCall& call, const Shape& s, in
                const DeviceBuffer& y, const BenchOptions& o, cudaStream_t stream) {
   Result r;
   r.impl = impl;
+  // A call that never finishes ends the run naming it (hang_guard.hpp).
+  const test::HangLabel label("bench " + s.label() + " " + impl);
   // 0xFFFF is a bf16 NaN: any element the call leaves unwritten shows up in the comparison.
   F8GEMM_CHECK_CUDA(cudaMemsetAsync(y.get(), 0xFF, y.bytes(), stream));
   std::string status = call(stream, 0);
   F8GEMM_CHECK_CUDA(cudaGetLastError());
-  F8GEMM_CHECK_CUDA(cudaStreamSynchronize(stream));
+  test::sync_stream_or_exit(stream);
   if (!status.empty()) {
     r.status = status;
     return r;

@@ -15,6 +15,7 @@
 #include "f8gemm/check.hpp"
 #include "f8gemm/tuning.hpp"
 #include "fixture.hpp"
+#include "hang_guard.hpp"
 #include "reference.hpp"
 #include "shapes.hpp"
 
@@ -113,10 +114,13 @@ int cmd_tune(const Args& args) {
       double best_us = 1e30;
       Config best;
       for (const Config& c : list) {
+        // A candidate that never finishes (a deadlock) ends the tune naming it (hang_guard.hpp).
+        const test::HangLabel label("tune " + shape.label() + (fast ? " fast " : " precise ") +
+                                    c.name());
         size_t call = 0;
         auto fn = [&](cudaStream_t st) { copies[call++ % copies.size()]->run(plain, fast, &c, st); };
         fn(stream);
-        F8GEMM_CHECK_CUDA(cudaStreamSynchronize(stream));
+        test::sync_stream_or_exit(stream);
         run_for_ms(fn, kImplWarmMs, stream);
         const double us = time_graph_us(fn, iters, stream, calls_per_graph(sets));
         if (log) {

@@ -13,6 +13,7 @@
 #include "f8gemm/check.hpp"
 #include "device_buffer.hpp"
 #include "f8gemm/f8gemm.hpp"
+#include "hang_guard.hpp"
 #include "test_support.hpp"
 
 namespace f8gemm {
@@ -64,6 +65,12 @@ inline void expect_error(const std::function<void()>& f, ErrorCode code,
   }
 }
 
+/// "Suite.Test" of the running GoogleTest test, for hang reports (HangLabel).
+inline std::string current_test_name() {
+  const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  return info ? std::string(info->test_suite_name()) + "." + info->name() : std::string("no test");
+}
+
 /// GPU outputs are allocated kGuardBytes past their size and poisoned with 0xFF before a call.
 inline constexpr size_t kGuardBytes = 4096;
 
@@ -71,7 +78,7 @@ inline constexpr size_t kGuardBytes = 4096;
 /// them (a store past the output) fails the test.
 inline std::vector<uint16_t> output_bits(const detail::DeviceBuffer& out, size_t count,
                                          cudaStream_t stream) {
-  F8GEMM_CHECK_CUDA(cudaStreamSynchronize(stream));
+  sync_stream_or_exit(stream);
   std::vector<uint16_t> all = out.to_host<uint16_t>();
   for (size_t i = count; i < all.size(); ++i) {
     if (all[i] != 0xFFFF) {

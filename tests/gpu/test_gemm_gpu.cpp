@@ -182,6 +182,9 @@ struct DeviceGemm {
 
   std::vector<uint16_t> run(WeightLayout layout, DType out_dtype, bool fast,
                             const Config* config = nullptr, cudaStream_t stream = nullptr) {
+    // A kernel that never finishes ends the run naming the test and the config.
+    const test::HangLabel label(test::current_test_name() + " " +
+                                (config ? config->name() : std::string("(the chosen config)")));
     launch(layout, out_dtype, fast, config, stream);
     return result(stream);
   }

@@ -1,0 +1,69 @@
+/// \brief sync_stream_or_exit and its deadline (hang_guard.hpp).
+#include "hang_guard.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+#include <utility>
+
+#include "env.hpp"
+#include "f8gemm/check.hpp"
+
+namespace f8gemm::test {
+
+namespace {
+
+thread_local std::string current_label;
+
+}  // namespace
+
+double hang_seconds() {
+  const std::string text = detail::get_env<std::string>("F8GEMM_HANG_SECONDS", "");
+  if (text.empty()) return 120.0;
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  F8GEMM_REQUIRE(end != text.c_str() && *end == '\0' && v > 0.0, kInvalidArgument,
+                 "F8GEMM_HANG_SECONDS must be a positive number of seconds, got '", text, "'");
+  return v;
+}
+
+HangLabel::HangLabel(std::string label) : previous_(std::exchange(current_label, std::move(label))) {}
+
+HangLabel::~HangLabel() { current_label = std::move(previous_); }
+
+void wait_or_exit(const std::function<cudaError_t()>& poll) {
+  using Clock = std::chrono::steady_clock;
+  const double limit_s = hang_seconds();
+  const auto start = Clock::now();
+  for (;;) {
+    const cudaError_t st = poll();
+    if (st == cudaSuccess) return;
+    if (st != cudaErrorNotReady) F8GEMM_CHECK_CUDA(st);
+    const double waited_s = std::chrono::duration<double>(Clock::now() - start).count();
+    if (waited_s > limit_s) {
+      std::fprintf(stderr,
+                   "f8gemm: %s: the GPU work did not finish within %g s (a kernel that never "
+                   "ends: a deadlock?); exiting\n",
+                   current_label.empty() ? "unlabelled work" : current_label.c_str(), limit_s);
+      std::fflush(stdout);
+      std::fflush(stderr);
+      std::_Exit(kHangExitCode);
+    }
+    if (waited_s < 0.01) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+  }
+}
+
+void sync_stream_or_exit(cudaStream_t stream) {
+  wait_or_exit([stream] { return cudaStreamQuery(stream); });
+}
+
+void sync_event_or_exit(cudaEvent_t event) {
+  wait_or_exit([event] { return cudaEventQuery(event); });
+}
+
+}  // namespace f8gemm::test

@@ -1,0 +1,51 @@
+/// \brief Waits for the GPU with a deadline (f8gemm_testing: the CLI and the GPU tests). A
+/// kernel that never finishes, such as a configuration under development that deadlocks on its
+/// barriers, then ends the process with one line that names the work in flight, instead of
+/// hanging a test run or a tune until an outer `timeout` kills it and everything it would still
+/// have printed (perf log, card 52: a deadlock cost a device call that way).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <functional>
+#include <string>
+
+namespace f8gemm::test {
+
+/// The process's exit code when GPU work outlives the deadline.
+inline constexpr int kHangExitCode = 3;
+
+/// The deadline in seconds: F8GEMM_HANG_SECONDS (a positive number), else 120. A tune candidate's
+/// or a GPU test's call takes well under a second, and one under compute-sanitizer a few
+/// seconds. An f8gemm::Error (kInvalidArgument) names a value that is not a positive number.
+double hang_seconds();
+
+/// While one lives, its label names the work that a hang report blames (the innermost label of
+/// this thread wins; the previous one returns when it goes).
+class HangLabel {
+ public:
+  explicit HangLabel(std::string label);
+  ~HangLabel();
+  HangLabel(const HangLabel&) = delete;
+  HangLabel& operator=(const HangLabel&) = delete;
+
+ private:
+  std::string previous_;
+};
+
+/// Calls `poll` until it returns cudaSuccess (cudaErrorNotReady: not yet; any other code throws
+/// f8gemm::Error as F8GEMM_CHECK_CUDA does). It yields for the first 10 ms, which keeps the wait
+/// as short as cudaStreamSynchronize's spin for the millisecond waits of timing loops, then
+/// sleeps 100 us between polls. Past hang_seconds() it prints one line to stderr, "f8gemm:
+/// <label>: the GPU work did not finish within N s (a kernel that never ends: a deadlock?);
+/// exiting", and ends the process with kHangExitCode: a hung kernel cannot be stopped, and
+/// every later call on the device would wait behind it.
+void wait_or_exit(const std::function<cudaError_t()>& poll);
+
+/// cudaStreamSynchronize with the deadline (wait_or_exit on cudaStreamQuery).
+void sync_stream_or_exit(cudaStream_t stream);
+
+/// cudaEventSynchronize with the deadline (wait_or_exit on cudaEventQuery).
+void sync_event_or_exit(cudaEvent_t event);
+
+}  // namespace f8gemm::test
