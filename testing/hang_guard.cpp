@@ -2,6 +2,7 @@
 #include "hang_guard.hpp"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
@@ -9,6 +10,7 @@
 
 #include "env.hpp"
 #include "f8gemm/check.hpp"
+#include "f8gemm/f8gemm.hpp"
 
 namespace f8gemm::test {
 
@@ -23,8 +25,10 @@ double hang_seconds() {
   if (text.empty()) return 120.0;
   char* end = nullptr;
   const double v = std::strtod(text.c_str(), &end);
-  F8GEMM_REQUIRE(end != text.c_str() && *end == '\0' && v > 0.0, kInvalidArgument,
-                 "F8GEMM_HANG_SECONDS must be a positive number of seconds, got '", text, "'");
+  F8GEMM_REQUIRE(end != text.c_str() && *end == '\0' && std::isfinite(v) && v > 0.0,
+                 kInvalidArgument,
+                 "F8GEMM_HANG_SECONDS must be a positive, finite number of seconds, got '", text,
+                 "'");
   return v;
 }
 
@@ -32,22 +36,31 @@ HangLabel::HangLabel(std::string label) : previous_(std::exchange(current_label,
 
 HangLabel::~HangLabel() { current_label = std::move(previous_); }
 
-void wait_or_exit(const std::function<cudaError_t()>& poll) {
+const std::string& hang_label() { return current_label; }
+
+void wait_or_exit(const std::function<cudaError_t()>& poll, const char* poll_name) {
   using Clock = std::chrono::steady_clock;
   const double limit_s = hang_seconds();
   const auto start = Clock::now();
   for (;;) {
     const cudaError_t st = poll();
     if (st == cudaSuccess) return;
-    if (st != cudaErrorNotReady) F8GEMM_CHECK_CUDA(st);
+    if (st != cudaErrorNotReady) {
+      // The error a synchronising call would have thrown, naming the work in flight.
+      (void)cudaGetLastError();
+      throw Error(ErrorCode::kCuda,
+                  detail::concat("CUDA error: ", poll_name, " failed while waiting for ",
+                                 current_label.empty() ? "unlabelled work" : current_label, ": ",
+                                 cudaGetErrorName(st), " (", cudaGetErrorString(st), ")"));
+    }
     const double waited_s = std::chrono::duration<double>(Clock::now() - start).count();
     if (waited_s > limit_s) {
       std::fprintf(stderr,
                    "f8gemm: %s: the GPU work did not finish within %g s (a kernel that never "
                    "ends: a deadlock?); exiting\n",
                    current_label.empty() ? "unlabelled work" : current_label.c_str(), limit_s);
-      std::fflush(stdout);
-      std::fflush(stderr);
+      // Every open stream, so that a tune's --log rows up to the hang are kept.
+      std::fflush(nullptr);
       std::_Exit(kHangExitCode);
     }
     if (waited_s < 0.01) {
@@ -59,11 +72,11 @@ void wait_or_exit(const std::function<cudaError_t()>& poll) {
 }
 
 void sync_stream_or_exit(cudaStream_t stream) {
-  wait_or_exit([stream] { return cudaStreamQuery(stream); });
+  wait_or_exit([stream] { return cudaStreamQuery(stream); }, "cudaStreamQuery");
 }
 
 void sync_event_or_exit(cudaEvent_t event) {
-  wait_or_exit([event] { return cudaEventQuery(event); });
+  wait_or_exit([event] { return cudaEventQuery(event); }, "cudaEventQuery");
 }
 
 }  // namespace f8gemm::test

@@ -15,9 +15,10 @@ namespace f8gemm::test {
 /// The process's exit code when GPU work outlives the deadline.
 inline constexpr int kHangExitCode = 3;
 
-/// The deadline in seconds: F8GEMM_HANG_SECONDS (a positive number), else 120. A tune candidate's
-/// or a GPU test's call takes well under a second, and one under compute-sanitizer a few
-/// seconds. An f8gemm::Error (kInvalidArgument) names a value that is not a positive number.
+/// The deadline in seconds: F8GEMM_HANG_SECONDS (a positive, finite number), else 120. A tune
+/// candidate's or a GPU test's call takes well under a second, and one under compute-sanitizer a
+/// few seconds. Read at each wait, so that a test may change it; an f8gemm::Error
+/// (kInvalidArgument) names any other value.
 double hang_seconds();
 
 /// While one lives, its label names the work that a hang report blames (the innermost label of
@@ -33,14 +34,17 @@ class HangLabel {
   std::string previous_;
 };
 
+/// This thread's innermost label (empty without one).
+const std::string& hang_label();
+
 /// Calls `poll` until it returns cudaSuccess (cudaErrorNotReady: not yet; any other code throws
-/// f8gemm::Error as F8GEMM_CHECK_CUDA does). It yields for the first 10 ms, which keeps the wait
+/// f8gemm::Error(kCuda) naming `poll_name` and the label, and clears the last error). It yields for the first 10 ms, which keeps the wait
 /// as short as cudaStreamSynchronize's spin for the millisecond waits of timing loops, then
 /// sleeps 100 us between polls. Past hang_seconds() it prints one line to stderr, "f8gemm:
 /// <label>: the GPU work did not finish within N s (a kernel that never ends: a deadlock?);
 /// exiting", and ends the process with kHangExitCode: a hung kernel cannot be stopped, and
 /// every later call on the device would wait behind it.
-void wait_or_exit(const std::function<cudaError_t()>& poll);
+void wait_or_exit(const std::function<cudaError_t()>& poll, const char* poll_name);
 
 /// cudaStreamSynchronize with the deadline (wait_or_exit on cudaStreamQuery).
 void sync_stream_or_exit(cudaStream_t stream);

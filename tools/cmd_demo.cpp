@@ -11,6 +11,7 @@
 #include "f8gemm/check.hpp"
 #include "f8gemm/tuning.hpp"
 #include "fixture.hpp"
+#include "hang_guard.hpp"
 #include "reference.hpp"
 #include "shapes.hpp"
 
@@ -109,6 +110,7 @@ int cmd_demo(const Args& args) {
       fx.run(false, fast, nullptr, stream);
       const auto gpu = fx.verify(fast, stream);
       const auto cpu = fx.verify_cpu_sample(fast, 16);
+      const test::HangLabel label("demo " + shape.label() + (fast ? " fast" : " precise"));
       auto fn = [&](cudaStream_t st) { fx.run(false, fast, nullptr, st); };
       run_for_ms(fn, 100, stream);
       const double us = time_graph_us(fn, iters, stream);

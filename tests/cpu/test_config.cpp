@@ -452,8 +452,9 @@ TEST(ConfigCandidates, BenchShapesHaveLegalSortedCandidates) {
   }
 }
 
-// The tune's list is the model's plus ping-pong widths that only a measured table entry picks:
-// 112, 144 and 160 columns of a 128-row tile, 160 and 176 of a 64-row one (perf log, card 47).
+// The tune's list is the model's plus candidates that only a measured table entry picks:
+// ping-pong widths of 112, 144 and 160 columns of a 128-row tile, 160 and 176 of a 64-row one
+// (perf log, card 47), and swap-AB rings deeper than 12 stages (card 53).
 TEST(ConfigCandidates, TheTuneAddsOnlyItsOwnWidthsToTheModelsList) {
   auto tune_only = [](const Config& c) {
     return (c.path == KernelPath::kPingPong &&
@@ -482,7 +483,7 @@ TEST(ConfigCandidates, TheTuneAddsOnlyItsOwnWidthsToTheModelsList) {
         EXPECT_TRUE(tune_only(c)) << c.name() << " is in the tune's list only";
       }
       for (const std::string& name : in_model) EXPECT_EQ(in_tune.count(name), 1u) << name;
-      // The model's list holds none of the tune's own widths; the public API hands the tune's
+      // The model's list holds none of the tune's own candidates; the public API hands the tune's
       // list to `f8gemm tune` and the model's first pick to `model_config`.
       for (const Config& c : model) {
         EXPECT_FALSE(tune_only(c)) << c.name() << " is in the model's list";
@@ -491,7 +492,7 @@ TEST(ConfigCandidates, TheTuneAddsOnlyItsOwnWidthsToTheModelsList) {
       EXPECT_EQ(model_config(p, kH200Sms), model.front());
     }
   }
-  EXPECT_TRUE(any_extra) << "the tune offers no width of its own on any shape";
+  EXPECT_TRUE(any_extra) << "the tune offers no candidate of its own on any shape";
 }
 
 TEST_F(DecideTest, DecodePicksTheSwapPath) {

@@ -21,10 +21,11 @@ TEST(HangGuard, DeadlineIsTwoMinutesUnlessSet) {
   EXPECT_EQ(test::hang_seconds(), 120.0);
   env.set("2.5");
   EXPECT_EQ(test::hang_seconds(), 2.5);
-  for (const char* bad : {"0", "-3", "ten", "5s"}) {
+  for (const char* bad : {"0", "-3", "ten", "5s", "inf", "nan"}) {
     env.set(bad);
     test::expect_error([] { (void)test::hang_seconds(); }, ErrorCode::kInvalidArgument,
-                       "F8GEMM_HANG_SECONDS must be a positive number");
+                       std::string("F8GEMM_HANG_SECONDS must be a positive, finite number of "
+                                   "seconds, got '") + bad + "'");
   }
 }
 
@@ -32,43 +33,68 @@ TEST(HangGuard, ReturnsOnceThePollSucceeds) {
   ScopedEnv env("F8GEMM_HANG_SECONDS");
   env.set("10");
   int polls = 0;
-  test::wait_or_exit([&] { return ++polls < 50 ? cudaErrorNotReady : cudaSuccess; });
+  test::wait_or_exit([&] { return ++polls < 50 ? cudaErrorNotReady : cudaSuccess; }, "poll");
   EXPECT_EQ(polls, 50);
 }
 
-TEST(HangGuard, ACudaErrorThrowsLikeAChecked) {
-  test::expect_error([] { test::wait_or_exit([] { return cudaErrorIllegalAddress; }); },
-                     ErrorCode::kCuda, "");
+TEST(HangGuard, ACudaErrorThrowsNamingThePollAndTheLabel) {
+  const HangLabel label("bench 1,1,4096,4096 f8gemm_preshuffled");
+  test::expect_error(
+      [] { test::wait_or_exit([] { return cudaErrorIllegalAddress; }, "cudaStreamQuery"); },
+      ErrorCode::kCuda,
+      "cudaStreamQuery failed while waiting for bench 1,1,4096,4096 f8gemm_preshuffled: "
+      "cudaErrorIllegalAddress");
+}
+
+TEST(HangGuard, LabelsNestAndTheOuterOneReturns) {
+  EXPECT_EQ(test::hang_label(), "");
+  {
+    const HangLabel outer("outer");
+    EXPECT_EQ(test::hang_label(), "outer");
+    {
+      const HangLabel inner("inner");
+      EXPECT_EQ(test::hang_label(), "inner");
+    }
+    EXPECT_EQ(test::hang_label(), "outer");
+  }
+  EXPECT_EQ(test::hang_label(), "");
 }
 
 // The work that never finishes: the process ends with kHangExitCode and one line that names the
-// innermost label, after about the deadline.
+// label in force, the outer one once the inner one has gone.
 TEST(HangGuardDeathTest, WorkThatNeverFinishesEndsTheProcessNamingItsLabel) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(
       {
         ScopedEnv env("F8GEMM_HANG_SECONDS");
         env.set("0.2");
-        const HangLabel outer("tune 1,2,3,4 fast outer");
-        {
-          const HangLabel inner("tune 1,1,4096,4096 fast sm90_swap_64x8x128_s12_c1x1_r0");
-        }
-        const HangLabel innermost("tune 1,1,4096,4096 precise sm90_pingpong_64x256x128_s5_c2x1_r8");
-        test::wait_or_exit([] { return cudaErrorNotReady; });
+        const HangLabel outer("tune 1,1,4096,4096 precise sm90_pingpong_64x256x128_s5_c2x1_r8");
+        { const HangLabel inner("tune 1,1,4096,4096 fast sm90_swap_64x8x128_s12_c1x1_r0"); }
+        test::wait_or_exit([] { return cudaErrorNotReady; }, "poll");
       },
       ::testing::ExitedWithCode(test::kHangExitCode),
       "f8gemm: tune 1,1,4096,4096 precise sm90_pingpong_64x256x128_s5_c2x1_r8: the GPU work did "
       "not finish within 0.2 s \\(a kernel that never ends: a deadlock\\?\\); exiting");
 }
 
+// The deadline is waited out, not shortened: work done after 0.1 s of a 0.5 s deadline returns,
+// work not done after 1 s of it ends the process (the times are measured inside the process that
+// waits, from the first poll).
 TEST(HangGuardDeathTest, TheDeadlineIsWaitedOut) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   ScopedEnv env("F8GEMM_HANG_SECONDS");
-  env.set("0.3");
-  const auto start = std::chrono::steady_clock::now();
-  EXPECT_EXIT(test::wait_or_exit([] { return cudaErrorNotReady; }),
+  env.set("0.5");
+  auto done_after = [](double seconds) {
+    return [seconds, start = std::chrono::steady_clock::time_point()]() mutable {
+      const auto now = std::chrono::steady_clock::now();
+      if (start == std::chrono::steady_clock::time_point()) start = now;
+      return std::chrono::duration<double>(now - start).count() < seconds ? cudaErrorNotReady
+                                                                           : cudaSuccess;
+    };
+  };
+  test::wait_or_exit(done_after(0.1), "poll");
+  EXPECT_EXIT(test::wait_or_exit(done_after(1.0), "poll"),
               ::testing::ExitedWithCode(test::kHangExitCode), "unlabelled work");
-  EXPECT_GE(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 0.3);
 }
 
 }  // namespace

@@ -457,7 +457,9 @@ TEST(PdlGpu, ChainedChoiceGivesTheUnchainedBits) {
         batched_gemm(xv, w.view(shape.w_layout), shape.w_layout, xsv, w.scale_view(), yv, o);
         // Twice, so that with PDL the second call overlaps the first.
         batched_gemm(xv, w.view(shape.w_layout), shape.w_layout, xsv, w.scale_view(), yv, o);
-        F8GEMM_CHECK_CUDA(cudaStreamSynchronize(stream));
+        const test::HangLabel label(test::current_test_name() + " " + key + " " +
+                                    choose_config(p).name());
+        test::sync_stream_or_exit(stream);
         return std::pair{choose_config(p), y.to_host<uint8_t>()};
       };
       const auto [unchained_config, unchained] = run(Pdl::kOff, false);
