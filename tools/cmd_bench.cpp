@@ -396,6 +396,8 @@ int cmd_bench(const Args& args) {
       if (e.code() != ErrorCode::kCuda || health != cudaSuccess) throw;
       status = std::string("error: ") + e.what();
     }
+    // The ceilings' waits, named in a hang report (hang_guard.hpp).
+    std::optional<test::HangLabel> label(std::in_place, "bench clock warm-up");
     if (status.empty()) {
       run_for_ms(peak_fn, kClockWarmMs, stream);
     } else {
@@ -407,8 +409,10 @@ int cmd_bench(const Args& args) {
                                           cudaMemcpyDeviceToDevice, st));
       }, kClockWarmMs, stream);
     }
+    label.emplace("bench copy bandwidth");
     bw = measure_copy_bw_tbps(stream);
     if (o.peak && status.empty()) {
+      label.emplace("bench PEAK (cuBLASLt tensorwise FP8 8192^3)");
       double us = time_graph_us(peak_fn, o.iters, stream, kCallsPerGraph);
       peak = 2.0 * std::pow(static_cast<double>(kPeakSize), 3) / (us * 1e-6) / 1e12;
       peak_measured = true;
