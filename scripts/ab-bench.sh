@@ -47,6 +47,9 @@ done
 mkdir -p "$out" && out=$(cd "$out" && pwd)
 work=$(mktemp -d)
 export F8GEMM_CACHE_DIR=${F8GEMM_CACHE_DIR:-/tmp/f8gemm-ab-cache}  # keys hash each tree's kernels
+# A tree whose kernel never finishes fails its bench within a minute, naming the row
+# (testing/hang_guard.hpp), rather than at AB_TIMEOUT.
+export F8GEMM_HANG_SECONDS=${F8GEMM_HANG_SECONDS:-60}
 
 bin_dir=${AB_PREBUILT:-build-ab}
 build() {  # build DIR LABEL

@@ -16,6 +16,10 @@ mkdir -p "$OUT"
 BUILD_DIR=${BUILD_DIR:-build-device}
 SHAPES=${SHAPES:-bench/shapes.txt}
 export F8GEMM_CACHE_DIR=${F8GEMM_CACHE_DIR:-/tmp/f8gemm-cache}
+# A kernel that never finishes ends the test binary, bench or tune within a minute, naming the
+# shape and config (testing/hang_guard.hpp), instead of holding the step until its timeout
+# (perf log, card 52: a deadlock cost a whole device call). The sanitizer step raises it.
+export F8GEMM_HANG_SECONDS=${F8GEMM_HANG_SECONDS:-60}
 steps=${*:-build tests hostcost demo bench peers torch}
 has() { [[ " $steps " == *" $1 "* ]]; }
 summary=()
@@ -129,7 +133,7 @@ if has tests; then
 fi
 
 if has sanitize; then
-  timeout 600 compute-sanitizer --tool memcheck --error-exitcode 9 "$B" run --b 3 --m 77 --n 136 \
+  F8GEMM_HANG_SECONDS=600 timeout 600 compute-sanitizer --tool memcheck --error-exitcode 9 "$B" run --b 3 --m 77 --n 136 \
     --k 272 --iters 2 --verify >"$OUT/sanitize.log" 2>&1
   check "compute-sanitizer memcheck (ragged shape)" $? \
     "$(grep -c 'Invalid' "$OUT/sanitize.log") invalid accesses"
