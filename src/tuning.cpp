@@ -8,6 +8,7 @@
 #include "codegen.hpp"
 #include "config.hpp"
 #include "device.hpp"
+#include "jit/ptxas_report.hpp"
 #include "parallel.hpp"
 
 namespace f8gemm {
@@ -61,6 +62,7 @@ InstanceReport describe(const Config& config, const ProblemShape& problem) {
   report.label = spec.label();
   for (const auto& r : instance->resources()) report.registers = std::max(report.registers, r.registers);
   report.spill_bytes = instance->spill_bytes();
+  report.wgmma_serialized = jit::reports_wgmma_serialization(instance->log());
   report.cache_key = instance->key();
   report.source = jit::stats().compiles > compiles_before ? InstanceSource::kCompiled
                   : instance->from_disk()                 ? InstanceSource::kDiskCache

@@ -33,8 +33,8 @@ int build_candidates(const std::vector<Shape>& shapes, const std::vector<Problem
     for (const Config& c : list) {
       try {
         const InstanceReport r = describe(c, p);
-        std::printf("%s  %s  regs=%d spills=%d\n", label.c_str(), r.label.c_str(), r.registers,
-                    r.spill_bytes);
+        std::printf("%s  %s  regs=%d spills=%d%s\n", label.c_str(), r.label.c_str(), r.registers,
+                    r.spill_bytes, r.wgmma_serialized ? "  WGMMA SERIALIZED" : "");
         ++built;
       } catch (const Error& e) {
         if (e.code() != ErrorCode::kCompile) throw;
@@ -77,9 +77,9 @@ int cmd_precompile(const Args& args) {
   // Report what was built: the decision repeats the one precompile made (cheap, no compile).
   for (const ProblemShape& p : problems) {
     const InstanceReport r = describe(decide_config(gpu, p), p);
-    std::printf("%lld,%lld,%lld,%lld  %s  regs=%d spills=%d  %s\n", (long long)p.batch,
+    std::printf("%lld,%lld,%lld,%lld  %s  regs=%d spills=%d  %s%s\n", (long long)p.batch,
                 (long long)p.m, (long long)p.n, (long long)p.k, r.label.c_str(), r.registers,
-                r.spill_bytes, r.cache_key.c_str());
+                r.spill_bytes, r.cache_key.c_str(), r.wgmma_serialized ? "  WGMMA SERIALIZED" : "");
   }
   std::printf("cache: %s\n", device_info().cache_dir.c_str());
   return 0;

@@ -69,6 +69,8 @@ struct InstanceReport {
   std::string label;
   int registers = 0;       ///< the most registers per thread of any kernel entry
   int spill_bytes = 0;     ///< spill stores plus loads over every entry and called function
+  /// ptxas serialised the instance's wgmmas (each waits for the one before it): right, but slow.
+  bool wgmma_serialized = false;
   std::string cache_key;   ///< the JIT cache key (32 hex digits; the disk file is <key>.cubin)
   InstanceSource source = InstanceSource::kCompiled;
 };

@@ -30,7 +30,8 @@ std::atomic<int64_t> g_memory_hits{0};
 std::string summary(const Instance& inst) {
   int regs = 0;
   for (const KernelResources& r : inst.resources()) regs = std::max(regs, r.registers);
-  return detail::concat("(regs=", regs, ", spills=", inst.spill_bytes(), ")");
+  return detail::concat("(regs=", regs, ", spills=", inst.spill_bytes(),
+                        reports_wgmma_serialization(inst.log()) ? ", wgmma serialized" : "", ")");
 }
 
 /// The disk cache's instance for key, or null (a miss, a corrupt file, or no usable cache).

@@ -89,4 +89,8 @@ std::vector<KernelResources> parse_ptxas_report(const std::string& log) {
   return out;
 }
 
+bool reports_wgmma_serialization(const std::string& log) {
+  return log.find("wgmma.mma_async instructions are serialized") != std::string::npos;
+}
+
 }  // namespace f8gemm::jit

@@ -22,4 +22,10 @@ struct KernelResources {
 /// Parses ptxas -v lines out of an NVRTC log.
 std::vector<KernelResources> parse_ptxas_report(const std::string& log);
 
+/// Whether ptxas says it serialised the wgmmas ("(C75xx) Potential Performance Loss:
+/// wgmma.mma_async instructions are serialized due to ..."): every wgmma then waits for the one
+/// before it. An info line, not a warning, so the JIT's warnings-as-errors rule lets it through;
+/// the kernel is right but slow (perf log, cards 41 and 54).
+bool reports_wgmma_serialization(const std::string& log);
+
 }  // namespace f8gemm::jit

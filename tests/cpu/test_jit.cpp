@@ -193,6 +193,35 @@ TEST(JitReport, ParsesEveryLineVariant) {
   EXPECT_TRUE(f8gemm::jit::parse_ptxas_report("").empty());
 }
 
+// ptxas's serialisation notes are info lines that the warnings-as-errors rule does not catch; the
+// reports (InstanceReport::wgmma_serialized, `f8gemm precompile`) name them. The two notes below
+// are ptxas 13.0's words: C7514 from a precise-mode experiment (perf log, card 54,
+// docs/logs/2026-12-01-s14-precise-slice-pipeline-sass.log), C7515 from a split-tail one
+// (card 41, docs/logs/2026-12-01-s9-c7515-sass.log).
+TEST(PtxasReport, TellsWhetherTheWgmmasWereSerialised) {
+  const std::string c7514 =
+      "ptxas info    : (C7514) Potential Performance Loss: wgmma.mma_async instructions are "
+      "serialized due to non wgmma instructions reading accumulator registers of  a wgmma "
+      "between start and end of the pipeline stage in the function 'f8gemm_gemm'\n"
+      "ptxas info    : Compiling entry function 'f8gemm_gemm' for 'sm_90a'\n"
+      "ptxas info    : Used 168 registers, used 16 barriers\n";
+  const std::string c7515 =
+      "ptxas info    : (C7515) Potential Performance Loss: wgmma.mma_async instructions are "
+      "serialized due to non wgmma instructions defining accumulator registers of a wgmma "
+      "between start and end of the pipeline stage in the function 'f8gemm_gemm'\n";
+  const std::string clean =
+      "ptxas info    : Compiling entry function 'f8gemm_gemm' for 'sm_90a'\n"
+      "ptxas info    : Used 168 registers, used 16 barriers\n";
+  EXPECT_TRUE(f8gemm::jit::reports_wgmma_serialization(c7514));
+  EXPECT_TRUE(f8gemm::jit::reports_wgmma_serialization(c7515));
+  EXPECT_FALSE(f8gemm::jit::reports_wgmma_serialization(clean));
+  EXPECT_FALSE(f8gemm::jit::reports_wgmma_serialization(""));
+  // The report still reads the registers of a serialised instance.
+  const auto rs = f8gemm::jit::parse_ptxas_report(c7514);
+  ASSERT_EQ(rs.size(), 1u);
+  EXPECT_EQ(rs[0].registers, 168);
+}
+
 TEST(JitKey, IsStableHexAndCoversSourceAndOptions) {
   const std::string src = tiny_source("key");
   const std::vector<std::string> opts = default_options();
