@@ -259,6 +259,7 @@ std::vector<Config> candidates(const ProblemShape& p, int sm_count, CandidateSet
     }
     if (p.m <= 256) {
       for (int bn : {8, 16, 24, 32, 48, 64, 96, 128}) {
+        const int64_t tiles = p.batch * ceil_div(p.m, bn) * ceil_div(p.n, bm);
         // Tune only: rings of up to 16 stages beside the model's 12 (more W in flight, and
         // with prefetch_w more of it loaded before the wait; perf log, card 53: 1-5% on four
         // chained decode shapes).
@@ -267,7 +268,6 @@ std::vector<Config> candidates(const ProblemShape& p, int sm_count, CandidateSet
           add(KernelPath::kSwapAB, bm, bn, max_stages, 0);
           // Thin grids (decode with few W tiles): split K over a cluster so that more SMs
           // stream W, as long as the split tiles still fit in one wave.
-          const int64_t tiles = p.batch * ceil_div(p.m, bn) * ceil_div(p.n, bm);
           for (int split : {2, 3, 4, 6, 8}) {
             if (tiles * split <= sm_count) add(KernelPath::kSwapAB, bm, bn, max_stages, 0, 1, split);
           }

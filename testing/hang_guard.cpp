@@ -18,6 +18,9 @@ namespace {
 
 thread_local std::string current_label;
 
+/// The label as a report names it.
+const char* blamed() { return current_label.empty() ? "unlabelled work" : current_label.c_str(); }
+
 }  // namespace
 
 double hang_seconds() {
@@ -50,15 +53,15 @@ void wait_or_exit(const std::function<cudaError_t()>& poll, const char* poll_nam
       (void)cudaGetLastError();
       throw Error(ErrorCode::kCuda,
                   detail::concat("CUDA error: ", poll_name, " failed while waiting for ",
-                                 current_label.empty() ? "unlabelled work" : current_label, ": ",
-                                 cudaGetErrorName(st), " (", cudaGetErrorString(st), ")"));
+                                 blamed(), ": ", cudaGetErrorName(st), " (",
+                                 cudaGetErrorString(st), ")"));
     }
     const double waited_s = std::chrono::duration<double>(Clock::now() - start).count();
     if (waited_s > limit_s) {
       std::fprintf(stderr,
                    "f8gemm: %s: the GPU work did not finish within %g s (a kernel that never "
                    "ends: a deadlock?); exiting\n",
-                   current_label.empty() ? "unlabelled work" : current_label.c_str(), limit_s);
+                   blamed(), limit_s);
       // Every open stream, so that a tune's --log rows up to the hang are kept.
       std::fflush(nullptr);
       std::_Exit(kHangExitCode);

@@ -38,9 +38,9 @@ class HangLabel {
 const std::string& hang_label();
 
 /// Calls `poll` until it returns cudaSuccess (cudaErrorNotReady: not yet; any other code throws
-/// f8gemm::Error(kCuda) naming `poll_name` and the label, and clears the last error). It yields for the first 10 ms, which keeps the wait
-/// as short as cudaStreamSynchronize's spin for the millisecond waits of timing loops, then
-/// sleeps 100 us between polls. Past hang_seconds() it prints one line to stderr, "f8gemm:
+/// f8gemm::Error(kCuda) naming `poll_name` and the label, and clears the last error). It yields
+/// for the first 10 ms, which keeps the wait as short as cudaStreamSynchronize's spin for the
+/// millisecond waits of timing loops, then sleeps 100 us between polls. Past hang_seconds() it prints one line to stderr, "f8gemm:
 /// <label>: the GPU work did not finish within N s (a kernel that never ends: a deadlock?);
 /// exiting", and ends the process with kHangExitCode: a hung kernel cannot be stopped, and
 /// every later call on the device would wait behind it.

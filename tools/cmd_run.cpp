@@ -71,8 +71,7 @@ int cmd_run(const Args& args) {
   }
   const ProblemShape p = fx.problem(plain, fast);
   const Config chosen = config ? *config : choose_config(p);
-  const test::HangLabel label("run " + std::to_string(p.batch) + "," + std::to_string(p.m) + "," +
-                              std::to_string(p.n) + "," + std::to_string(p.k) + " " + chosen.name());
+  const test::HangLabel label("run " + s.label() + " " + chosen.name());
   auto fn = [&](cudaStream_t st) { fx.run(plain, fast, config, st); };
   run_for_ms(fn, 300, stream);
   const double host_us = time_host_us(fn, iters, 10, stream);

@@ -457,10 +457,10 @@ TEST(PdlGpu, ChainedChoiceGivesTheUnchainedBits) {
         batched_gemm(xv, w.view(shape.w_layout), shape.w_layout, xsv, w.scale_view(), yv, o);
         // Twice, so that with PDL the second call overlaps the first.
         batched_gemm(xv, w.view(shape.w_layout), shape.w_layout, xsv, w.scale_view(), yv, o);
-        const test::HangLabel label(test::current_test_name() + " " + key + " " +
-                                    choose_config(p).name());
+        const Config chosen = choose_config(p);
+        const test::HangLabel label(test::current_test_name() + " " + key + " " + chosen.name());
         test::sync_stream_or_exit(stream);
-        return std::pair{choose_config(p), y.to_host<uint8_t>()};
+        return std::pair{chosen, y.to_host<uint8_t>()};
       };
       const auto [unchained_config, unchained] = run(Pdl::kOff, false);
       const auto [chained_config, chained] = run(Pdl::kOn, true);
