@@ -121,7 +121,7 @@ struct GemmKernel {
                                                  const u8* ring, u8* region, u64* full, u64* empty,
                                                  typename SplitK<T>::State& split, int consumer,
                                                  int tid) {
-    float acc[T::kSliceAcc];
+    float acc[T::kAccSets * T::kSliceAcc];
     float total[T::kFastAccum ? 1 : T::kAccAll];
     if (!T::kPingPong) {
       // Cooperative: both consumers run every tile, each on its 64 rows of the A side.

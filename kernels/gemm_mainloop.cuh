@@ -10,7 +10,9 @@
 ///   step), waits for it and adds it into a second fp32 register set: the tensor core's ~14-bit
 ///   additions then see only 128 products at a time. A block wider than 192 columns does this
 ///   in two column slices (gemm_promote_cols), one after the other, so that the k-block sum of
-///   only one slice is live beside the total: 128 + 64 registers at bn = 256.
+///   only one slice is live beside the total: 128 + 64 registers at bn = 256. A 64-row block of
+///   at most 192 columns pipelines its two slices instead (gemm_promote_pipelined): each has an
+///   accumulator set, and one slice's sum is added while the other's wgmmas run.
 #pragma once
 
 #include "gemm_producer.cuh"
@@ -50,6 +52,20 @@ struct Mainloop {
         wgmma_wait<1>();
         fence_all<T::kAccAll>(acc);
         if (kb > 0) Producer<T>::release(empty, prev_stage, tid);
+      } else if constexpr (T::kPromotePipelined) {
+        // Two half-width slices, each in its own accumulator set, issued back to back; slice 0's
+        // sum is added while slice 1's wgmmas run (wait_group 1), then slice 1's. The pipeline
+        // does not cross k-blocks: ptxas serialises every wgmma when a wait retires a group
+        // issued in an earlier loop iteration (C7514, perf log card 54).
+        issue(acc, a_side, b_tile, false);
+        if (kb == 0) after_first_issue();
+        issue(acc + T::kSliceAcc, a_side, b_tile + u64(T::kPromoteCols * 128 / 16), false);
+        if (kb == kblocks - 1) after_last_issue();
+        wgmma_wait<1>();
+        promote(acc, total);
+        wgmma_wait<0>();
+        Producer<T>::release(empty, pos.stage, tid);
+        promote(acc + T::kSliceAcc, total + T::kSliceAcc);
       } else {
 #pragma unroll
         for (int slice = 0; slice < T::kSlices; ++slice) {
@@ -80,6 +96,13 @@ struct Mainloop {
   static __device__ __forceinline__ void fence_all(float* acc) {
 #pragma unroll
     for (int i = 0; i < kCount; ++i) fence_operand(acc[i]);
+  }
+
+  /// Adds one finished slice's k-block sum into its part of the total.
+  static __device__ __forceinline__ void promote(float* sum, float* into) {
+    fence_all<T::kSliceAcc>(sum);
+#pragma unroll
+    for (int i = 0; i < T::kSliceAcc; ++i) into[i] += sum[i];
   }
 
   /// One k-block's wgmmas over kPromoteCols columns of B (all of them in fast mode), for each

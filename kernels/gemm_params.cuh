@@ -103,12 +103,24 @@ constexpr int gemm_staging_bytes(int bn, bool swap) {
                                                                : 64 * (bn * 2 + 16);
 }
 
-/// Precise mode adds each k-block's tensor-core sum into an fp32 total, so a consumer keeps two
-/// sets of accumulators. Up to 192 columns both sets of the whole block fit in the registers
-/// (2 x 96); a wider block is computed and promoted in slices of half its columns, so that only
-/// one slice's k-block sum (bn / 4 registers) is live beside the total. Fast mode never slices.
-constexpr int gemm_promote_cols(int bn, bool fast_accum) {
-  return fast_accum || bn <= 192 ? bn : bn / 2;
+/// Precise mode adds each k-block's tensor-core sum into an fp32 total, so a consumer keeps the
+/// total beside the sums it computes. A 64-row block of X (tiled, or a 64-row ping-pong tile) of
+/// at most 192 columns that halve into whole wgmma widths is promoted in two half-width slices
+/// with an accumulator set each (bn / 2 + 2 x bn / 4 registers): one slice's wgmmas run while
+/// the other slice's sum is added (wait_group 1), so the promotion leaves the tensor cores'
+/// path even when no other consumer fills the wait (perf log, card 54).
+constexpr bool gemm_promote_pipelined(int bn, bool fast_accum, int blocks, bool swap) {
+  return !fast_accum && !swap && blocks == 1 && bn <= 192 && bn % 16 == 0;
+}
+
+/// The columns whose k-block sum is promoted at once. Pipelined: half the block. Otherwise up
+/// to 192 columns the whole block (its sum and the total, 2 x 96 registers); a wider block in
+/// slices of half its columns, one after the other, so that only one slice's sum (bn / 4
+/// registers) is live beside the total. Fast mode never slices.
+constexpr int gemm_promote_cols(int bn, bool fast_accum, int blocks, bool swap) {
+  return fast_accum ? bn
+         : (bn > 192 || gemm_promote_pipelined(bn, fast_accum, blocks, swap)) ? bn / 2
+                                                                              : bn;
 }
 
 /// The most fp32 accumulators one consumer thread keeps in fast mode: a 128-row ping-pong tile
@@ -119,6 +131,10 @@ constexpr int kGemmMaxAccumulators = 160;
 
 /// Consumer warpgroups: each owns 64 rows of the tile's A side, or (ping-pong) every other tile.
 constexpr int gemm_consumers(int bm, bool pingpong) { return pingpong ? 2 : bm / 64; }
+
+/// 64-row A-side blocks that one consumer computes per tile: one (cooperative: the consumers
+/// split the tile), or the whole tile (ping-pong: a consumer owns it, one m64 wgmma per block).
+constexpr int gemm_blocks(int bm, bool pingpong) { return pingpong ? bm / 64 : 1; }
 
 /// Whether an instance loads W before its grid-dependency wait when GemmParams::prefetch_w is set
 /// (Producer::prefetched_slots, GemmOptions::prefetch_w). Not a grouped GEMM (its tiles come

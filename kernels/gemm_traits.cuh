@@ -49,15 +49,16 @@ struct GemmTraits {
   static constexpr int kWRows = kSwap ? kBM : kBN;  // rows of W in one tile
   static constexpr int kWTiles = int((kN + kWRows - 1) / kWRows);
   static constexpr int kAcc = kBN / 2;  // fp32 accumulators per thread for m64 x kBN
-  // 64-row A-side blocks one consumer computes per tile: one (cooperative: the consumers split
-  // the tile), or the whole tile (ping-pong: a consumer owns it, one m64 wgmma per block).
-  static constexpr int kBlocks = kPingPong ? kBM / 64 : 1;
+  static constexpr int kBlocks = gemm_blocks(kBM, kPingPong);
   static constexpr int kAccAll = kBlocks * kAcc;  // accumulators per consumer thread
   // Precise mode: the columns whose k-block sum is promoted at once, and the slices of the block.
-  static constexpr int kPromoteCols = gemm_promote_cols(kBN, kFastAccum);
+  static constexpr bool kPromotePipelined = gemm_promote_pipelined(kBN, kFastAccum, kBlocks, kSwap);
+  static constexpr int kPromoteCols = gemm_promote_cols(kBN, kFastAccum, kBlocks, kSwap);
   static constexpr int kSlices = kBN / kPromoteCols;
-  // The wgmma accumulators: the whole block (fast mode, and precise without slices) or one slice.
+  // The wgmma accumulators: the whole block (fast mode, and precise without slices) or one slice,
+  // in one set, or one per slice when the promotion is pipelined.
   static constexpr int kSliceAcc = kBlocks * kPromoteCols / 2;
+  static constexpr int kAccSets = kPromotePipelined ? 2 : 1;
 
   static constexpr GemmSmemLayout kSmem =
       gemm_smem_layout(kBM, kBN, kStages, kSwap, kPingPong, kSplitK, kGroupsCap);
@@ -74,8 +75,9 @@ struct GemmTraits {
   static_assert(kN % 8 == 0 && kN > 0, "preshuffled slabs hold 8 rows of W");
   static_assert(kN < (i64(1) << 31) && kK < (i64(1) << 31), "N and K are validated below 2^31");
   static_assert(kStages >= 2 && kStages <= 16, "ring depth");
-  static_assert(kFastAccum || kAccAll + kSliceAcc <= 192,
-                "the total and one k-block sum must fit in 232 registers");
+  static_assert(kFastAccum || kAccAll + kAccSets * kSliceAcc <= 192,
+                "the total and the k-block sums must fit in 232 registers");
+  static_assert(!kPromotePipelined || kSlices == 2, "a pipelined promotion alternates two slices");
   static_assert(kSlices == 1 || (kBlocks == 1 && kBN % (8 * kSlices) == 0),
                 "promotion slices split one 64-row block into whole wgmma widths");
   static_assert(kAccAll <= kGemmMaxAccumulators,

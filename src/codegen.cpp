@@ -95,7 +95,10 @@ std::string instance_source(const InstanceSpec& s) {
   std::ostringstream os;
   os << "// f8gemm instance " << s.label() << "\n"
      << "#include \"gemm_kernel.cuh\"\n"
-     << wgmma_wrapper(dev::gemm_promote_cols(s.config.bn, s.fast_accum))
+     << wgmma_wrapper(dev::gemm_promote_cols(
+            s.config.bn, s.fast_accum,
+            dev::gemm_blocks(s.config.bm, s.config.path == KernelPath::kPingPong),
+            s.config.path == KernelPath::kSwapAB))
      << spec_function(s.gemm_spec())
      << "struct Spec {\n  static constexpr f8gemm::dev::GemmSpec value = instance_spec();\n};\n"
      << "using Kernel = f8gemm::dev::GemmKernel<Spec>;\n"

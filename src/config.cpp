@@ -182,7 +182,9 @@ double estimate_us(const Config& c, const ProblemShape& p, int sm_count) {
   // Ping-pong in precise mode holds its turn through every k-block's wait, so the other consumer
   // cannot fill it either: the 2026-11-30 large-shape tune measured its configs 7-24% above this
   // model without the factor, the cooperative ones 6% below (docs/logs/2026-11-30-s4-tune-large.csv).
-  const double cols = dev::gemm_promote_cols(c.bn, p.fast_accum);
+  // The width the model was fitted with (before card 54 pipelined the promotion in half-width
+  // slices at bn <= 192); to be refitted once that is measured.
+  const double cols = p.fast_accum || c.bn <= 192 ? c.bn : c.bn / 2;
   double wgmma_eff = cols / (cols + 24.0) * (p.fast_accum ? 1.0 : 0.9);
   if (!p.fast_accum && c.bm == 64 && c.path != KernelPath::kPingPong) wgmma_eff *= 0.9;
   if (!p.fast_accum && c.path == KernelPath::kPingPong) wgmma_eff *= 0.85;
