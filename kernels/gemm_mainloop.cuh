@@ -11,7 +11,7 @@
 ///   additions then see only 128 products at a time. A block wider than 192 columns does this
 ///   in two column slices (gemm_promote_cols), one after the other, so that the k-block sum of
 ///   only one slice is live beside the total: 128 + 64 registers at bn = 256. A 64-row block of
-///   at most 192 columns pipelines its two slices instead (gemm_promote_pipelined): each has an
+///   96 to 192 columns pipelines its two slices instead (gemm_promote_pipelined): each has an
 ///   accumulator set, and one slice's sum is added while the other's wgmmas run.
 #pragma once
 

@@ -423,6 +423,26 @@ TEST(ConfigLegality, EachRule) {
 
 // ---- candidates ----------------------------------------------------------------------------
 
+// Precise mode's pipelined promotion (two half-width slices, one added while the other's wgmmas
+// run) is for 64-row, non-swap blocks of 96 to 192 columns: the H200 measured it faster from 128
+// columns up, level at 96, and slower at 64 (perf log, card 54). The register budget follows:
+// half the block in the slice sums' two sets beside the total.
+TEST(ConfigLegality, PreciseSlicePipelineOnlyWhereItWasMeasuredToPay) {
+  for (int bn : {96, 112, 128, 160, 176, 192}) {
+    EXPECT_TRUE(dev::gemm_promote_pipelined(bn, false, 1, false)) << bn;
+    EXPECT_EQ(dev::gemm_promote_cols(bn, false, 1, false), bn / 2) << bn;
+  }
+  EXPECT_FALSE(dev::gemm_promote_pipelined(64, false, 1, false));
+  EXPECT_EQ(dev::gemm_promote_cols(64, false, 1, false), 64);
+  EXPECT_FALSE(dev::gemm_promote_pipelined(88, false, 1, false));   // halves into 44: no wgmma width
+  EXPECT_FALSE(dev::gemm_promote_pipelined(256, false, 1, false));
+  EXPECT_EQ(dev::gemm_promote_cols(256, false, 1, false), 128);      // sliced, not pipelined
+  EXPECT_FALSE(dev::gemm_promote_pipelined(128, false, 2, false));  // 128-row ping-pong tile
+  EXPECT_FALSE(dev::gemm_promote_pipelined(128, false, 1, true));   // swap-AB
+  EXPECT_FALSE(dev::gemm_promote_pipelined(128, true, 1, false));   // fast mode
+  EXPECT_EQ(dev::gemm_promote_cols(192, true, 1, false), 192);
+}
+
 TEST(ConfigCandidates, BenchShapesHaveLegalSortedCandidates) {
   for (const ProblemShape& shape : bench_shapes()) {
     for (bool fast : {true, false}) {
