@@ -14,6 +14,7 @@
 #include "gemm_producer.cuh"
 #include "gemm_split_k.cuh"
 #include "gemm_tile_scheduler.cuh"
+#include "gemm_trace.cuh"
 
 namespace f8gemm {
 namespace dev {
@@ -87,22 +88,30 @@ struct GemmKernel {
   /// One tile: scales, mainloop (over this CTA's k-blocks), the split-K reduction, epilogue,
   /// for the consumer's block at A-side rows a_block * 64. `after_last_issue` runs right after
   /// the last k-block's wgmmas are issued, while they are still in flight (a ping-pong consumer
-  /// hands its turn over there: perf log, card 46).
+  /// hands its turn over there: perf log, card 46). `trace` records the tile as number `record`
+  /// of this consumer (in an instrumented instance only).
   template <class AfterLastIssue>
   static __device__ __forceinline__ void compute_tile(const GemmParams& p, const Tile& tile,
                                                       int kblocks, const u8* ring, u8* region,
                                                       u64* full, u64* empty, RingPos& pos,
                                                       typename SplitK<T>::State& split,
                                                       float* acc, float* total, int consumer,
-                                                      int a_block, int tid,
+                                                      int a_block, int tid, const TileTrace& trace,
+                                                      int record,
                                                       AfterLastIssue&& after_last_issue) {
+    trace.mark(record, kTraceTileStart);
     if (!T::kFastAccum) {
 #pragma unroll
       for (int i = 0; i < T::kAccAll; ++i) total[i] = 0.0f;
     }
     const typename Epilogue<T>::Scales scales = Epilogue<T>::load_scales(p, tile, a_block, tid);
     Mainloop<T>::run(ring, full, empty, pos, acc, total, kblocks, a_block, tid,
-                     [&] { Epilogue<T>::stage_scales(scales, region, tid); }, after_last_issue);
+                     [&] { Epilogue<T>::stage_scales(scales, region, tid); },
+                     [&] {
+                       trace.mark(record, kTraceLastIssue);
+                       after_last_issue();
+                     });
+    trace.mark(record, kTraceMainloopDone);
     float* sum = T::kFastAccum ? acc : total;
     if (!SplitK<T>::reduce(sum, split, tid)) return;
     Epilogue<T>::store(p, tile, sum, region, consumer, a_block, tid);
@@ -115,6 +124,7 @@ struct GemmKernel {
       Epilogue<T>::stage_scales(Epilogue<T>::load_scales(p, tile, a_block + blk, tid), region, tid);
       Epilogue<T>::store(p, tile, sum + blk * T::kAcc, region, consumer, a_block + blk, tid);
     }
+    trace.mark(record, kTraceEpilogueDone);
   }
 
   static __device__ __forceinline__ void consume(const GemmParams& p, const TileScheduler<T>& sched,
@@ -123,12 +133,14 @@ struct GemmKernel {
                                                  int tid) {
     float acc[T::kAccSets * T::kSliceAcc];
     float total[T::kFastAccum ? 1 : T::kAccAll];
+    const TileTrace trace(p, consumer, tid);
+    int records = 0;  // tiles this consumer ran
     if (!T::kPingPong) {
       // Cooperative: both consumers run every tile, each on its 64 rows of the A side.
       RingPos pos;
-      for (int t = sched.first; t < sched.total; t += sched.stride) {
+      for (int t = sched.first; t < sched.total; t += sched.stride, ++records) {
         compute_tile(p, sched.tile(t), sched.kb_count, ring, region, full, empty, pos, split,
-                     acc, total, consumer, consumer, tid, [] {});
+                     acc, total, consumer, consumer, tid, trace, records, [] {});
       }
     } else {
       // Ping-pong: consumer c runs this CTA's tiles c, c + 2, ... Their mainloops take turns
@@ -142,11 +154,12 @@ struct GemmKernel {
         RingPos pos = RingPos::at<T::kStages>(j * T::kKBlocks);
         const bool other_has_next = t + sched.stride < sched.total;
         compute_tile(p, sched.tile(t), T::kKBlocks, ring, region, full, empty, pos, split, acc,
-                     total, consumer, 0, tid, [&] {
+                     total, consumer, 0, tid, trace, records++, [&] {
                        if (other_has_next) named_barrier_arrive(3 + (1 - consumer), 256);
                      });
       }
     }
+    trace.finish(p, consumer, T::kConsumers, records);
     bulk_wait_all();
   }
 };

@@ -50,7 +50,30 @@ struct GemmParams {
   /// W is final before this kernel starts (GemmOptions::prefetch_w): the first tile's first
   /// ring slots of W are loaded before the grid-dependency wait (Producer::prefetch_w).
   int prefetch_w;
+  /// GemmOptions::trace: per-tile timestamps, written only by an instance built with
+  /// F8GEMM_TRACE (gemm_trace.cuh); null otherwise. Layout: gemm_trace_words().
+  u64* trace;
+  int trace_tiles;  ///< tiles recorded per consumer and CTA (later ones are counted, not kept)
 };
+
+/// The moments of a tile that an instrumented kernel records, each as the SM's clock64() read by
+/// the consumer warpgroup's first thread (GemmOptions::trace).
+enum TraceEvent : int {
+  kTraceTileStart = 0,      ///< the consumer begins the tile (after a ping-pong turn's wait)
+  kTraceLastIssue = 1,      ///< the tile's last k-block of wgmmas has been issued
+  kTraceMainloopDone = 2,   ///< its wgmmas have retired: the sum is in registers
+  kTraceEpilogueDone = 3,   ///< its stores have been issued (they may still drain)
+  kTraceEvents = 4,
+};
+
+/// The trace buffer, in 64-bit words: per CTA (blockIdx.x), a header of kTraceHeaderWords
+/// (consumers + 1, or 0 where no CTA ran; the SM's id; tiles run by consumer 0; by consumer 1),
+/// then for each of two consumer slots trace_tiles records of kTraceEvents clocks.
+constexpr int kTraceHeaderWords = 4;
+constexpr i64 gemm_trace_cta_words(int tiles) {
+  return kTraceHeaderWords + 2 * i64(tiles) * kTraceEvents;
+}
+constexpr i64 gemm_trace_words(int ctas, int tiles) { return ctas * gemm_trace_cta_words(tiles); }
 
 /// How the epilogue moves a consumer's output block from shared to global memory.
 enum class StoreKind : int {
@@ -108,9 +131,11 @@ constexpr int gemm_staging_bytes(int bn, bool swap) {
 /// 96 to 192 columns that halve into whole wgmma widths is promoted in two half-width slices
 /// with an accumulator set each (bn / 2 + 2 x bn / 4 registers): one slice's wgmmas run while
 /// the other slice's sum is added (wait_group 1), so the promotion leaves the tensor cores'
-/// path even when no other consumer fills the wait. Measured (perf log, card 54): 2-10% faster
-/// from 128 columns up and level at 96; at 64 columns the 32-column slices lost (tiled 64x64
-/// 10% slower, 128x64 2.5%), so 64 columns keep one promotion per k-block.
+/// path even when no other consumer fills the wait. Measured (perf log, card 54; geometric
+/// means over six shapes): 64-row ping-pong tiles 1.6-5.5% faster (up to 9.8% on one shape),
+/// lone 64-row tiles 2.3-3.6%, cooperative 128x128 2.4%, 128x160 and 128x192 level, 96 columns
+/// level; at 64 columns the 32-column slices lost (tiled 64x64 10% slower, 128x64 2.5%), so 64
+/// columns keep one promotion per k-block.
 constexpr bool gemm_promote_pipelined(int bn, bool fast_accum, int blocks, bool swap) {
   return !fast_accum && !swap && blocks == 1 && bn >= 96 && bn <= 192 && bn % 16 == 0;
 }

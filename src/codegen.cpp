@@ -16,6 +16,7 @@ std::string InstanceSpec::label() const {
      << (bias == BiasKind::kNone ? "nobias" : bias == BiasKind::kF32 ? "biasf32" : "biasbf16")
      << "." << (fast_accum ? "fast" : "precise");
   if (groups_cap > 0) os << ".grouped" << groups_cap;
+  if (trace) os << ".trace";
   return os.str();
 }
 
@@ -92,14 +93,15 @@ dev::GemmSpec InstanceSpec::gemm_spec() const {
 }
 
 std::string instance_source(const InstanceSpec& s) {
+  const dev::GemmSpec g = s.gemm_spec();
   std::ostringstream os;
-  os << "// f8gemm instance " << s.label() << "\n"
-     << "#include \"gemm_kernel.cuh\"\n"
-     << wgmma_wrapper(dev::gemm_promote_cols(
-            s.config.bn, s.fast_accum,
-            dev::gemm_blocks(s.config.bm, s.config.path == KernelPath::kPingPong),
-            s.config.path == KernelPath::kSwapAB))
-     << spec_function(s.gemm_spec())
+  os << "// f8gemm instance " << s.label() << "\n";
+  // An instrumented instance (GemmOptions::trace): gemm_trace.cuh records its tiles.
+  if (s.trace) os << "#define F8GEMM_TRACE 1\n";
+  os << "#include \"gemm_kernel.cuh\"\n"
+     << wgmma_wrapper(dev::gemm_promote_cols(g.bn, g.fast_accum, dev::gemm_blocks(g.bm, g.pingpong),
+                                             g.swap))
+     << spec_function(g)
      << "struct Spec {\n  static constexpr f8gemm::dev::GemmSpec value = instance_spec();\n};\n"
      << "using Kernel = f8gemm::dev::GemmKernel<Spec>;\n"
      << "extern \"C\" __global__ void __launch_bounds__(Kernel::kThreads, 1)\n"

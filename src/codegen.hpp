@@ -21,6 +21,7 @@ struct InstanceSpec {
   BiasKind bias = BiasKind::kNone;
   bool fast_accum = true;
   int groups_cap = 0;  ///< grouped GEMM: room for this many groups (0: batched)
+  bool trace = false;  ///< instrumented: records per-tile timestamps (GemmOptions::trace)
 
   /// The printable name: the config name plus the problem constants, e.g.
   /// sm90_tiled_128x128x128_s4_c1x1_r8.n1280.k8192.preshuffled.bf16.nobias.fast

@@ -178,13 +178,12 @@ double estimate_us(const Config& c, const ProblemShape& p, int sm_count) {
   // warpgroup (bm = 64) nothing fills that wait: the 2026-11-30 tune run measured bm = 64
   // precise configs 14% above this model against 0-4% for the others
   // (docs/logs/2026-11-30-tune-4.csv; tests/cpu/test_model.cpp holds the model to that data).
-  // Precise mode issues one promotion slice at a time (dev::gemm_promote_cols).
   // Ping-pong in precise mode holds its turn through every k-block's wait, so the other consumer
   // cannot fill it either: the 2026-11-30 large-shape tune measured its configs 7-24% above this
   // model without the factor, the cooperative ones 6% below (docs/logs/2026-11-30-s4-tune-large.csv).
   // The width the model was fitted with, before card 54 pipelined the promotion in half-width
   // slices at 96 <= bn <= 192. Measured since (docs/logs/2026-12-01-s15-tune-compare.log), the
-  // pipelined 64-row ping-pong tiles run 2-10% faster and the cooperative ones within 2%: the
+  // pipelined 64-row ping-pong tiles run 1.6-5.5% faster and the cooperative ones 0-2.4%: the
   // ping-pong factor below would move from 0.85 to about 0.90, which still ranks them behind
   // the cooperative tiles that won every precise tune. The fitted factors stay until a tune
   // with more shapes can refit them (tests/cpu/test_model.cpp holds them to the older data).

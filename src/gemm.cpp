@@ -23,7 +23,8 @@ struct PlanKey {
   int64_t b, m, n, k;
   int layout, out, bias, fast, chained, device;
   ConfigFields forced;  // a forced Config's fields (all zero when the choice is automatic)
-  int zero = 0;         // explicit tail padding (the struct's size is a multiple of 8)
+  int trace = 0;        // the instrumented instance (GemmOptions::trace); also makes the
+                        // struct's size a multiple of 8 without padding
   bool operator==(const PlanKey& o) const { return std::memcmp(this, &o, sizeof(*this)) == 0; }
 };
 static_assert(std::has_unique_object_representations_v<PlanKey>,
@@ -32,7 +33,8 @@ static_assert(std::has_unique_object_representations_v<PlanKey>,
 
 PlanCache<PlanKey> g_plans;
 
-std::shared_ptr<Plan> make_plan(const ProblemShape& p, int device, const Config* forced) {
+std::shared_ptr<Plan> make_plan(const ProblemShape& p, int device, const Config* forced,
+                                bool trace) {
   const DeviceProps& props = require_sm90(device);
   const Config config = forced ? *forced : decide(props.name, props.sm_count, p);
   if (forced) {
@@ -40,20 +42,38 @@ std::shared_ptr<Plan> make_plan(const ProblemShape& p, int device, const Config*
     F8GEMM_REQUIRE(why.empty(), kUnsupported, "config ", config.name(), " cannot run B,M,N,K=",
                    p.batch, ",", p.m, ",", p.n, ",", p.k, ": ", why);
   }
-  return build_plan(make_spec(config, p), device);
+  InstanceSpec spec = make_spec(config, p);
+  spec.trace = trace;
+  return build_plan(spec, device);
 }
 
-PlanKey plan_key(const ProblemShape& p, int device, const Config* forced) {
+PlanKey plan_key(const ProblemShape& p, int device, const Config* forced, bool trace = false) {
   PlanKey key{p.batch, p.m, p.n, p.k, int(p.w_layout), int(p.out_dtype),
               p.has_bias ? int(p.bias_dtype) + 1 : 0, p.fast_accum ? 1 : 0, p.chained ? 1 : 0,
               device, {}, 0};
   if (forced) key.forced = config_fields(*forced);
+  key.trace = trace ? 1 : 0;
   return key;
 }
 
 /// The cached plan, or a new one (compiled, loaded, attributes set) stored for the next call.
-std::shared_ptr<Plan> get_plan(const ProblemShape& p, int device, const Config* forced) {
-  return g_plans.get(plan_key(p, device, forced), [&] { return make_plan(p, device, forced); });
+std::shared_ptr<Plan> get_plan(const ProblemShape& p, int device, const Config* forced,
+                               bool trace = false) {
+  return g_plans.get(plan_key(p, device, forced, trace),
+                     [&] { return make_plan(p, device, forced, trace); });
+}
+
+/// GemmOptions::trace's buffer is device memory of the call's device (its fields were checked
+/// with the other arguments, validate_call), before anything is compiled or launched.
+void check_trace_memory(const GemmTrace& t, int device) {
+  require_sm90(device);  // no GPU: kNoDevice, as for any call
+  cudaPointerAttributes attr{};
+  const cudaError_t e = cudaPointerGetAttributes(&attr, t.data);
+  if (e != cudaSuccess) cudaGetLastError();
+  F8GEMM_REQUIRE(e == cudaSuccess &&
+                     (attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged) &&
+                     attr.device == device,
+                 kInvalidArgument, "trace.data must be device memory on cuda:", device);
 }
 
 void run(const TensorView& x, const TensorView& w, WeightLayout layout, const TensorView& xs,
@@ -64,7 +84,8 @@ void run(const TensorView& x, const TensorView& w, WeightLayout layout, const Te
     require_sm90(v.device);  // the same answer with or without work: no sm_90, no success
     return;
   }
-  const std::shared_ptr<Plan> plan = get_plan(p, v.device, opt.config);
+  if (opt.trace) check_trace_memory(*opt.trace, v.device);
+  const std::shared_ptr<Plan> plan = get_plan(p, v.device, opt.config, opt.trace != nullptr);
 
   const Config& c = plan->spec.config;
   const bool swap = c.path == KernelPath::kSwapAB;
@@ -88,6 +109,14 @@ void run(const TensorView& x, const TensorView& w, WeightLayout layout, const Te
   const int64_t cluster_tiles =
       p.batch * ((x_tiles + c.cluster_m - 1) / c.cluster_m) * ((p.n + w_rows - 1) / w_rows);
   const int grid = int(std::min<int64_t>(cluster_tiles, plan->max_ctas / cluster)) * cluster;
+  if (opt.trace) {
+    const int64_t need = dev::gemm_trace_words(grid, opt.trace->tiles);
+    F8GEMM_REQUIRE(opt.trace->words >= need, kInvalidArgument, "trace.words is ",
+                   opt.trace->words, " but this call's ", grid, " CTAs need ", need,
+                   " (trace_words(", grid, ", ", opt.trace->tiles, "))");
+    params.trace = opt.trace->data;
+    params.trace_tiles = opt.trace->tiles;
+  }
   DeviceGuard guard(v.device);
   void* args[] = {&params};
   launch(plan->kernel, grid, cluster, plan->threads, plan->smem, opt.stream, args, v.device, pdl);
@@ -98,6 +127,13 @@ void run(const TensorView& x, const TensorView& w, WeightLayout layout, const Te
 void prepare(const ProblemShape& problem, int device) { get_plan(problem, device, nullptr); }
 
 }  // namespace detail
+
+int64_t trace_words(int ctas, int tiles) {
+  F8GEMM_REQUIRE(ctas >= 0 && tiles >= 1 && tiles <= (1 << 20), kInvalidArgument,
+                 "trace_words: ctas must be >= 0 and tiles in [1, 1048576], got ", ctas, " and ",
+                 tiles);
+  return dev::gemm_trace_words(ctas, tiles);
+}
 
 bool is_ready(const ProblemShape& problem) {
   int device = 0;

@@ -11,11 +11,13 @@
 #include "f8gemm/tuning.hpp"
 #include "fixture.hpp"
 #include "hang_guard.hpp"
+#include "trace_summary.hpp"
 
 namespace f8gemm::cli {
 
 int cmd_run(const Args& args) {
-  Options opt(args, {"--b", "--m", "--n", "--k", "--out", "--bias-dtype", "--config", "--iters", "--seed"},
+  Options opt(args, {"--b", "--m", "--n", "--k", "--out", "--bias-dtype", "--config", "--iters", "--seed",
+                     "--trace", "--trace-tiles"},
               {"--bias", "--precise", "--plain", "--verify", "--once"}, "run");
   FixtureSpec s;
   s.b = opt.integer("--b", 1, 0, INT32_MAX);
@@ -32,6 +34,12 @@ int cmd_run(const Args& args) {
   s.bias_dtype = bias_dtype == "bf16" ? DType::kBF16 : DType::kF32;
   s.seed = uint64_t(opt.integer("--seed", 1, 0, INT64_MAX));
   const int iters = int(opt.integer("--iters", 100, 1, 100000));
+  const std::string trace_csv = opt.str("--trace", "");
+  if (opt.has("--trace") && trace_csv.empty()) throw UsageError("run: --trace needs a file name");
+  if (opt.has("--trace-tiles") && !opt.has("--trace")) {
+    throw UsageError("run: --trace-tiles needs --trace");
+  }
+  const int trace_tiles = int(opt.integer("--trace-tiles", 1024, 1, 1 << 20));
   const bool fast = !opt.flag("--precise"), plain = opt.flag("--plain");
   Config forced;
   if (opt.has("--config")) forced = Config::parse(opt.str("--config", ""));
@@ -97,6 +105,38 @@ int cmd_run(const Args& args) {
               host_us, graph_us, fx.flops() / graph_us * 1e-6, fx.bytes() / graph_us * 1e-6, api_us, batches.front());
   std::printf("output hash (FNV-1a 64 of the first call's output): %016llx\n", (unsigned long long)hash);
   int rc = 0;
+  if (!trace_csv.empty()) {
+    // The instrumented instance, compiled by a first call; then the clocks warmed by the
+    // ordinary kernel, and one recorded call right after them (a tile's cycles depend on the
+    // clock under the power limit).
+    int sms = 0;
+    F8GEMM_CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    const int64_t words = trace_words(sms, trace_tiles);
+    DeviceBuffer buf(size_t(words) * sizeof(uint64_t));
+    GemmTrace trace;
+    trace.data = buf.as<unsigned long long>();
+    trace.words = words;
+    trace.tiles = trace_tiles;
+    const test::HangLabel trace_label("run --trace " + s.label() + " " + chosen.name());
+    fx.run(plain, fast, config, stream, &trace);
+    run_for_ms(fn, 200, stream);
+    F8GEMM_CHECK_CUDA(cudaMemsetAsync(buf.get(), 0, buf.bytes(), stream));
+    fx.run(plain, fast, config, stream, &trace);
+    test::sync_stream_or_exit(stream);
+    const uint64_t traced_hash = fx.output_hash(stream);
+    std::vector<uint64_t> host(size_t(words), 0);
+    buf.download(host.data(), buf.bytes());
+    const test::TraceData data = test::parse_trace(host, trace_tiles);
+    std::printf("%s", test::format_trace_summary(test::summarize_trace(data)).c_str());
+    test::write_trace_csv(trace_csv, data.records);
+    std::printf("trace: %zu records in %s; output hash of the recorded call %016llx (%s)\n",
+                data.records.size(), trace_csv.c_str(), (unsigned long long)traced_hash,
+                traced_hash == hash ? "the same bits" : "DIFFERENT BITS");
+    if (traced_hash != hash) {
+      throw Error(ErrorCode::kInternal, "run --trace: the instrumented kernel's output differs "
+                                        "from the ordinary kernel's");
+    }
+  }
   if (opt.flag("--verify")) {
     fx.poison(stream);
     fx.run(plain, fast, config, stream);

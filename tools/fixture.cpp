@@ -113,8 +113,10 @@ double Fixture::input_bytes() const {
 
 double Fixture::bytes() const { return input_bytes() + 2.0 * double(spec_.b) * spec_.m * spec_.n; }
 
-void Fixture::run(bool plain_w, bool fast_accum, const Config* config, cudaStream_t stream) const {
-  const GemmOptions opt = options(fast_accum, config, stream);
+void Fixture::run(bool plain_w, bool fast_accum, const Config* config, cudaStream_t stream,
+                  const GemmTrace* trace) const {
+  GemmOptions opt = options(fast_accum, config, stream);
+  opt.trace = trace;
   batched_gemm(xv_, plain_w ? wv_ : wsv_, plain_w ? WeightLayout::kPlain : WeightLayout::kPreshuffled,
                xsv_, wscale_v_, yv_, opt);
 }

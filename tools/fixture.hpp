@@ -43,8 +43,10 @@ class Fixture {
  public:
   explicit Fixture(const FixtureSpec& spec);
 
-  /// One batched_gemm call on `stream` (no synchronisation).
-  void run(bool plain_w, bool fast_accum, const Config* config, cudaStream_t stream) const;
+  /// One batched_gemm call on `stream` (no synchronisation); with `trace`, the instrumented
+  /// kernel records its tiles there (GemmOptions::trace).
+  void run(bool plain_w, bool fast_accum, const Config* config, cudaStream_t stream,
+           const GemmTrace* trace = nullptr) const;
   /// FNV-1a 64 of the output's bytes after the work on `stream`: equal hashes across runs,
   /// builds or configurations mean bit-identical outputs.
   uint64_t output_hash(cudaStream_t stream) const;

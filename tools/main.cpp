@@ -15,6 +15,7 @@ constexpr const char* kUsage =
     "  demo                       the 11 batched shapes, verified, with a table (CPU path without a GPU)\n"
     "  run --b B --m M --n N --k K [--out bf16|fp16] [--bias] [--bias-dtype f32|bf16] [--precise]\n"
     "      [--plain] [--config NAME] [--verify] [--once] [--iters N] [--seed S]\n"
+    "      [--trace CSV [--trace-tiles N]] (per-tile clocks of one call: GemmOptions::trace)\n"
     "  bench [--shapes FILE] [--csv FILE] [--iters N] [--precise] [--no-peak] [--prefetch-w]\n"
     "  precompile [--shape B,M,N,K]... [--shapes FILE] [--plain] [--precise] [--out bf16|fp16]\n"
     "      [--candidates] [--chained] (every candidate `tune` would time; --chained: as called\n"

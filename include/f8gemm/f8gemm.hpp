@@ -136,6 +136,24 @@ enum class Pdl : int {
   kOn = 2,
 };
 
+/// A diagnostic: the moments at which each consumer warpgroup of each CTA began a tile, issued
+/// its last wgmmas, had its sum in registers and had issued its stores, as SM clock cycles
+/// (clock64). A call with GemmOptions::trace set runs an instrumented build of its kernel (its
+/// own JIT instance, compiled on first use; same configuration, same results), which the timing
+/// loops of `f8gemm run --trace` read to show where a tile's time goes (docs/perf-log.md,
+/// card 56). Layout, in 64-bit words, per CTA c at c * (4 + 8 * tiles): [0] the kernel's consumer
+/// warpgroups + 1 (0: no CTA c ran), [1] its SM, [2] and [3] the tiles consumer 0 and 1 ran;
+/// then, for consumer slots 0 and 1, `tiles` records of 4 clocks in TraceEvent order
+/// (kernels/gemm_params.cuh). Tiles past `tiles` are counted but not recorded; events that did
+/// not happen (a split-K rank that does not store) keep what the buffer held.
+struct GemmTrace {
+  unsigned long long* data = nullptr;  ///< device memory of `words` 64-bit words
+  int64_t words = 0;                   ///< at least trace_words(SMs, tiles): every CTA's room
+  int tiles = 0;                       ///< records per consumer and CTA (>= 1)
+};
+/// The words a GemmTrace needs for `ctas` CTAs (a persistent grid has at most one per SM).
+int64_t trace_words(int ctas, int tiles);
+
 /// Options common to gemm() and batched_gemm().
 struct GemmOptions {
   const TensorView* bias = nullptr;  ///< optional fp32 or bf16 [B,N] (or [N] for B == 1)
@@ -156,6 +174,9 @@ struct GemmOptions {
   /// (sm90_*_c2x1) and with K split at most two ways (where it measured faster); elsewhere it
   /// changes nothing.
   bool prefetch_w = false;
+  /// Per-tile timestamps of this call into a caller's buffer (see GemmTrace): a diagnostic,
+  /// not for serving (the instrumented kernel is a separate instance).
+  const GemmTrace* trace = nullptr;
 };
 
 /// Single GEMM: X [..., K] (leading dims flatten into M), W [N,K] or preshuffled [ceil(K/128),N/8,1024],

@@ -434,7 +434,16 @@ TEST(ConfigLegality, PreciseSlicePipelineOnlyWhereItWasMeasuredToPay) {
   }
   EXPECT_FALSE(dev::gemm_promote_pipelined(64, false, 1, false));
   EXPECT_EQ(dev::gemm_promote_cols(64, false, 1, false), 64);
-  EXPECT_FALSE(dev::gemm_promote_pipelined(88, false, 1, false));   // halves into 44: no wgmma width
+  EXPECT_FALSE(dev::gemm_promote_pipelined(80, false, 1, false));  // below the measured 96
+  // Widths whose halves are not a multiple of 8 columns (no e4m3 wgmma width).
+  for (int bn = 104; bn <= 184; bn += 16) {
+    EXPECT_FALSE(dev::gemm_promote_pipelined(bn, false, 1, false)) << bn;
+  }
+  // The registers: the total (bn / 2) beside two slice sums (bn / 4 each) fit the budget that
+  // the non-pipelined precise mode had at 192 columns (2 x 96).
+  for (int bn : {96, 112, 128, 160, 176, 192}) {
+    EXPECT_LE(bn / 2 + 2 * (dev::gemm_promote_cols(bn, false, 1, false) / 2), 192) << bn;
+  }
   EXPECT_FALSE(dev::gemm_promote_pipelined(256, false, 1, false));
   EXPECT_EQ(dev::gemm_promote_cols(256, false, 1, false), 128);      // sliced, not pipelined
   EXPECT_FALSE(dev::gemm_promote_pipelined(128, false, 2, false));  // 128-row ping-pong tile

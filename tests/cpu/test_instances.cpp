@@ -207,6 +207,41 @@ TEST_F(InstanceTest, ShippedGemmInstancesCompileWithoutSpills) {
   std::cout << "[ instance ] " << items.size() << " distinct instances\n";
 }
 
+// GemmOptions::trace's instrumented instances: one per schedule (cooperative in both modes,
+// 64- and 128-row ping-pong in 2x1 pairs, swap-AB, split-K). Each defines F8GEMM_TRACE, is its
+// own instance (label and cache key), and compiles as cleanly as the kernels that serve calls;
+// the ordinary instance's source does not define it, so its code is what it was.
+TEST_F(InstanceTest, InstrumentedInstancesCompileWithoutSpills) {
+  struct Case {
+    const char* config;
+    Shape shape;
+    bool fast;
+  };
+  const Case cases[] = {
+      {"sm90_tiled_128x256x128_s4_c1x1_r8", {16, 4096, 8192, 1024}, true},
+      {"sm90_tiled_128x192x128_s5_c1x1_r8", {1, 8192, 8192, 8192}, false},
+      {"sm90_pingpong_64x256x128_s5_c2x1_r8", {1, 16384, 8192, 1024}, true},
+      {"sm90_pingpong_128x128x128_s6_c2x1_r8", {1, 8192, 8192, 8192}, true},
+      {"sm90_swap_64x8x128_s12_c1x1_r0", {1, 1, 4096, 4096}, true},
+      {"sm90_swap_64x8x128_s12_c1x1_r0_k2", {1, 1, 4096, 14336}, true},
+  };
+  for (const Case& c : cases) {
+    const ProblemShape p = problem(c.shape, WeightLayout::kPreshuffled, c.fast);
+    InstanceSpec plain = detail::make_spec(Config::parse(c.config), p);
+    InstanceSpec traced = plain;
+    traced.trace = true;
+    EXPECT_EQ(traced.label(), plain.label() + ".trace");
+    EXPECT_EQ(plain.label().find("trace"), std::string::npos);
+    EXPECT_EQ(detail::instance_source(plain).find("F8GEMM_TRACE"), std::string::npos) << c.config;
+    EXPECT_NE(detail::instance_source(traced).find("#define F8GEMM_TRACE 1\n"), std::string::npos)
+        << c.config;
+    const auto inst = detail::gemm_instance(traced);
+    ASSERT_NE(inst, nullptr) << c.config;
+    const int regs = check_resources(traced.label(), *inst, "f8gemm_gemm");
+    std::cout << "[ instance ] " << traced.label() << " regs=" << regs << "\n";
+  }
+}
+
 TEST_F(InstanceTest, UtilityModuleCompilesWithoutSpills) {
   auto inst = detail::util_instance();
   ASSERT_NE(inst, nullptr);

@@ -643,6 +643,46 @@ TEST(Validation, TheProblemIsChainedWithPdlOnAndPrefetchW) {
   EXPECT_FALSE(chained(Pdl::kDefault, false));
 }
 
+// GemmOptions::trace: its fields are checked with the other arguments, before any device
+// access; a valid trace then reaches the device lookup like any call.
+TEST(Validation, TraceFieldsAreCheckedBeforeAnyDeviceAccess) {
+  Args a = batched_args(B, M, N, K);
+  GemmTrace t;
+  t.data = static_cast<unsigned long long*>(fake(0x700000));
+  t.words = trace_words(132, 8);
+  t.tiles = 8;
+  auto call = [&](const GemmTrace& tr) {
+    GemmOptions o = a.options();
+    o.trace = &tr;
+    batched_gemm(a.x, a.w, a.layout, a.xs, a.ws, a.out, o);
+  };
+  GemmTrace bad = t;
+  bad.data = nullptr;
+  EXPECT_INVALID(call(bad), "trace.data is null");
+  bad = t;
+  bad.data = static_cast<unsigned long long*>(fake(0x700000, 4));
+  EXPECT_INVALID(call(bad), "trace.data must be 8-byte aligned");
+  for (int tiles : {0, -3, (1 << 20) + 1}) {
+    bad = t;
+    bad.tiles = tiles;
+    EXPECT_INVALID(call(bad), "trace.tiles must be in [1, 1048576], got " + std::to_string(tiles));
+  }
+  bad = t;
+  bad.words = -1;
+  EXPECT_INVALID(call(bad), "trace.words must be >= 0, got -1");
+  // The tensors are checked first: a bad tensor is reported even with a bad trace.
+  Args wrong = a;
+  wrong.xs.dtype = DType::kBF16;
+  expect_error([&] {
+    GemmOptions o = wrong.options();
+    bad = t;
+    bad.data = nullptr;
+    o.trace = &bad;
+    batched_gemm(wrong.x, wrong.w, wrong.layout, wrong.xs, wrong.ws, wrong.out, o);
+  }, ErrorCode::kInvalidArgument, "x_scale");
+  EXPECT_PASSES_VALIDATION(call(t));
+}
+
 TEST(Validation, EmptyProblemsPassValidationAndStillNeedAnSm90) {
   // M = 0 (and B = 0) do no work, but report the same as a real call: no sm_90, no success.
   // Null data pointers are fine for empty tensors.

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <limits>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -23,6 +24,7 @@
 #include "f8gemm/f8gemm.hpp"
 #include "numerics.hpp"
 #include "reference_gpu.hpp"
+#include "trace_summary.hpp"
 
 namespace f8gemm {
 namespace {
@@ -164,7 +166,7 @@ struct DeviceGemm {
 
   /// Enqueues poison + batched_gemm on `stream` without waiting.
   void launch(WeightLayout layout, DType out_dtype, bool fast, const Config* config,
-              cudaStream_t stream) {
+              cudaStream_t stream, const GemmTrace* trace = nullptr) {
     F8GEMM_CHECK_CUDA(cudaMemsetAsync(out.get(), 0xFF, out.bytes(), stream));
     const TensorView b = host.has_bias ? bias_view() : TensorView{};
     GemmOptions o;
@@ -172,6 +174,7 @@ struct DeviceGemm {
     o.fast_accum = fast;
     o.stream = stream;
     o.config = config;
+    o.trace = trace;
     batched_gemm(x_view(), w_for(layout), layout, xs_view(), ws_view(), out_view(out_dtype), o);
   }
 
@@ -181,11 +184,12 @@ struct DeviceGemm {
   }
 
   std::vector<uint16_t> run(WeightLayout layout, DType out_dtype, bool fast,
-                            const Config* config = nullptr, cudaStream_t stream = nullptr) {
+                            const Config* config = nullptr, cudaStream_t stream = nullptr,
+                            const GemmTrace* trace = nullptr) {
     // A kernel that never finishes ends the run naming the test and the config.
     const test::HangLabel label(test::current_test_name() + " " +
                                 (config ? config->name() : std::string("(the chosen config)")));
-    launch(layout, out_dtype, fast, config, stream);
+    launch(layout, out_dtype, fast, config, stream, trace);
     return result(stream);
   }
 };
@@ -734,7 +738,10 @@ std::vector<std::pair<Config, Config>> schedule_twins(std::initializer_list<int>
     twins.emplace_back(deepest(KernelPath::kPingPong, 64, bn, 1), deepest(KernelPath::kTiled, 64, bn, 1));
     twins.emplace_back(deepest(KernelPath::kPingPong, 64, bn, 2), deepest(KernelPath::kTiled, 64, bn, 1));
     // 128-row ping-pong tiles: each consumer computes both 64-row blocks that the cooperative
-    // 128-row kernel gives to its two consumers, in the same wgmma order.
+    // 128-row kernel gives to its two consumers, in the same wgmma order in fast mode. In
+    // precise mode at 96 to 192 columns the cooperative kernel pipelines two half-width slices
+    // per block (gemm_promote_pipelined) and the 128-row ping-pong does not: the pair then also
+    // checks that two n = bn / 2 wgmmas give the bits of one n = bn wgmma.
     twins.emplace_back(deepest(KernelPath::kPingPong, 128, bn, 1), deepest(KernelPath::kTiled, 128, bn, 1));
     twins.emplace_back(deepest(KernelPath::kPingPong, 128, bn, 2), deepest(KernelPath::kTiled, 128, bn, 1));
   }
@@ -883,4 +890,107 @@ TEST(GemmGpu, SplitKAgainstTheReferenceAndBitwiseDeterministic) {
   }
 }
 
+}  // namespace f8gemm
+
+namespace f8gemm {
+namespace {
+
+// GemmOptions::trace on every schedule: the instrumented kernel gives the ordinary kernel's
+// bits, every CTA of the persistent grid writes its header from its own SM, the headers count
+// every tile (each consumer of a cooperative tile, each CTA of a split), and each record's clocks
+// run in order, tile after tile. A buffer too small for the grid is refused before the launch.
+TEST(GemmGpu, TraceRecordsEveryTileInOrderAndLeavesTheBitsAlone) {
+  F8GEMM_SKIP_WITHOUT_SM90();
+  int sms = 0;
+  F8GEMM_CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  std::mt19937_64 rng(77);
+  struct Case {
+    const char* config;
+    int64_t b, m, n, k;
+    bool fast;
+  };
+  // 8448 rows are 66 X tiles of 128 and 132 of 64 (even: whole pairs); N = 1040 leaves a ragged
+  // last W tile for every width; K = 528 ends in 16 bytes.
+  const Case cases[] = {
+      {"sm90_tiled_128x256x128_s4_c1x1_r8", 1, 8448, 1040, 528, true},
+      {"sm90_tiled_128x128x128_s6_c2x1_r8", 1, 8448, 1040, 528, false},
+      {"sm90_pingpong_64x256x128_s5_c2x1_r8", 1, 8448, 1040, 528, true},
+      {"sm90_pingpong_128x128x128_s6_c1x1_r8", 1, 8448, 1040, 528, true},
+      {"sm90_swap_64x8x128_s12_c1x1_r0", 2, 5, 1040, 528, true},
+      {"sm90_swap_64x8x128_s12_c1x1_r0_k2", 2, 5, 1040, 528, true},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.config);
+    const Config config = Config::parse(c.config);
+    HostGemm h = random_gemm(rng, c.b, c.m, c.n, c.k);
+    DeviceGemm d(h);
+    const bool swap = config.path == KernelPath::kSwapAB;
+    const int64_t x_rows = swap ? config.bn : config.bm, w_rows = swap ? config.bm : config.bn;
+    const int64_t tiles = c.b * ((c.m + x_rows - 1) / x_rows) * ((c.n + w_rows - 1) / w_rows);
+    const bool pingpong = config.path == KernelPath::kPingPong;
+    const int consumers = pingpong ? 2 : int(config.bm / 64);
+    const int64_t counted = tiles * config.split_k * (pingpong ? 1 : consumers);
+    const auto plain_bits = d.run(WeightLayout::kPreshuffled, DType::kBF16, c.fast, &config);
+    for (int capacity : {256, 1}) {
+      const int64_t words = trace_words(sms, capacity);
+      DeviceBuffer buf(size_t(words) * 8);
+      F8GEMM_CHECK_CUDA(cudaMemset(buf.get(), 0, buf.bytes()));
+      GemmTrace trace;
+      trace.data = static_cast<unsigned long long*>(buf.get());
+      trace.words = words;
+      trace.tiles = capacity;
+      const auto traced_bits =
+          d.run(WeightLayout::kPreshuffled, DType::kBF16, c.fast, &config, nullptr, &trace);
+      EXPECT_TRUE(traced_bits == plain_bits) << first_difference(traced_bits, plain_bits);
+      std::vector<uint64_t> host(static_cast<size_t>(words), 0);
+      buf.download(host.data(), buf.bytes());
+      const test::TraceData data = test::parse_trace(host, capacity);
+      EXPECT_GE(data.ctas, 1);
+      EXPECT_LE(data.ctas, sms);
+      EXPECT_EQ(data.consumers, consumers);
+      EXPECT_EQ(data.tiles_run, counted) << tiles << " tiles";
+      std::set<int> sm_ids;
+      for (const test::TraceRecord& r : data.records) sm_ids.insert(r.sm);
+      int64_t stored = 0;
+      for (size_t i = 0; i < data.records.size(); ++i) {
+        const test::TraceRecord& r = data.records[i];
+        SCOPED_TRACE("CTA " + std::to_string(r.cta) + " consumer " + std::to_string(r.consumer) +
+                     " tile " + std::to_string(r.tile));
+        ASSERT_LT(r.tile, capacity);
+        EXPECT_NE(r.start, 0u);
+        EXPECT_LE(r.start, r.last_issue);
+        EXPECT_LE(r.last_issue, r.mainloop_done);
+        // A split's ranks other than 0 hand their sums over and store nothing.
+        if (config.split_k == 1) EXPECT_NE(r.epilogue_done, 0u);
+        if (r.epilogue_done != 0) {
+          ++stored;
+          EXPECT_LE(r.mainloop_done, r.epilogue_done);
+        }
+        if (i + 1 < data.records.size() && data.records[i + 1].cta == r.cta &&
+            data.records[i + 1].consumer == r.consumer) {
+          EXPECT_LE(std::max(r.mainloop_done, r.epilogue_done), data.records[i + 1].start);
+        }
+      }
+      EXPECT_GT(stored, 0);
+      if (capacity >= 256) {
+        EXPECT_EQ(int64_t(data.records.size()), counted);
+        EXPECT_EQ(int(sm_ids.size()), data.ctas) << "two CTAs on one SM";
+      }
+    }
+    // Too small for the grid: refused before the launch, the poisoned output untouched.
+    DeviceBuffer small(64);
+    GemmTrace tiny;
+    tiny.data = static_cast<unsigned long long*>(small.get());
+    tiny.words = 8;
+    tiny.tiles = 1;
+    test::expect_error(
+        [&] { d.launch(WeightLayout::kPreshuffled, DType::kBF16, c.fast, &config, nullptr, &tiny); },
+        ErrorCode::kInvalidArgument, "trace.words is 8 but this call's");
+    const auto untouched = d.result(nullptr);
+    EXPECT_TRUE(std::all_of(untouched.begin(), untouched.end(),
+                            [](uint16_t v) { return v == 0xFFFF; }));
+  }
+}
+
+}  // namespace
 }  // namespace f8gemm
