@@ -2,8 +2,10 @@
 # \brief The one script for the H200: builds (cmake + ninja), runs the GPU tests, the demo, the
 # benchmark with its peers and the plot, and prints a short table last. Logs go to $OUT (or
 # ./device-out). Usage: scripts/device-check.sh [build] [tests] [demo] [bench] [peers] [tune]
-#                       [sanitize] [hostcost] [torch] [tp] [graphs] [pdl]
+#                       [sanitize] [hostcost] [torch] [tp] [graphs] [pdl] [trace]
 #                       (no argument: build tests hostcost demo bench peers torch)
+# trace: GemmGpu.Trace*, a memcheck of one instrumented call, and `run --trace` of the schedules
+# that perf-log card 56 asks about (TRACES="name:B,M,N,K:config ..." replaces them).
 # BUILD_DIR=dir reuses a build made elsewhere (a binary built without a GPU runs here).
 # SHAPES=file replaces bench/shapes.txt for tune, bench and peers.
 # Wheels in ./.whl (e.g. fbgemm-gpu-genai for the peers) are installed first, into /tmp/site.
@@ -163,6 +165,29 @@ if has tune; then
     --log "$OUT/tune.csv" >"$OUT/tune.log" 2>&1
   check "tune" $?
   cat "$OUT/tune.log"
+fi
+
+if has trace; then
+  timeout 300 "$BUILD_DIR/f8gemm_gpu_tests" --gtest_brief=1 --gtest_filter='GemmGpu.Trace*' \
+    >"$OUT/trace-test.log" 2>&1
+  check "trace gpu test" $? "$(grep -E '^\[  (PASSED|FAILED) ' "$OUT/trace-test.log" | head -1)"
+  F8GEMM_HANG_SECONDS=600 timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 "$B" run \
+    --b 3 --m 300 --n 136 --k 272 --config sm90_pingpong_64x128x128_s8_c2x1_r8 --once \
+    --trace "$OUT/trace-sanitize.csv" >"$OUT/trace-sanitize.log" 2>&1
+  check "compute-sanitizer memcheck (traced call)" $? \
+    "$(grep -c 'Invalid' "$OUT/trace-sanitize.log") invalid accesses"
+  traces=${TRACES:-"pp64x256:1,16384,8192,1024:sm90_pingpong_64x256x128_s5_c2x1_r8
+    tiled128x256:1,16384,8192,1024:sm90_tiled_128x256x128_s4_c2x1_r8
+    pp128x128:1,8192,8192,8192:sm90_pingpong_128x128x128_s6_c1x1_r8
+    tiled128x192:1,8192,8192,8192:sm90_tiled_128x192x128_s5_c1x1_r8"}
+  for t in $traces; do
+    IFS=: read -r name shape config <<<"$t"
+    IFS=, read -r b m n k <<<"$shape"
+    timeout 120 "$B" run --b "$b" --m "$m" --n "$n" --k "$k" --config "$config" --iters 20 \
+      --trace "$OUT/trace-$name.csv" >"$OUT/trace-$name.log" 2>&1
+    check "trace $name ($shape $config)" $?
+    cat "$OUT/trace-$name.log"
+  done
 fi
 
 if has bench; then

@@ -15,6 +15,49 @@
 
 namespace f8gemm::cli {
 
+namespace {
+
+/// `run --trace`: one call of the instrumented instance (GemmOptions::trace), after `warm` (the
+/// clocks warmed by the ordinary kernel: a tile's cycles depend on the clock under the power
+/// limit). Prints the summary, writes every record to `csv`, and checks that the recorded call
+/// gave the ordinary call's bits (`expected_hash`).
+template <class Warm>
+void trace_one_call(const Fixture& fx, bool plain, bool fast, const Config* config,
+                    cudaStream_t stream, int tiles, const std::string& csv,
+                    uint64_t expected_hash, const std::string& label, Warm&& warm) {
+  int device = 0, sms = 0;
+  F8GEMM_CHECK_CUDA(cudaGetDevice(&device));
+  F8GEMM_CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const int64_t words = trace_words(sms, tiles);  // a persistent grid: at most one CTA per SM
+  DeviceBuffer buf(size_t(words) * sizeof(uint64_t));
+  GemmTrace trace;
+  trace.data = buf.as<unsigned long long>();
+  trace.words = words;
+  trace.tiles = tiles;
+  const test::HangLabel hang_label(label);
+  fx.run(plain, fast, config, stream, &trace);  // compiles the instrumented instance
+  warm();
+  F8GEMM_CHECK_CUDA(cudaMemsetAsync(buf.get(), 0, buf.bytes(), stream));
+  fx.poison(stream);
+  fx.run(plain, fast, config, stream, &trace);
+  test::sync_stream_or_exit(stream);
+  const uint64_t traced_hash = fx.output_hash(stream);
+  std::vector<uint64_t> host(static_cast<size_t>(words), 0);
+  buf.download(host.data(), buf.bytes());
+  const test::TraceData data = test::parse_trace(host, tiles);
+  std::printf("%s", test::format_trace_summary(test::summarize_trace(data)).c_str());
+  test::write_trace_csv(csv, data.records);
+  std::printf("trace: %zu records in %s; output hash of the recorded call %016llx (%s)\n",
+              data.records.size(), csv.c_str(), (unsigned long long)traced_hash,
+              traced_hash == expected_hash ? "the same bits" : "DIFFERENT BITS");
+  if (traced_hash != expected_hash) {
+    throw Error(ErrorCode::kInternal,
+                "run --trace: the instrumented kernel's output differs from the ordinary kernel's");
+  }
+}
+
+}  // namespace
+
 int cmd_run(const Args& args) {
   Options opt(args, {"--b", "--m", "--n", "--k", "--out", "--bias-dtype", "--config", "--iters", "--seed",
                      "--trace", "--trace-tiles"},
@@ -67,6 +110,10 @@ int cmd_run(const Args& args) {
     // One call and its check, no timing: what a sanitizer or a determinism check needs.
     std::printf("output hash (FNV-1a 64 of the first call's output): %016llx\n",
                 (unsigned long long)hash);
+    if (!trace_csv.empty()) {
+      trace_one_call(fx, plain, fast, config, stream, trace_tiles, trace_csv, hash,
+                     "run --once --trace " + s.label(), [] {});
+    }
     int rc = 0;
     if (opt.flag("--verify")) {
       const auto r = fx.verify(fast, stream);
@@ -106,36 +153,9 @@ int cmd_run(const Args& args) {
   std::printf("output hash (FNV-1a 64 of the first call's output): %016llx\n", (unsigned long long)hash);
   int rc = 0;
   if (!trace_csv.empty()) {
-    // The instrumented instance, compiled by a first call; then the clocks warmed by the
-    // ordinary kernel, and one recorded call right after them (a tile's cycles depend on the
-    // clock under the power limit).
-    int sms = 0;
-    F8GEMM_CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-    const int64_t words = trace_words(sms, trace_tiles);
-    DeviceBuffer buf(size_t(words) * sizeof(uint64_t));
-    GemmTrace trace;
-    trace.data = buf.as<unsigned long long>();
-    trace.words = words;
-    trace.tiles = trace_tiles;
-    const test::HangLabel trace_label("run --trace " + s.label() + " " + chosen.name());
-    fx.run(plain, fast, config, stream, &trace);
-    run_for_ms(fn, 200, stream);
-    F8GEMM_CHECK_CUDA(cudaMemsetAsync(buf.get(), 0, buf.bytes(), stream));
-    fx.run(plain, fast, config, stream, &trace);
-    test::sync_stream_or_exit(stream);
-    const uint64_t traced_hash = fx.output_hash(stream);
-    std::vector<uint64_t> host(size_t(words), 0);
-    buf.download(host.data(), buf.bytes());
-    const test::TraceData data = test::parse_trace(host, trace_tiles);
-    std::printf("%s", test::format_trace_summary(test::summarize_trace(data)).c_str());
-    test::write_trace_csv(trace_csv, data.records);
-    std::printf("trace: %zu records in %s; output hash of the recorded call %016llx (%s)\n",
-                data.records.size(), trace_csv.c_str(), (unsigned long long)traced_hash,
-                traced_hash == hash ? "the same bits" : "DIFFERENT BITS");
-    if (traced_hash != hash) {
-      throw Error(ErrorCode::kInternal, "run --trace: the instrumented kernel's output differs "
-                                        "from the ordinary kernel's");
-    }
+    trace_one_call(fx, plain, fast, config, stream, trace_tiles, trace_csv, hash,
+                   "run --trace " + s.label() + " " + chosen.name(),
+                   [&] { run_for_ms(fn, 200, stream); });
   }
   if (opt.flag("--verify")) {
     fx.poison(stream);
