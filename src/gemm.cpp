@@ -63,6 +63,19 @@ std::shared_ptr<Plan> get_plan(const ProblemShape& p, int device, const Config* 
                      [&] { return make_plan(p, device, forced, trace); });
 }
 
+/// The persistent grid of a call: at most as many CTAs as run at once, in whole clusters
+/// (cluster_m X tiles that share W, or split_k slices of K of one tile).
+int persistent_grid(const Plan& plan, const ProblemShape& p) {
+  const Config& c = plan.spec.config;
+  const bool swap = c.path == KernelPath::kSwapAB;
+  const int x_rows = swap ? c.bn : c.bm, w_rows = swap ? c.bm : c.bn;
+  const int cluster = c.cluster_m * c.split_k;
+  const int64_t x_tiles = (p.m + x_rows - 1) / x_rows;
+  const int64_t cluster_tiles =
+      p.batch * ((x_tiles + c.cluster_m - 1) / c.cluster_m) * ((p.n + w_rows - 1) / w_rows);
+  return int(std::min<int64_t>(cluster_tiles, plan.max_ctas / cluster)) * cluster;
+}
+
 /// GemmOptions::trace's buffer is device memory of the call's device (its fields were checked
 /// with the other arguments, validate_call), before anything is compiled or launched.
 void check_trace_memory(const GemmTrace& t, int device) {
@@ -88,8 +101,6 @@ void run(const TensorView& x, const TensorView& w, WeightLayout layout, const Te
   const std::shared_ptr<Plan> plan = get_plan(p, v.device, opt.config, opt.trace != nullptr);
 
   const Config& c = plan->spec.config;
-  const bool swap = c.path == KernelPath::kSwapAB;
-  const int x_rows = swap ? c.bn : c.bm, w_rows = swap ? c.bm : c.bn;
   dev::GemmParams params =
       gemm_params(*plan, x, w, p.w_layout, xs, ws, p.has_bias ? opt.bias->data : nullptr, out,
                   p.batch, p.m, p.batch, p.n, p.k);
@@ -102,13 +113,8 @@ void run(const TensorView& x, const TensorView& w, WeightLayout layout, const Te
   const Pdl pdl = v.pdl;
   params.prefetch_w = p.chained ? 1 : 0;
 
-  // Persistent: at most as many CTAs as run at once, in whole clusters (cluster_m X tiles that
-  // share W, or split_k slices of K of one tile).
   const int cluster = c.cluster_m * c.split_k;
-  const int64_t x_tiles = (p.m + x_rows - 1) / x_rows;
-  const int64_t cluster_tiles =
-      p.batch * ((x_tiles + c.cluster_m - 1) / c.cluster_m) * ((p.n + w_rows - 1) / w_rows);
-  const int grid = int(std::min<int64_t>(cluster_tiles, plan->max_ctas / cluster)) * cluster;
+  const int grid = persistent_grid(*plan, p);
   if (opt.trace) {
     const int64_t need = dev::gemm_trace_words(grid, opt.trace->tiles);
     F8GEMM_REQUIRE(opt.trace->words >= need, kInvalidArgument, "trace.words is ",
@@ -127,6 +133,14 @@ void run(const TensorView& x, const TensorView& w, WeightLayout layout, const Te
 void prepare(const ProblemShape& problem, int device) { get_plan(problem, device, nullptr); }
 
 }  // namespace detail
+
+int trace_ctas(const ProblemShape& problem, const Config* config) {
+  validate_problem(problem);
+  if (problem.m == 0 || problem.batch == 0) return 0;
+  int device = 0;
+  F8GEMM_CHECK_CUDA(cudaGetDevice(&device));
+  return detail::persistent_grid(*detail::get_plan(problem, device, config, true), problem);
+}
 
 int64_t trace_words(int ctas, int tiles) {
   F8GEMM_REQUIRE(ctas >= 0 && tiles >= 1 && tiles <= (1 << 20), kInvalidArgument,

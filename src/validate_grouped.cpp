@@ -85,6 +85,9 @@ ValidatedGrouped validate_grouped_call(const TensorView& x, const TensorView& w,
                                        const GemmOptions& opt, bool padded) {
   const GemmTensors t = require_gemm_tensors(x, w, layout, xs, ws, out, opt);
   const GemmArgNames& n = t.names;
+  F8GEMM_REQUIRE(opt.trace == nullptr, kUnsupported,
+                 "GemmOptions::trace is for gemm() and batched_gemm(); grouped_gemm() does not "
+                 "record its tiles");
   const TensorView* bias = t.bias;
   const std::string x_s = concat(n.x, "'s");  // "x's"
   const bool shuffled = layout == WeightLayout::kPreshuffled;

@@ -30,10 +30,16 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
 }
 
-bool complete(const TraceRecord& r) {
-  return r.start != 0 && r.last_issue >= r.start && r.mainloop_done >= r.last_issue &&
-         r.epilogue_done >= r.mainloop_done;
+/// The mainloop's three clocks were recorded, in order.
+bool has_mainloop(const TraceRecord& r) {
+  return r.start != 0 && r.last_issue >= r.start && r.mainloop_done >= r.last_issue;
 }
+/// And its stores (not a split-K rank that hands its sums over).
+bool has_epilogue(const TraceRecord& r) {
+  return has_mainloop(r) && r.epilogue_done >= r.mainloop_done;
+}
+/// The last clock of a record: its stores, or its mainloop where it stored nothing.
+uint64_t end_of(const TraceRecord& r) { return has_epilogue(r) ? r.epilogue_done : r.mainloop_done; }
 
 }  // namespace
 
@@ -52,11 +58,19 @@ TraceData parse_trace(const std::vector<uint64_t>& words, int tiles) {
   for (int64_t c = 0; c < ctas; ++c) {
     const uint64_t* w = words.data() + c * per_cta;
     if (w[0] == 0) continue;  // no CTA c ran
-    const int consumers = int(w[0]) - 1;
-    if (consumers < 1 || consumers > 2) {
+    if (w[0] != 2 && w[0] != 3) {
       throw Error(ErrorCode::kInvalidArgument, "trace: CTA " + std::to_string(c) +
                                                    "'s header says " + std::to_string(w[0]) +
                                                    " (consumers + 1 must be 2 or 3)");
+    }
+    const int consumers = int(w[0]) - 1;
+    for (int k = 0; k < consumers; ++k) {
+      // A count no kernel reaches: 2^40 tiles (the buffer was not zeroed, or not a trace).
+      if (w[2 + k] >= (uint64_t(1) << 40)) {
+        throw Error(ErrorCode::kInvalidArgument, "trace: CTA " + std::to_string(c) +
+                                                     "'s header counts " + std::to_string(w[2 + k]) +
+                                                     " tiles for consumer " + std::to_string(k));
+      }
     }
     ++d.ctas;
     d.consumers = std::max(d.consumers, consumers);
@@ -98,17 +112,17 @@ TraceSummary summarize_trace(const TraceData& d) {
     std::vector<std::pair<uint64_t, uint64_t>> busy;  // [start, mainloop_done] of every tile
     for (size_t r = i; r < j; ++r) {
       const TraceRecord& t = d.records[r];
-      if (!complete(t)) continue;
+      if (!has_mainloop(t)) continue;
       first = std::min(first, t.start);
-      last = std::max(last, t.epilogue_done);
+      last = std::max(last, end_of(t));
       busy.emplace_back(t.start, t.mainloop_done);
       const int k = std::min(t.consumer, 1);
       phase[k][0].push_back(double(t.last_issue - t.start));
       phase[k][1].push_back(double(t.mainloop_done - t.last_issue));
-      phase[k][2].push_back(double(t.epilogue_done - t.mainloop_done));
-      if (r + 1 < j && d.records[r + 1].consumer == t.consumer && complete(d.records[r + 1]) &&
-          d.records[r + 1].start >= t.epilogue_done) {
-        phase[k][3].push_back(double(d.records[r + 1].start - t.epilogue_done));
+      if (has_epilogue(t)) phase[k][2].push_back(double(t.epilogue_done - t.mainloop_done));
+      if (r + 1 < j && d.records[r + 1].consumer == t.consumer && has_mainloop(d.records[r + 1]) &&
+          d.records[r + 1].start >= end_of(t)) {
+        phase[k][3].push_back(double(d.records[r + 1].start - end_of(t)));
       }
     }
     if (!busy.empty() && last > first) {

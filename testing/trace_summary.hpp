@@ -29,7 +29,7 @@ TraceData parse_trace(const std::vector<uint64_t>& words, int tiles);
 
 /// Means and medians (clock cycles) of one consumer slot's phases over its tiles.
 struct PhaseStats {
-  int64_t tiles = 0;                  ///< records with all four events
+  int64_t tiles = 0;  ///< records whose mainloop clocks were recorded (epilogue: those with stores)
   double issue_mean = 0, issue_median = 0;        ///< start -> last k-block issued
   double drain_mean = 0, drain_median = 0;        ///< last issue -> sum in registers
   double epilogue_mean = 0, epilogue_median = 0;  ///< sum in registers -> stores issued
@@ -41,7 +41,7 @@ struct TraceSummary {
   int64_t tiles_run = 0;       ///< as in TraceData
   int64_t tiles_recorded = 0;  ///< records kept (at most `tiles` per consumer and CTA)
   PhaseStats slot[2];          ///< consumer 0 and consumer 1
-  double span_mean = 0;  ///< per CTA: first recorded start -> last recorded stores issued
+  double span_mean = 0;  ///< per CTA: first recorded start -> its last recorded clock
   /// Per CTA, the share of its span during which at least one consumer was between a tile's
   /// start and its sum in registers (wgmmas issued or in flight), averaged over CTAs: an upper
   /// bound on the tensor cores' busy share.

@@ -25,10 +25,7 @@ template <class Warm>
 void trace_one_call(const Fixture& fx, bool plain, bool fast, const Config* config,
                     cudaStream_t stream, int tiles, const std::string& csv,
                     uint64_t expected_hash, const std::string& label, Warm&& warm) {
-  int device = 0, sms = 0;
-  F8GEMM_CHECK_CUDA(cudaGetDevice(&device));
-  F8GEMM_CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const int64_t words = trace_words(sms, tiles);  // a persistent grid: at most one CTA per SM
+  const int64_t words = trace_words(trace_ctas(fx.problem(plain, fast), config), tiles);
   DeviceBuffer buf(size_t(words) * sizeof(uint64_t));
   GemmTrace trace;
   trace.data = buf.as<unsigned long long>();
@@ -82,7 +79,8 @@ int cmd_run(const Args& args) {
   if (opt.has("--trace-tiles") && !opt.has("--trace")) {
     throw UsageError("run: --trace-tiles needs --trace");
   }
-  const int trace_tiles = int(opt.integer("--trace-tiles", 1024, 1, 1 << 20));
+  // 16384 records per consumer: 1 GiB of buffer at 132 CTAs, for tiles of tens of cycles.
+  const int trace_tiles = int(opt.integer("--trace-tiles", 1024, 1, 16384));
   const bool fast = !opt.flag("--precise"), plain = opt.flag("--plain");
   Config forced;
   if (opt.has("--config")) forced = Config::parse(opt.str("--config", ""));

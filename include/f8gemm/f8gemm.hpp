@@ -144,14 +144,18 @@ enum class Pdl : int {
 /// card 56). Layout, in 64-bit words, per CTA c at c * (4 + 8 * tiles): [0] the kernel's consumer
 /// warpgroups + 1 (0: no CTA c ran), [1] its SM, [2] and [3] the tiles consumer 0 and 1 ran;
 /// then, for consumer slots 0 and 1, `tiles` records of 4 clocks in TraceEvent order
-/// (kernels/gemm_params.cuh). Tiles past `tiles` are counted but not recorded; events that did
-/// not happen (a split-K rank that does not store) keep what the buffer held.
+/// (kernels/gemm_params.cuh). Tiles past `tiles` are counted but not recorded. The kernel writes
+/// only what happened, so zero the buffer first: then a 0 header means no CTA ran there, and a 0
+/// clock an event that did not happen (the epilogue of a split-K rank that does not store). For
+/// split-K rank 0 the "epilogue" includes its wait for the other ranks' partial sums.
+/// gemm() and batched_gemm() only: grouped_gemm() refuses a trace. is_ready() answers for the
+/// ordinary instance, not the instrumented one.
 struct GemmTrace {
   unsigned long long* data = nullptr;  ///< device memory of `words` 64-bit words
-  int64_t words = 0;                   ///< at least trace_words(SMs, tiles): every CTA's room
-  int tiles = 0;                       ///< records per consumer and CTA (>= 1)
+  int64_t words = 0;  ///< at least trace_words(trace_ctas(problem), tiles): every CTA's room
+  int tiles = 0;      ///< records per consumer and CTA (>= 1)
 };
-/// The words a GemmTrace needs for `ctas` CTAs (a persistent grid has at most one per SM).
+/// The words a GemmTrace needs for `ctas` CTAs (trace_ctas() gives a call's CTAs).
 int64_t trace_words(int ctas, int tiles);
 
 /// Options common to gemm() and batched_gemm().
@@ -342,6 +346,12 @@ void precompile(const std::vector<ProblemShape>& problems);
 /// attribute setting: its plan is built (by an earlier call or by precompile() on this GPU).
 /// A CUDA-graph capture may only contain calls for which this holds.
 bool is_ready(const ProblemShape& problem);
+
+/// The CTAs of a traced call of `problem` (GemmOptions::trace; with `config` forced, else the
+/// chosen configuration) on the current device: the persistent grid. That is at most one CTA
+/// per SM for most configurations, and up to two for small swap-AB tiles. Compiles the
+/// instrumented instance if needed; 0 for an empty problem.
+int trace_ctas(const ProblemShape& problem, const Config* config = nullptr);
 
 /// Device / toolchain facts for `f8gemm info`.
 struct DeviceInfo {

@@ -152,6 +152,26 @@ TEST(GroupedValidation, ValidCallsGiveTheirShape) {
   EXPECT_FALSE(a.validate().shape.has_bias);
 }
 
+// GemmOptions::trace records gemm() and batched_gemm() only: a grouped call refuses it.
+TEST(GroupedValidation, ATraceIsRefused) {
+  GemmTrace t;
+  t.data = static_cast<unsigned long long*>(fake(0x900000));
+  t.words = 1 << 20;
+  t.tiles = 8;
+  for (Args a : all_forms()) {
+    SCOPED_TRACE(form_name(a));
+    expect_error([&] {
+      GemmOptions o = a.options();
+      o.trace = &t;
+      if (a.padded) {
+        grouped_gemm_padded(a.x, a.w, a.layout, a.xs, a.ws, a.sizes, a.out, o);
+      } else {
+        grouped_gemm(a.x, a.w, a.layout, a.xs, a.ws, a.sizes, a.out, o);
+      }
+    }, ErrorCode::kUnsupported, "grouped_gemm() does not record its tiles");
+  }
+}
+
 TEST(GroupedValidation, RaggedEdgesAreValid) {
   // N a multiple of 8 but not of 128, K a multiple of 16 but not of 128, odd row counts.
   for (Args a : {grouped_args(3, 7, 8, 16), grouped_args(3, 1, 24, 48, true),

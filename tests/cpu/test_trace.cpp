@@ -49,6 +49,19 @@ TEST(Trace, TheBufferHoldsAHeaderAndTwoConsumerSlotsPerCta) {
   expect_error([] { trace_words(1, 0); }, ErrorCode::kInvalidArgument, "tiles in [1, 1048576]");
 }
 
+TEST(Trace, TraceCtasNeedsAGpuAndIsZeroForAnEmptyProblem) {
+  ProblemShape p;
+  p.batch = 1;
+  p.m = 0;
+  p.n = 128;
+  p.k = 256;
+  EXPECT_EQ(trace_ctas(p), 0);
+  p.m = 64;
+  if (!test::have_sm90()) expect_error([&] { trace_ctas(p); }, ErrorCode::kNoDevice, "");
+  p.k = 100;  // not a multiple of 16: refused before any device access
+  expect_error([&] { trace_ctas(p); }, ErrorCode::kInvalidArgument, "");
+}
+
 // A cooperative CTA (two consumers on the same two tiles), a CTA that did not run, and a
 // one-consumer CTA that ran more tiles than were recorded. Every expected figure is worked out
 // from the clocks below.
@@ -102,16 +115,23 @@ TEST(Trace, ReadsAndSummarisesAHandBuiltBuffer) {
       << text;
 }
 
-TEST(Trace, RecordsThatMissAnEventAreListedButNotSummarised) {
+// A split-K rank that hands its sums over stores nothing: its tiles count in the mainloop's
+// phases, the spans and the gaps (from the sum in registers), not in the epilogue's.
+TEST(Trace, TilesWithoutStoresCountInTheMainloopOnly) {
   std::vector<uint64_t> w = empty_buffer(1);
-  set_header(w, 0, 1, 0, 2, 0);
-  set_record(w, 0, 0, 0, 100, 200, 300, 0);  // a split-K rank that did not store
+  set_header(w, 0, 1, 0, 3, 0);
+  set_record(w, 0, 0, 0, 100, 200, 300, 0);
   set_record(w, 0, 0, 1, 400, 500, 600, 700);
+  set_record(w, 0, 0, 2, 0, 0, 0, 0);  // counted by the header, its clocks lost: skipped
   const test::TraceData d = test::parse_trace(w, kTiles);
-  ASSERT_EQ(d.records.size(), 2u);
+  ASSERT_EQ(d.records.size(), 3u);
   const test::TraceSummary s = test::summarize_trace(d);
-  EXPECT_EQ(s.slot[0].tiles, 1);
+  EXPECT_EQ(s.slot[0].tiles, 2);
+  EXPECT_DOUBLE_EQ(s.slot[0].issue_mean, 100.0);
   EXPECT_DOUBLE_EQ(s.slot[0].epilogue_mean, 100.0);
+  EXPECT_DOUBLE_EQ(s.slot[0].gap_mean, 100.0);  // 300 -> 400
+  EXPECT_DOUBLE_EQ(s.span_mean, 600.0);         // 100 -> 700
+  EXPECT_DOUBLE_EQ(s.mainloop_share, 400.0 / 600.0);
 }
 
 TEST(Trace, BuffersThatDoNotFitTheirTilesAreRejected) {
@@ -125,6 +145,13 @@ TEST(Trace, BuffersThatDoNotFitTheirTilesAreRejected) {
   w[kCtaWords] = 4;  // CTA 1 says 3 consumers
   expect_error([&] { test::parse_trace(w, kTiles); }, ErrorCode::kInvalidArgument,
                "CTA 1's header says 4");
+  w[kCtaWords] = (uint64_t(1) << 32) + 2;  // 2 in its low 32 bits: still not a header
+  expect_error([&] { test::parse_trace(w, kTiles); }, ErrorCode::kInvalidArgument,
+               "CTA 1's header says 4294967298");
+  w[kCtaWords] = 2;
+  w[kCtaWords + 2] = uint64_t(1) << 40;  // a tile count no kernel reaches
+  expect_error([&] { test::parse_trace(w, kTiles); }, ErrorCode::kInvalidArgument,
+               "counts 1099511627776 tiles for consumer 0");
 }
 
 TEST(Trace, TheCsvListsEveryRecordRelativeToItsCtasFirstStart) {
