@@ -70,6 +70,8 @@ enum TraceEvent : int {
 /// (consumers + 1, or 0 where no CTA ran; the SM's id; tiles run by consumer 0; by consumer 1),
 /// then for each of two consumer slots trace_tiles records of kTraceEvents clocks.
 constexpr int kTraceHeaderWords = 4;
+/// The most records per consumer and CTA that a trace may ask for (8 MiB per CTA).
+constexpr int kTraceMaxTiles = 1 << 20;
 constexpr i64 gemm_trace_cta_words(int tiles) {
   return kTraceHeaderWords + 2 * i64(tiles) * kTraceEvents;
 }

@@ -143,9 +143,9 @@ int trace_ctas(const ProblemShape& problem, const Config* config) {
 }
 
 int64_t trace_words(int ctas, int tiles) {
-  F8GEMM_REQUIRE(ctas >= 0 && tiles >= 1 && tiles <= (1 << 20), kInvalidArgument,
-                 "trace_words: ctas must be >= 0 and tiles in [1, 1048576], got ", ctas, " and ",
-                 tiles);
+  F8GEMM_REQUIRE(ctas >= 0 && tiles >= 1 && tiles <= dev::kTraceMaxTiles, kInvalidArgument,
+                 "trace_words: ctas must be >= 0 and tiles in [1, ", dev::kTraceMaxTiles,
+                 "], got ", ctas, " and ", tiles);
   return dev::gemm_trace_words(ctas, tiles);
 }
 

@@ -221,8 +221,8 @@ Validated validate_call(const TensorView& x, const TensorView& w, WeightLayout l
     F8GEMM_REQUIRE(tr.data != nullptr, kInvalidArgument, "trace.data is null");
     F8GEMM_REQUIRE(reinterpret_cast<uintptr_t>(tr.data) % 8 == 0, kInvalidArgument,
                    "trace.data must be 8-byte aligned");
-    F8GEMM_REQUIRE(tr.tiles >= 1 && tr.tiles <= (1 << 20), kInvalidArgument,
-                   "trace.tiles must be in [1, 1048576], got ", tr.tiles);
+    F8GEMM_REQUIRE(tr.tiles >= 1 && tr.tiles <= dev::kTraceMaxTiles, kInvalidArgument,
+                   "trace.tiles must be in [1, ", dev::kTraceMaxTiles, "], got ", tr.tiles);
     F8GEMM_REQUIRE(tr.words >= 0, kInvalidArgument, "trace.words must be >= 0, got ", tr.words);
   }
 
