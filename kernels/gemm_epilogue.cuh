@@ -150,6 +150,62 @@ struct Epilogue {
     const i64 first_col = kSwap ? tile.n0 + a_block * 64 : tile.n0;
     const int first_row = kSwap ? tile.m0 : tile.m0 + a_block * 64;
 
+    if (T::kStore == StoreKind::kTmaBlock) {
+      // The whole block at once: box c holds columns 64c..64c+63 of the 64 rows, 128 bytes a
+      // row, unit u of row r at unit u ^ (r % 8). The previous tile's stores read the boxes
+      // while this tile's mainloop ran (a tile earlier), so the wait below rarely waits; then
+      // every thread writes all its values, and one thread stores the boxes. Two barriers a
+      // tile, against one a 32-column chunk in kTmaCols32.
+      if (tid == 0) bulk_wait_read<0>();
+      named_barrier(1 + consumer, 128);
+      const float s_a[2] = {sa[a_row0], sa[a_row0 + 8]};
+      const int lm = lane / 8;
+      const int row = warp * 16 + (lm % 2) * 8 + lane % 8;  // the row this lane addresses
+#pragma unroll
+      for (int q = 0; q < kBN / 16; ++q) {
+        // Unit pair q: matrix m holds rows 8 * (m % 2) of the warp's 16 and unit 2q + m / 2.
+        u32 packed[4];
+#pragma unroll
+        for (int m = 0; m < 4; ++m) {
+          const int jj = 2 * q + m / 2, half = m % 2;
+          const int b_col = jj * 8 + b_col0;
+          const float2 s_b = *reinterpret_cast<const float2*>(sb + b_col);
+          const float2 bias_b = bias_pair(sb_bias, b_col);
+          const int i = jj * 4 + half * 2;
+          // (acc * xs) * ws + bias, the same order as the swap path.
+          packed[m] = pack2(plus_bias(acc[i] * s_a[half] * s_b.x, bias_b.x),
+                            plus_bias(acc[i + 1] * s_a[half] * s_b.y, bias_b.y));
+        }
+        const int unit = 2 * q + lm / 2;  // of the block's kBN / 8
+        stmatrix_x4(region + (unit / 8) * (64 * 128) + row * 128 + (((unit % 8) ^ (row % 8)) << 4),
+                    packed[0], packed[1], packed[2], packed[3]);
+      }
+      fence_proxy_async();
+      named_barrier(1 + consumer, 128);
+      if (T::kGrouped && first_row + 64 > tile.m_end) {
+        // 64 rows of kBN / 8 units. These reads come before this thread's next barrier (the
+        // next tile's first), after which the boxes are rewritten.
+#pragma unroll 4
+        for (int idx = tid; idx < 64 * (kBN / 8); idx += 128) {
+          const int r = idx / (kBN / 8), unit = idx % (kBN / 8);
+          copy_unit(p, region + (unit / 8) * (64 * 128) + r * 128 + (((unit % 8) ^ (r % 8)) << 4),
+                    first_row + r, tile.m_end, first_col + unit * 8);
+        }
+        return;
+      }
+      if (tid == 0 && first_row < tile.m_end) {
+#pragma unroll
+        for (int c = 0; c < kBN / 64; ++c) {
+          if (first_col + c * 64 < T::kN) {
+            tma_store_3d(&p.out_map, region + c * (64 * 128), int(first_col) + c * 64, first_row,
+                         tile.xb);
+          }
+        }
+        bulk_commit();
+      }
+      return;
+    }
+
     if (T::kStore == StoreKind::kTmaCols32) {
       // One barrier per chunk. Before it, the storing thread also waits until the previous
       // chunk's store has read its buffer, so that after it every thread may write the next

@@ -79,24 +79,31 @@ constexpr i64 gemm_trace_words(int ctas, int tiles) { return ctas * gemm_trace_c
 
 /// How the epilogue moves a consumer's output block from shared to global memory.
 enum class StoreKind : int {
-  kTmaCols32 = 0,  ///< tiled, bn % 32 == 0: 64x32 chunks, 64-byte swizzle, two buffers (one
-                   ///< at bn 32)
+  kTmaCols32 = 0,  ///< ping-pong, bn % 32 == 0: 64x32 chunks, 64-byte swizzle, two buffers
+                   ///< (one at bn 32)
   kTmaSwap = 1,    ///< swap-AB: one [bn tokens][64 columns] block, 128-byte swizzle
   kRows = 2,       ///< otherwise: padded rows, one bulk copy per row
+  kTmaBlock = 3,   ///< cooperative (tiled), bn % 64 == 0: the whole 64 x bn block staged at
+                   ///< once in 64-column boxes (128-byte swizzle), stored while the next tile's
+                   ///< mainloop runs
 };
 
-constexpr StoreKind gemm_store_kind(int bn, bool swap) {
-  return swap ? StoreKind::kTmaSwap : (bn % 32 == 0 ? StoreKind::kTmaCols32 : StoreKind::kRows);
+constexpr StoreKind gemm_store_kind(int bn, bool swap, bool pingpong) {
+  return swap               ? StoreKind::kTmaSwap
+         : !pingpong && bn % 64 == 0 ? StoreKind::kTmaBlock
+         : bn % 32 == 0     ? StoreKind::kTmaCols32
+                            : StoreKind::kRows;
 }
 
 /// The output tensor map's box (columns, rows) and swizzle span in bytes for a store kind.
 struct OutBox {
   int cols, rows, swizzle_bytes;
 };
-constexpr OutBox gemm_out_box(int bn, bool swap) {
-  return gemm_store_kind(bn, swap) == StoreKind::kTmaSwap    ? OutBox{64, bn, 128}
-         : gemm_store_kind(bn, swap) == StoreKind::kTmaCols32 ? OutBox{32, 64, 64}
-                                                               : OutBox{0, 0, 0};
+constexpr OutBox gemm_out_box(int bn, bool swap, bool pingpong) {
+  return gemm_store_kind(bn, swap, pingpong) == StoreKind::kTmaSwap     ? OutBox{64, bn, 128}
+         : gemm_store_kind(bn, swap, pingpong) == StoreKind::kTmaBlock  ? OutBox{64, 64, 128}
+         : gemm_store_kind(bn, swap, pingpong) == StoreKind::kTmaCols32 ? OutBox{32, 64, 64}
+                                                                        : OutBox{0, 0, 0};
 }
 
 /// Byte layout of dynamic shared memory, from the start (1024-byte aligned):
@@ -122,10 +129,11 @@ constexpr int gemm_group_table_bytes(int cap) { return cap > 0 ? 4 * (3 * cap + 
 /// Staging: kTmaCols32 double-buffers 64x32 chunks (2 x 4 KB) so the next chunk is written while
 /// the last one's store reads; this small footprint is what gives 128x256 a 4th ring stage.
 constexpr int gemm_staging_buffers(int bn) { return bn >= 64 ? 2 : 1; }
-constexpr int gemm_staging_bytes(int bn, bool swap) {
-  return gemm_store_kind(bn, swap) == StoreKind::kTmaSwap    ? bn * 128
-         : gemm_store_kind(bn, swap) == StoreKind::kTmaCols32 ? gemm_staging_buffers(bn) * 64 * 64
-                                                               : 64 * (bn * 2 + 16);
+constexpr int gemm_staging_bytes(int bn, bool swap, bool pingpong) {
+  return gemm_store_kind(bn, swap, pingpong) == StoreKind::kTmaSwap     ? bn * 128
+         : gemm_store_kind(bn, swap, pingpong) == StoreKind::kTmaBlock  ? 64 * bn * 2
+         : gemm_store_kind(bn, swap, pingpong) == StoreKind::kTmaCols32 ? gemm_staging_buffers(bn) * 64 * 64
+                                                                        : 64 * (bn * 2 + 16);
 }
 
 /// Precise mode adds each k-block's tensor-core sum into an fp32 total, so a consumer keeps the
@@ -185,7 +193,7 @@ constexpr GemmSmemLayout gemm_smem_layout(int bm, int bn, int stages, bool swap,
   l.x_tile_bytes = x_rows * 128;
   l.w_tile_bytes = w_rows * 128;
   l.stage_bytes = l.x_tile_bytes + l.w_tile_bytes;
-  l.staging_bytes = gemm_staging_bytes(bn, swap);
+  l.staging_bytes = gemm_staging_bytes(bn, swap, pingpong);
   l.region_bytes = (l.staging_bytes + 2 * (64 + bn) * 4 + 1023) / 1024 * 1024;
   l.regions_offset = stages * l.stage_bytes;
   l.partials_offset = l.regions_offset + gemm_consumers(bm, pingpong) * l.region_bytes;

@@ -66,7 +66,7 @@ struct GemmTraits {
   static constexpr int kWTileBytes = kSmem.w_tile_bytes;
   static constexpr int kStageBytes = kSmem.stage_bytes;
   static constexpr int kSmemBytes = kSmem.total_bytes;
-  static constexpr StoreKind kStore = gemm_store_kind(kBN, kSwap);
+  static constexpr StoreKind kStore = gemm_store_kind(kBN, kSwap, kPingPong);
 
   static_assert(kBM == 64 || kBM == 128, "each consumer warpgroup owns 64 rows of the A side");
   static_assert(!kPingPong || !kSwap, "ping-pong tiles are rows of X");

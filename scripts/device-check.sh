@@ -177,9 +177,9 @@ if has trace; then
   check "compute-sanitizer memcheck (traced call)" $? \
     "$(grep -c 'Invalid' "$OUT/trace-sanitize.log") invalid accesses"
   traces=${TRACES:-"pp64x256:1,16384,8192,1024:sm90_pingpong_64x256x128_s5_c2x1_r8
-    tiled128x256:1,16384,8192,1024:sm90_tiled_128x256x128_s4_c2x1_r8
+    tiled128x256:1,16384,8192,1024:sm90_tiled_128x256x128_s3_c2x1_r8
     pp128x128:1,8192,8192,8192:sm90_pingpong_128x128x128_s6_c1x1_r8
-    tiled128x192:1,8192,8192,8192:sm90_tiled_128x192x128_s5_c1x1_r8"}
+    tiled128x192:1,8192,8192,8192:sm90_tiled_128x192x128_s4_c1x1_r8"}
   for t in $traces; do
     IFS=: read -r name shape config <<<"$t"
     IFS=, read -r b m n k <<<"$shape"

@@ -177,7 +177,7 @@ dev::GemmParams gemm_params(Plan& plan, const TensorView& x, const TensorView& w
     }));
   }
   // The epilogue's tensor stores (kernels/gemm_params.cuh decides the box and the swizzle).
-  const dev::OutBox box = dev::gemm_out_box(c.bn, swap);
+  const dev::OutBox box = dev::gemm_out_box(c.bn, swap, c.path == KernelPath::kPingPong);
   if (box.cols > 0) {
     params.out_map = to_kernel_map(plan.out_map.get(out.data, [&] {
       return make_tensor_map_3d(out.data, uint64_t(n), uint64_t(rows), uint64_t(x_batches),

@@ -218,8 +218,8 @@ TEST_F(InstanceTest, InstrumentedInstancesCompileWithoutSpills) {
     bool fast;
   };
   const Case cases[] = {
-      {"sm90_tiled_128x256x128_s4_c1x1_r8", {16, 4096, 8192, 1024}, true},
-      {"sm90_tiled_128x192x128_s5_c1x1_r8", {1, 8192, 8192, 8192}, false},
+      {"sm90_tiled_128x256x128_s3_c1x1_r8", {16, 4096, 8192, 1024}, true},
+      {"sm90_tiled_128x192x128_s4_c1x1_r8", {1, 8192, 8192, 8192}, false},
       {"sm90_pingpong_64x256x128_s5_c2x1_r8", {1, 16384, 8192, 1024}, true},
       {"sm90_pingpong_128x128x128_s6_c2x1_r8", {1, 8192, 8192, 8192}, true},
       {"sm90_swap_64x8x128_s12_c1x1_r0", {1, 1, 4096, 4096}, true},
@@ -299,12 +299,12 @@ TEST(PrefetchW, TakenByThePdlChainsConfigurationsOnPreshuffledWOnly) {
   };
   for (const char* name :
        {"sm90_swap_64x8x128_s8_c1x1_r0_k2", "sm90_swap_128x16x128_s4_c1x1_r0",
-        "sm90_tiled_128x128x128_s6_c1x1_r0", "sm90_pingpong_128x128x128_s4_c1x1_r0"}) {
+        "sm90_tiled_128x128x128_s5_c1x1_r0", "sm90_pingpong_128x128x128_s4_c1x1_r0"}) {
     EXPECT_TRUE(prefetches(name, WeightLayout::kPreshuffled)) << name;
     EXPECT_FALSE(prefetches(name, WeightLayout::kPlain)) << name << " plain";
     EXPECT_FALSE(prefetches(name, WeightLayout::kPreshuffled, 8)) << name << " grouped";
   }
-  EXPECT_FALSE(prefetches("sm90_tiled_128x128x128_s6_c2x1_r0", WeightLayout::kPreshuffled));
+  EXPECT_FALSE(prefetches("sm90_tiled_128x128x128_s5_c2x1_r0", WeightLayout::kPreshuffled));
   EXPECT_FALSE(prefetches("sm90_swap_64x8x128_s8_c1x1_r0_k4", WeightLayout::kPreshuffled));
   // The Llama MLP block's decode GEMMs in the shipped table (card 50's gains).
   EXPECT_TRUE(prefetches("sm90_swap_128x8x128_s12_c1x1_r0", WeightLayout::kPreshuffled));

@@ -913,8 +913,8 @@ TEST(GemmGpu, TraceRecordsEveryTileInOrderAndLeavesTheBitsAlone) {
   // 8448 rows are 66 X tiles of 128 and 132 of 64 (even: whole pairs); N = 1040 leaves a ragged
   // last W tile for every width; K = 528 ends in 16 bytes.
   const Case cases[] = {
-      {"sm90_tiled_128x256x128_s4_c1x1_r8", 1, 8448, 1040, 528, true},
-      {"sm90_tiled_128x128x128_s6_c2x1_r8", 1, 8448, 1040, 528, false},
+      {"sm90_tiled_128x256x128_s3_c1x1_r8", 1, 8448, 1040, 528, true},
+      {"sm90_tiled_128x128x128_s5_c2x1_r8", 1, 8448, 1040, 528, false},
       {"sm90_pingpong_64x256x128_s5_c2x1_r8", 1, 8448, 1040, 528, true},
       {"sm90_pingpong_128x128x128_s6_c1x1_r8", 1, 8448, 1040, 528, true},
       {"sm90_swap_64x8x128_s12_c1x1_r0", 2, 5, 1040, 528, true},

@@ -307,8 +307,8 @@ TEST(GroupedGpu, EveryConfigFamilyForcedOnRaggedGroups) {
   const GroupedReference r(h);
   DeviceGrouped d(h);
   const char* names[] = {
-      "sm90_tiled_64x128x128_s8_c1x1_r8",     "sm90_tiled_128x256x128_s4_c1x1_r8",
-      "sm90_tiled_128x128x128_s6_c2x1_r8",    "sm90_tiled_128x256x128_s4_c2x1_r0",
+      "sm90_tiled_64x128x128_s8_c1x1_r8",     "sm90_tiled_128x256x128_s3_c1x1_r8",
+      "sm90_tiled_128x128x128_s5_c2x1_r8",    "sm90_tiled_128x256x128_s3_c2x1_r0",
       "sm90_pingpong_64x128x128_s6_c1x1_r1",  "sm90_pingpong_64x256x128_s5_c1x1_r8",
       "sm90_pingpong_64x256x128_s5_c2x1_r8",  "sm90_pingpong_128x128x128_s6_c1x1_r3",
       "sm90_pingpong_128x96x128_s7_c2x1_r8",  "sm90_swap_64x16x128_s12_c1x1_r0",
@@ -354,7 +354,7 @@ TEST(GroupedGpu, WideRasterBandsGiveTheNarrowBandsBits) {
       {"sm90_pingpong_64x256x128_s5_c1x1_r64", "sm90_pingpong_64x256x128_s5_c1x1_r8"},
       {"sm90_pingpong_64x256x128_s5_c1x1_r16", "sm90_pingpong_64x256x128_s5_c1x1_r8"},
       {"sm90_pingpong_64x256x128_s5_c2x1_r64", "sm90_pingpong_64x256x128_s5_c2x1_r8"},
-      {"sm90_tiled_128x128x128_s6_c1x1_r64", "sm90_tiled_128x128x128_s6_c1x1_r8"}};
+      {"sm90_tiled_128x128x128_s5_c1x1_r64", "sm90_tiled_128x128x128_s5_c1x1_r8"}};
   for (const auto& pair : pairs) {
     const Config wide = Config::parse(pair[0]), narrow = Config::parse(pair[1]);
     for (WeightLayout layout : {WeightLayout::kPreshuffled, WeightLayout::kPlain}) {

@@ -186,8 +186,8 @@ void expect_real_output(const std::vector<uint8_t>& y_bytes) {
 std::vector<Config> forced_configs(const MlpChain& c) {
   std::vector<Config> out;
   for (const char* name :
-       {"sm90_swap_64x8x128_s8_c1x1_r0_k2", "sm90_tiled_128x128x128_s6_c2x1_r0",
-        "sm90_swap_128x16x128_s4_c1x1_r0", "sm90_tiled_128x128x128_s6_c1x1_r0",
+       {"sm90_swap_64x8x128_s8_c1x1_r0_k2", "sm90_tiled_128x128x128_s5_c2x1_r0",
+        "sm90_swap_128x16x128_s4_c1x1_r0", "sm90_tiled_128x128x128_s5_c1x1_r0",
         "sm90_pingpong_128x128x128_s4_c1x1_r0"}) {
     const Config cfg = Config::parse(name);
     bool legal = true;
