@@ -7,7 +7,11 @@
 /// A side without swap, the B side with swap.
 ///
 /// Staging (StoreKind, gemm_params.cuh):
-/// - kTmaCols32 (tiled): 64x32 chunks in the 64-byte swizzle (16-byte unit u of row r at
+/// - kTmaBlock (tiled, bn % 64 == 0): the consumer's whole 64 x bn block at once, in bn / 64 boxes
+///   of 64 x 64 in the 128-byte swizzle (unit u of row r at u ^ (r % 8)), written with
+///   stmatrix.x4, then one tensor store per box. The stores read the boxes while the next tile's
+///   mainloop runs; the next epilogue waits for those reads before its first barrier.
+/// - kTmaCols32 (ping-pong, and tiled with bn % 64 == 32): 64x32 chunks in the 64-byte swizzle (16-byte unit u of row r at
 ///   u ^ ((r / 2) % 4): the 8 rows of an 8x8 matrix hit 8 distinct 16-byte bank groups), two
 ///   buffers, one tensor store per chunk. Each warp writes its 16 rows of a chunk with two
 ///   stmatrix.x4 (16 columns each), not eight 4-byte stores. While one chunk's store reads its

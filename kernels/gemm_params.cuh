@@ -79,8 +79,8 @@ constexpr i64 gemm_trace_words(int ctas, int tiles) { return ctas * gemm_trace_c
 
 /// How the epilogue moves a consumer's output block from shared to global memory.
 enum class StoreKind : int {
-  kTmaCols32 = 0,  ///< ping-pong, bn % 32 == 0: 64x32 chunks, 64-byte swizzle, two buffers
-                   ///< (one at bn 32)
+  kTmaCols32 = 0,  ///< ping-pong, or tiled with bn % 64 == 32; bn % 32 == 0: 64x32 chunks,
+                   ///< 64-byte swizzle, two buffers (one at bn 32)
   kTmaSwap = 1,    ///< swap-AB: one [bn tokens][64 columns] block, 128-byte swizzle
   kRows = 2,       ///< otherwise: padded rows, one bulk copy per row
   kTmaBlock = 3,   ///< cooperative (tiled), bn % 64 == 0: the whole 64 x bn block staged at
@@ -127,7 +127,9 @@ struct GemmSmemLayout {
 constexpr int gemm_group_table_bytes(int cap) { return cap > 0 ? 4 * (3 * cap + 1) : 0; }
 
 /// Staging: kTmaCols32 double-buffers 64x32 chunks (2 x 4 KB) so the next chunk is written while
-/// the last one's store reads; this small footprint is what gives 128x256 a 4th ring stage.
+/// the last one's store reads; this small footprint is what gives the 64x256 ping-pong pair its
+/// 5 ring stages. kTmaBlock holds the whole 64 x bn block (32 KB at bn = 256), so that its stores
+/// drain under the next tile's mainloop; a tiled 128x256 then has 3 stages (perf log, card 59).
 constexpr int gemm_staging_buffers(int bn) { return bn >= 64 ? 2 : 1; }
 constexpr int gemm_staging_bytes(int bn, bool swap, bool pingpong) {
   return gemm_store_kind(bn, swap, pingpong) == StoreKind::kTmaSwap     ? bn * 128
