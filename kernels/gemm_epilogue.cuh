@@ -33,6 +33,11 @@ template <class T>
 struct Epilogue {
   static constexpr int kBN = T::kBN;
   static constexpr bool kSwap = T::kSwap;
+  // One consumer stores its own 64 x kBN block per tile: not a ping-pong tile (whose second block
+  // would overwrite boxes that the first block's stores may still read).
+  static_assert(T::kStore != StoreKind::kTmaBlock ||
+                    (!T::kPingPong && T::kBlocks == 1 && !kSwap && kBN % 64 == 0),
+                "whole-block staging is for cooperative tiles of whole 64-column boxes");
   static constexpr int kChunks = kBN / 32;  // kTmaCols32 only
   static constexpr int kBufs = gemm_staging_buffers(kBN);
   static constexpr int kChunkBytes = 64 * 64;

@@ -759,7 +759,7 @@ TEST_F(DecideTest, ForcedIllegalConfigThrowsUnsupported) {
         << e.what();
     EXPECT_NE(std::string(e.what()).find("bn must be <= 192"), std::string::npos) << e.what();
   }
-  config_.set(make(KernelPath::kTiled, 128, 128, 8).name());  // 263,296 bytes of shared memory
+  config_.set(make(KernelPath::kTiled, 128, 128, 8).name());  // 299,136 bytes of shared memory
   try {
     decide("NVIDIA H200", kH200Sms, precise);
     ADD_FAILURE() << "an 8-stage 128x128 config was accepted";

@@ -338,6 +338,35 @@ TEST(GroupedGpu, EveryConfigFamilyForcedOnRaggedGroups) {
   EXPECT_EQ(ran, 38) << "11 families x 2 layouts x 2 modes, less 6 precise ones that cannot run";
 }
 
+// Card 59: a tiled block ends inside a group here and there, so one CTA's consecutive tiles mix
+// the threads' copies of a partial block with tensor stores of whole ones from the same staging
+// boxes (each store's reads are waited for a tile later). 48 groups of 0-300 rows, N = 1024:
+// about 600 tiles of 128 x 128 on 132 CTAs, several per CTA.
+TEST(GroupedGpu, TiledWholeBlockStoresMixWithPartialBlocksAcrossTilesOfOneCta) {
+  F8GEMM_SKIP_WITHOUT_SM90();
+  std::mt19937_64 rng(9013);
+  std::uniform_int_distribution<int64_t> size(0, 300);
+  std::vector<int64_t> sizes(48);
+  for (int64_t& s : sizes) s = size(rng);
+  const HostGrouped h = random_grouped(rng, sizes, sum_of(sizes), 1024, 144);
+  const GroupedReference r(h);
+  DeviceGrouped d(h);
+  int ran = 0;
+  for (const char* name : {"sm90_tiled_128x128x128_s5_c1x1_r8", "sm90_tiled_128x256x128_s3_c2x1_r8"}) {
+    const Config c = Config::parse(name);
+    for (WeightLayout layout : {WeightLayout::kPreshuffled, WeightLayout::kPlain}) {
+      for (bool fast : {true, false}) {
+        const std::string what = std::string(name) + " " + describe(h, layout, fast, DType::kBF16);
+        SCOPED_TRACE(what);
+        expect_grouped_correct(h, r, d.run(layout, DType::kBF16, fast, DType::kI32, nullptr, &c),
+                               DType::kBF16, fast, what);
+        ++ran;
+      }
+    }
+  }
+  EXPECT_EQ(ran, 8);
+}
+
 // Card 44: the grouped choice widens the raster band of its 64-row ping-pong up to 64 X tiles.
 // Wide bands on groups of more than one band (4100 rows: 65 X tiles of 64, so a band of 64 and
 // one of 1), next to small and empty groups, alone and in 2x1 clusters (a band of 32 cluster
