@@ -5,8 +5,8 @@
 #include <fstream>
 #include <memory>
 #include <set>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/test_util.hpp"
@@ -659,6 +659,32 @@ TEST(ConfigTable, ShippedChainedEntriesKeepTheUnchainedPathAndSplit) {
     }
   }
   EXPECT_GE(chained_entries, 1) << "no chained entry in the shipped tables";
+}
+
+// Every entry of the shipped tables can run its problem, and is what decide() returns for it
+// (the first entry of a key wins). An entry that a kernel change makes illegal, such as a ring
+// deeper than the new shared-memory layout fits (perf log, card 59: tiled 128x256 went from 4
+// stages to 3), would otherwise be passed over in silence and the cost model would decide.
+TEST(ConfigTable, EveryShippedEntryRunsItsProblemAndIsWhatDecideReturns) {
+  ScopedEnv config("F8GEMM_CONFIG"), no_tuned("F8GEMM_NO_TUNED");
+  config.unset();
+  no_tuned.unset();
+  int checked = 0;
+  std::set<std::string> seen;
+  for (int t = 0; t < jit::kNumEmbeddedTables; ++t) {
+    std::vector<std::pair<std::string, Config>> entries;
+    parse_table(jit::kEmbeddedTables[t].text, jit::kEmbeddedTables[t].name, entries);
+    for (const auto& [key, entry] : entries) {
+      SCOPED_TRACE(key + " -> " + entry.name());
+      detail::TableKeyParts parts;
+      ASSERT_TRUE(detail::parse_table_key(key, parts));
+      EXPECT_EQ(detail::config_illegal_reason(entry, parts.problem), "");
+      if (!seen.insert(key).second) continue;  // a later entry of the same key is never used
+      EXPECT_EQ(decide(parts.gpu_name, parts.sm_count, parts.problem), entry);
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 50) << "the shipped tables hold fewer entries than expected";
 }
 
 TEST(ConfigTable, LineWithoutTabNamesOriginAndLine) {
