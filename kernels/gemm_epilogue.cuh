@@ -111,11 +111,19 @@ struct Epilogue {
     }
   }
 
-  /// Byte offset of output element (row, col) in the kTmaSwap block or the kRows buffer.
+  /// Byte offset of output element (row, col) in the kTmaSwap block, a kTmaBlock box or the
+  /// kRows buffer.
   static __device__ __forceinline__ int staged_offset(int row, int col) {
     if (T::kStore == StoreKind::kRows) return row * kRowStride + col * 2;
     const int byte = col * 2;
     return row * 128 + (((byte / 16) ^ (row % 8)) * 16) + byte % 16;
+  }
+
+  /// kTmaBlock: one 64 x 64 box, and the byte offset of 8-column unit `unit` of block row `row`
+  /// (box unit / 8, in the 128-byte swizzle of staged_offset).
+  static constexpr int kBoxBytes = 64 * 128;
+  static __device__ __forceinline__ int block_offset(int row, int unit) {
+    return (unit / 8) * kBoxBytes + staged_offset(row, (unit % 8) * 8);
   }
 
   /// The staged bias of columns col, col + 1 of the B side; none is read or added without a
@@ -186,8 +194,7 @@ struct Epilogue {
                             plus_bias(acc[i + 1] * s_a[half] * s_b.y, bias_b.y));
         }
         const int unit = 2 * q + lm / 2;  // of the block's kBN / 8
-        stmatrix_x4(region + (unit / 8) * (64 * 128) + row * 128 + (((unit % 8) ^ (row % 8)) << 4),
-                    packed[0], packed[1], packed[2], packed[3]);
+        stmatrix_x4(region + block_offset(row, unit), packed[0], packed[1], packed[2], packed[3]);
       }
       fence_proxy_async();
       named_barrier(1 + consumer, 128);
@@ -197,8 +204,8 @@ struct Epilogue {
 #pragma unroll 4
         for (int idx = tid; idx < 64 * (kBN / 8); idx += 128) {
           const int r = idx / (kBN / 8), unit = idx % (kBN / 8);
-          copy_unit(p, region + (unit / 8) * (64 * 128) + r * 128 + (((unit % 8) ^ (r % 8)) << 4),
-                    first_row + r, tile.m_end, first_col + unit * 8);
+          copy_unit(p, region + block_offset(r, unit), first_row + r, tile.m_end,
+                    first_col + unit * 8);
         }
         return;
       }
@@ -206,7 +213,7 @@ struct Epilogue {
 #pragma unroll
         for (int c = 0; c < kBN / 64; ++c) {
           if (first_col + c * 64 < T::kN) {
-            tma_store_3d(&p.out_map, region + c * (64 * 128), int(first_col) + c * 64, first_row,
+            tma_store_3d(&p.out_map, region + c * kBoxBytes, int(first_col) + c * 64, first_row,
                          tile.xb);
           }
         }

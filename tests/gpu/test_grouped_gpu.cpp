@@ -252,16 +252,28 @@ void expect_grouped_correct(const HostGrouped& h, const GroupedReference& r,
 }
 
 /// Runs h in both layouts and both accumulation modes (bf16 out, int32 sizes) and checks each.
+/// Both layouts and both modes against the reference, with the automatic choice or `config`;
+/// returns the number of calls checked.
+int check_layouts_and_modes(const HostGrouped& h, const GroupedReference& r, DeviceGrouped& d,
+                            const Config* config = nullptr) {
+  int ran = 0;
+  for (WeightLayout layout : {WeightLayout::kPreshuffled, WeightLayout::kPlain}) {
+    for (bool fast : {true, false}) {
+      const std::string what =
+          (config ? config->name() + " " : std::string()) + describe(h, layout, fast, DType::kBF16);
+      SCOPED_TRACE(what);
+      expect_grouped_correct(h, r, d.run(layout, DType::kBF16, fast, DType::kI32, nullptr, config),
+                             DType::kBF16, fast, what);
+      ++ran;
+    }
+  }
+  return ran;
+}
+
 void check_layouts_and_modes(const HostGrouped& h) {
   const GroupedReference r(h);
   DeviceGrouped d(h);
-  for (WeightLayout layout : {WeightLayout::kPreshuffled, WeightLayout::kPlain}) {
-    for (bool fast : {true, false}) {
-      const std::string what = describe(h, layout, fast, DType::kBF16);
-      SCOPED_TRACE(what);
-      expect_grouped_correct(h, r, d.run(layout, DType::kBF16, fast), DType::kBF16, fast, what);
-    }
-  }
+  check_layouts_and_modes(h, r, d);
 }
 
 // ---- sizes with zeros, one group, ragged edges -----------------------------------------------
@@ -354,15 +366,7 @@ TEST(GroupedGpu, TiledWholeBlockStoresMixWithPartialBlocksAcrossTilesOfOneCta) {
   int ran = 0;
   for (const char* name : {"sm90_tiled_128x128x128_s5_c1x1_r8", "sm90_tiled_128x256x128_s3_c2x1_r8"}) {
     const Config c = Config::parse(name);
-    for (WeightLayout layout : {WeightLayout::kPreshuffled, WeightLayout::kPlain}) {
-      for (bool fast : {true, false}) {
-        const std::string what = std::string(name) + " " + describe(h, layout, fast, DType::kBF16);
-        SCOPED_TRACE(what);
-        expect_grouped_correct(h, r, d.run(layout, DType::kBF16, fast, DType::kI32, nullptr, &c),
-                               DType::kBF16, fast, what);
-        ++ran;
-      }
-    }
+    ran += check_layouts_and_modes(h, r, d, &c);
   }
   EXPECT_EQ(ran, 8);
 }
