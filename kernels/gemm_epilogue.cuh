@@ -111,6 +111,19 @@ struct Epilogue {
     }
   }
 
+  /// This thread's B-side scales for every 8-column unit of the block (columns unit * 8 +
+  /// (lane % 4) * 2 and + 1), read from shared memory all at once: one wait for kBN / 8 loads
+  /// instead of one per chunk behind the mainloop's shared-memory traffic (perf log, card 60).
+  struct ScalesB {
+    float2 v[kBN / 8];
+  };
+  static __device__ __forceinline__ ScalesB load_scales_b(const float* sb, int b_col0) {
+    ScalesB r;
+#pragma unroll
+    for (int u = 0; u < kBN / 8; ++u) r.v[u] = *reinterpret_cast<const float2*>(sb + u * 8 + b_col0);
+    return r;
+  }
+
   /// Byte offset of output element (row, col) in the kTmaSwap block, a kTmaBlock box or the
   /// kRows buffer.
   static __device__ __forceinline__ int staged_offset(int row, int col) {
@@ -176,6 +189,7 @@ struct Epilogue {
       if (tid == 0) bulk_wait_read<0>();
       named_barrier(1 + consumer, 128);
       const float s_a[2] = {sa[a_row0], sa[a_row0 + 8]};
+      const ScalesB scales_b = load_scales_b(sb, b_col0);
       const int lm = lane / 8;
       const int row = warp * 16 + (lm % 2) * 8 + lane % 8;  // the row this lane addresses
 #pragma unroll
@@ -186,7 +200,7 @@ struct Epilogue {
         for (int m = 0; m < 4; ++m) {
           const int jj = 2 * q + m / 2, half = m % 2;
           const int b_col = jj * 8 + b_col0;
-          const float2 s_b = *reinterpret_cast<const float2*>(sb + b_col);
+          const float2 s_b = scales_b.v[jj];
           const float2 bias_b = bias_pair(sb_bias, b_col);
           const int i = jj * 4 + half * 2;
           // (acc * xs) * ws + bias, the same order as the swap path.
@@ -223,16 +237,23 @@ struct Epilogue {
     }
 
     if (T::kStore == StoreKind::kTmaCols32) {
-      // One barrier per chunk. Before it, the storing thread also waits until the previous
-      // chunk's store has read its buffer, so that after it every thread may write the next
-      // chunk into that buffer: chunk c + 1 goes where chunk c - 1 was. With one buffer
-      // (kBN == 32) there is one chunk. The first barrier also publishes the staged scales and
-      // that the previous block's stores have finished reading both buffers.
+      // Each warp stores its own 16 rows of a chunk (a 32-column x 16-row box, issued by its
+      // lane 0), so the warps never wait for one another inside the epilogue: a chunk costs a
+      // proxy fence and a __syncwarp() where it cost a barrier of the warpgroup (perf log, card
+      // 61: a quarter of the ping-pong epilogue's stall samples sat at those barriers). Async
+      // groups are per thread, so lane 0 alone knows when its stores have read their buffer:
+      // chunk c + 1 goes where chunk c - 1 was, once at most one store (chunk c's) is pending.
+      // With one buffer (kBN == 32) there is one chunk. The first barrier publishes the staged
+      // scales; the last keeps them (and the bias) until every thread has read them.
       static_assert(T::kStore != StoreKind::kTmaCols32 || kBufs == 2 || kChunks <= 1,
                     "chunk c + 1 reuses chunk c - 1's buffer");
-      if (tid == 0) bulk_wait_read<0>();
+      if (lane == 0) bulk_wait_read<0>();  // the previous block's stores have read both buffers
       named_barrier(1 + consumer, 128);
       const float s_a[2] = {sa[a_row0], sa[a_row0 + 8]};
+      const ScalesB scales_b = load_scales_b(sb, b_col0);
+      const int warp_row = first_row + warp * 16;
+      // A grouped block whose group ends inside this warp's rows: copied out by its lanes.
+      const bool copy_rows = T::kGrouped && warp_row + 16 > tile.m_end;
       // Chunk c's outputs for this thread's two stmatrix.x4 (matrix m of pair `pair`: rows
       // 8 * (m % 2) of the warp's 16, 8-column unit jj = 2 * pair + m / 2 of the chunk).
       auto compute = [&](int c, u32 (&packed)[2][4]) {
@@ -242,7 +263,7 @@ struct Epilogue {
           for (int m = 0; m < 4; ++m) {
             const int jj = 2 * pair + m / 2, half = m % 2;
             const int b_col = (c * 4 + jj) * 8 + b_col0;
-            const float2 s_b = *reinterpret_cast<const float2*>(sb + b_col);
+            const float2 s_b = scales_b.v[c * 4 + jj];
             const float2 bias_b = bias_pair(sb_bias, b_col);
             const int i = (c * 4 + jj) * 4 + half * 2;
             // (acc * xs) * ws + bias, the same order as the swap path.
@@ -252,44 +273,47 @@ struct Epilogue {
         }
       };
       // Software-pipelined by one chunk: chunk c + 1's values are computed between chunk c's
-      // proxy fence and its barrier, so the fence's latency passes under that arithmetic.
+      // proxy fence and its store.
       u32 packed[2][4];
       compute(0, packed);
+      __syncwarp();  // lane 0's wait above covers the whole warp's writes below
 #pragma unroll
       for (int c = 0; c < kChunks; ++c) {
         u8* buf = region + (c % kBufs) * kChunkBytes;
+        u8* slice = buf + warp * 16 * 64;  // the warp's 16 rows: a box of its own
         const int lm = lane / 8;
-        const int row = warp * 16 + (lm % 2) * 8 + lane % 8;
+        const int row = (lm % 2) * 8 + lane % 8;  // of the warp's 16; the swizzle repeats every 8
 #pragma unroll
         for (int pair = 0; pair < 2; ++pair) {
           const int jj = 2 * pair + lm / 2;
-          stmatrix_x4(buf + row * 64 + ((jj ^ ((row >> 1) & 3)) << 4), packed[pair][0],
+          stmatrix_x4(slice + row * 64 + ((jj ^ ((row >> 1) & 3)) << 4), packed[pair][0],
                       packed[pair][1], packed[pair][2], packed[pair][3]);
         }
         fence_proxy_async();
+        __syncwarp();
         if (c + 1 < kChunks) compute(c + 1, packed);
-        // Chunk c - 1's store (the only one in flight) reads the buffer chunk c + 1 writes.
-        if (tid == 0 && c + 1 < kChunks) bulk_wait_read<0>();
-        named_barrier(1 + consumer, 128);
-        if (T::kGrouped && first_row + 64 > tile.m_end) {
-          // 64 rows of 4 16-byte units; unit u of row r sits at unit u ^ ((r / 2) % 4). These
-          // reads of the buffer come before this thread's next barrier, after which the buffer
-          // is rewritten (chunk c + 2).
+        if (copy_rows) {
+          // 16 rows of 4 16-byte units; unit u of row r sits at unit u ^ ((r / 2) % 4). These
+          // reads come before the warp's next __syncwarp(), after which the buffer may be
+          // rewritten (chunk c + 2).
 #pragma unroll
-          for (int idx = tid; idx < 64 * 4; idx += 128) {
+          for (int idx = lane; idx < 16 * 4; idx += 32) {
             const int r = idx / 4, u = idx % 4;
-            copy_unit(p, buf + r * 64 + ((u ^ ((r >> 1) & 3)) << 4), first_row + r, tile.m_end,
+            copy_unit(p, slice + r * 64 + ((u ^ ((r >> 1) & 3)) << 4), warp_row + r, tile.m_end,
                       first_col + c * 32 + u * 8);
           }
         }
-        if (tid == 0) {
-          if (first_row < tile.m_end && first_col + c * 32 < T::kN &&
-              !(T::kGrouped && first_row + 64 > tile.m_end)) {
-            tma_store_3d(&p.out_map, buf, int(first_col) + c * 32, first_row, tile.xb);
+        if (lane == 0) {
+          if (!copy_rows && warp_row < tile.m_end && first_col + c * 32 < T::kN) {
+            tma_store_3d(&p.out_map, slice, int(first_col) + c * 32, warp_row, tile.xb);
           }
           bulk_commit();
+          // Chunk c - 1's store has read the buffer that chunk c + 1 writes.
+          if (c + 1 < kChunks) bulk_wait_read<1>();
         }
+        __syncwarp();
       }
+      named_barrier(1 + consumer, 128);
       return;
     }
 

@@ -80,7 +80,7 @@ constexpr i64 gemm_trace_words(int ctas, int tiles) { return ctas * gemm_trace_c
 /// How the epilogue moves a consumer's output block from shared to global memory.
 enum class StoreKind : int {
   kTmaCols32 = 0,  ///< ping-pong, or tiled with bn % 64 == 32; bn % 32 == 0: 64x32 chunks,
-                   ///< 64-byte swizzle, two buffers (one at bn 32)
+                   ///< 64-byte swizzle, two buffers (one at bn 32), a 32 x 16 box per warp
   kTmaSwap = 1,    ///< swap-AB: one [bn tokens][64 columns] block, 128-byte swizzle
   kRows = 2,       ///< otherwise: padded rows, one bulk copy per row
   kTmaBlock = 3,   ///< cooperative (tiled), bn % 64 == 0: the whole 64 x bn block staged at
@@ -102,7 +102,7 @@ struct OutBox {
 constexpr OutBox gemm_out_box(int bn, bool swap, bool pingpong) {
   return gemm_store_kind(bn, swap, pingpong) == StoreKind::kTmaSwap     ? OutBox{64, bn, 128}
          : gemm_store_kind(bn, swap, pingpong) == StoreKind::kTmaBlock  ? OutBox{64, 64, 128}
-         : gemm_store_kind(bn, swap, pingpong) == StoreKind::kTmaCols32 ? OutBox{32, 64, 64}
+         : gemm_store_kind(bn, swap, pingpong) == StoreKind::kTmaCols32 ? OutBox{32, 16, 64}
                                                                         : OutBox{0, 0, 0};
 }
 
