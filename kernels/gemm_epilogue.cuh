@@ -11,16 +11,17 @@
 ///   of 64 x 64 in the 128-byte swizzle (unit u of row r at u ^ (r % 8)), written with
 ///   stmatrix.x4, then one tensor store per box. The stores read the boxes while the next tile's
 ///   mainloop runs; the next epilogue waits for those reads before its first barrier.
-/// - kTmaCols32 (ping-pong, and tiled with bn % 64 == 32): 64x32 chunks in the 64-byte swizzle (16-byte unit u of row r at
-///   u ^ ((r / 2) % 4): the 8 rows of an 8x8 matrix hit 8 distinct 16-byte bank groups), two
-///   buffers, one tensor store per chunk. Each warp writes its 16 rows of a chunk with two
-///   stmatrix.x4 (16 columns each), not eight 4-byte stores. While one chunk's store reads its
-///   buffer the next chunk is written; one barrier per chunk.
+/// - kTmaCols32 (ping-pong, and tiled with bn % 64 == 32): 64x32 chunks in the 64-byte swizzle
+///   (16-byte unit u of row r at u ^ ((r / 2) % 4): the 8 rows of an 8x8 matrix hit 8 distinct
+///   16-byte bank groups), two buffers. Each warp writes its 16 rows of a chunk with two
+///   stmatrix.x4 (16 columns each), and its lane 0 stores them, a 32 x 16 box: four tensor
+///   stores a chunk, no barrier of the warpgroup between chunks (two a block). While one chunk's
+///   stores read their buffer the next chunk is written.
 /// - kTmaSwap: one [kBN tokens][64 columns] block in the 128-byte swizzle, one tensor store.
 /// - kRows: rows padded by 16 bytes (conflict-free writes), one bulk copy per row.
 /// The tensor map clips rows past M and columns past N. In a grouped GEMM, a block whose group
-/// ends inside it is copied out by the threads with 16-byte stores of the group's rows only
-/// (the rows after them belong to the next group, or to none).
+/// ends inside it (with kTmaCols32: a warp's 16 rows) is copied out by the threads with 16-byte
+/// stores of the group's rows only (the rows after them belong to the next group, or to none).
 #pragma once
 
 #include "f8gemm_ptx.cuh"
@@ -180,12 +181,12 @@ struct Epilogue {
     const i64 first_col = kSwap ? tile.n0 + a_block * 64 : tile.n0;
     const int first_row = kSwap ? tile.m0 : tile.m0 + a_block * 64;
 
-    if (T::kStore == StoreKind::kTmaBlock) {
+    if constexpr (T::kStore == StoreKind::kTmaBlock) {
       // The whole block at once: box c holds columns 64c..64c+63 of the 64 rows, 128 bytes a
       // row, unit u of row r at unit u ^ (r % 8). The previous tile's stores read the boxes
       // while this tile's mainloop ran (a tile earlier), so the wait below rarely waits; then
       // every thread writes all its values, and one thread stores the boxes. Two barriers a
-      // tile, against one a 32-column chunk in kTmaCols32.
+      // tile.
       if (tid == 0) bulk_wait_read<0>();
       named_barrier(1 + consumer, 128);
       const float s_a[2] = {sa[a_row0], sa[a_row0 + 8]};
@@ -236,7 +237,7 @@ struct Epilogue {
       return;
     }
 
-    if (T::kStore == StoreKind::kTmaCols32) {
+    if constexpr (T::kStore == StoreKind::kTmaCols32) {
       // Each warp stores its own 16 rows of a chunk (a 32-column x 16-row box, issued by its
       // lane 0), so the warps never wait for one another inside the epilogue: a chunk costs a
       // proxy fence and a __syncwarp() where it cost a barrier of the warpgroup (perf log, card
@@ -276,7 +277,9 @@ struct Epilogue {
       // proxy fence and its store.
       u32 packed[2][4];
       compute(0, packed);
-      __syncwarp();  // lane 0's wait above covers the whole warp's writes below
+      // Not needed for order (the barrier above already puts lane 0's wait before every lane's
+      // writes below); kept because the instances were measured with it (perf log, card 61).
+      __syncwarp();
 #pragma unroll
       for (int c = 0; c < kChunks; ++c) {
         u8* buf = region + (c % kBufs) * kChunkBytes;
@@ -347,7 +350,7 @@ struct Epilogue {
     }
     fence_proxy_async();
     named_barrier(1 + consumer, 128);
-    if (T::kStore == StoreKind::kTmaSwap) {
+    if constexpr (T::kStore == StoreKind::kTmaSwap) {
       if (T::kGrouped && first_row + kBN > tile.m_end) {
         // kBN token rows of 8 16-byte units; unit u of row r sits at unit u ^ (r % 8).
         for (int idx = tid; idx < kBN * 8; idx += 128) {
