@@ -371,20 +371,26 @@ TEST(GroupedGpu, TiledWholeBlockStoresMixWithPartialBlocksAcrossTilesOfOneCta) {
   EXPECT_EQ(ran, 8);
 }
 
-// Card 61: with 32-column chunks (ping-pong tiles, and tiled ones 96 or 160 wide) each warp
-// stores its own 16 rows, and only the warp whose rows a group's end falls in copies them by
-// hand. Here the groups end inside each of a 64-row block's four warps (3, 20, 40 and 60 rows
-// into it), on the warps' edges (16, 32, 48 and 64), and past a block's first row; N = 424
-// leaves a partial chunk at the right edge. Every chunk-store family the grouped GEMM can run:
-// ping-pong 64x128, 64x160 (an odd chunk count, so the two buffers alternate unevenly) in a
-// 2x1 pair and 128x96, and the tiled 128x160, 128x96 and 64x96.
+// Card 61: with 32-column chunks (ping-pong tiles whose width is a multiple of 32, and tiled
+// ones 96 or 160 wide) each warp stores its own 16 rows, and only the warp whose rows a group's
+// end falls in copies them by hand. The groups end inside each of a 64-row block's four warps
+// (3, 20, 40 and 60 rows into it, and 1 and 63), on the warps' edges (16, 32, 48 and 64), and,
+// for the 128-row tiles, at the same places of their second block (80 to 127, 128). N = 424
+// leaves a partial chunk at the right edge. Stacked, every row belongs to a group; padded
+// (M_max = 128, groups at multiples of 128), the rows past each size stay poisoned, so a warp
+// that stored past its group's end fails there. Six chunk-store families: ping-pong 64x128,
+// 64x160 (an odd chunk count, so the two buffers alternate unevenly) in a 2x1 pair and 128x96
+// in a 2x1 pair, and the tiled 128x160, 128x96 and 64x96.
 TEST(GroupedGpu, PerWarpChunkStoresStopAtTheGroupsEndInsideEveryWarp) {
   F8GEMM_SKIP_WITHOUT_SM90();
   std::mt19937_64 rng(9014);
-  const std::vector<int64_t> sizes = {3, 84, 104, 60, 16, 32, 48, 64, 0, 65, 127, 1};
-  const HostGrouped h = random_grouped(rng, sizes, sum_of(sizes), 424, 272);
-  const GroupedReference r(h);
-  DeviceGrouped d(h);
+  const std::vector<int64_t> stacked = {3, 84, 104, 60, 16, 32, 48, 64, 0, 65, 127, 1};
+  const std::vector<int64_t> padded = {3, 20, 40, 60, 16, 32, 48, 64, 0, 65, 127, 1,
+                                       80, 96, 112, 128, 84, 104, 124};
+  const HostGrouped hs = random_grouped(rng, stacked, sum_of(stacked), 424, 272);
+  const HostGrouped hp = random_grouped(rng, padded, 128, 424, 272, true);
+  const GroupedReference rs(hs), rp(hp);
+  DeviceGrouped ds(hs), dp(hp);
   int ran = 0;
   for (const char* name :
        {"sm90_pingpong_64x128x128_s6_c1x1_r8", "sm90_pingpong_64x160x128_s6_c2x1_r8",
@@ -392,17 +398,18 @@ TEST(GroupedGpu, PerWarpChunkStoresStopAtTheGroupsEndInsideEveryWarp) {
         "sm90_tiled_128x96x128_s6_c1x1_r8", "sm90_tiled_64x96x128_s7_c1x1_r8"}) {
     const Config c = Config::parse(name);
     ProblemShape p;
-    p.batch = h.groups;
+    p.batch = hs.groups;
     p.m = 64;
-    p.n = h.n;
-    p.k = h.k;
+    p.n = hs.n;
+    p.k = hs.k;
     for (bool fast : {true, false}) {
       p.fast_accum = fast;
       ASSERT_EQ(detail::config_illegal_reason(c, p), "") << name << (fast ? " fast" : " precise");
     }
-    ran += check_layouts_and_modes(h, r, d, &c);
+    ran += check_layouts_and_modes(hs, rs, ds, &c);
+    ran += check_layouts_and_modes(hp, rp, dp, &c);
   }
-  EXPECT_EQ(ran, 24) << "6 families x 2 layouts x 2 modes";
+  EXPECT_EQ(ran, 48) << "6 families x 2 forms x 2 layouts x 2 modes";
 }
 
 // Card 44: the grouped choice widens the raster band of its 64-row ping-pong up to 64 X tiles.
