@@ -2,10 +2,13 @@
 # \brief The one script for the H200: builds (cmake + ninja), runs the GPU tests, the demo, the
 # benchmark with its peers and the plot, and prints a short table last. Logs go to $OUT (or
 # ./device-out). Usage: scripts/device-check.sh [build] [tests] [demo] [bench] [peers] [tune]
-#                       [sanitize] [hostcost] [torch] [tp] [graphs] [pdl] [trace]
+#                       [sanitize] [hostcost] [torch] [tp] [graphs] [pdl] [trace] [mlp-ab]
 #                       (no argument: build tests hostcost demo bench peers torch)
 # trace: GemmGpu.Trace*, a memcheck of one instrumented call, and `run --trace` of the schedules
 # that perf-log card 56 asks about (TRACES="name:B,M,N,K:config ..." replaces them).
+# mlp-ab: the Llama MLP block (examples/llama_mlp.py --cuda-graph --pdl) in rounds a b b a, where
+# a runs with F8GEMM_TUNE_FILE=$MLP_AB_TABLE (a user table that pins the entries under test) and
+# b with the shipped tables; the torch extension must be built (the build step).
 # BUILD_DIR=dir reuses a build made elsewhere (a binary built without a GPU runs here).
 # SHAPES=file replaces bench/shapes.txt for tune, bench and peers.
 # Wheels in ./.whl (e.g. fbgemm-gpu-genai for the peers) are installed first, into /tmp/site.
@@ -293,6 +296,29 @@ if has graphs; then
   timeout 200 python3 examples/llama_mlp.py --cuda-graph >"$OUT/llama-graph.log" 2>&1
   check "llama MLP example under CUDA graphs" $?
   cat "$OUT/llama-graph.log"
+fi
+
+if has mlp-ab; then
+  export PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH} F8GEMM_TORCH_LIB=$PWD/$BUILD_DIR
+  export PYTHONUNBUFFERED=1
+  if [ ! -f "${MLP_AB_TABLE:-}" ]; then
+    check "MLP block A/B" 2 "(MLP_AB_TABLE='${MLP_AB_TABLE:-}' names no file)"
+  else
+    table=$(cd "$(dirname "$MLP_AB_TABLE")" && pwd)/$(basename "$MLP_AB_TABLE")
+    rc=0
+    : >"$OUT/mlp-ab.log"
+    for round in a b b a; do
+      echo "## round $round" >>"$OUT/mlp-ab.log"
+      if [ "$round" = a ]; then
+        F8GEMM_TUNE_FILE=$table timeout 150 python3 examples/llama_mlp.py --cuda-graph --pdl \
+          >>"$OUT/mlp-ab.log" 2>&1 || rc=$?
+      else
+        timeout 150 python3 examples/llama_mlp.py --cuda-graph --pdl >>"$OUT/mlp-ab.log" 2>&1 || rc=$?
+      fi
+    done
+    check "MLP block A/B (a: $(basename "$table"), b: shipped tables)" $rc
+    grep -E '^## round|^ +[0-9]+ \|' "$OUT/mlp-ab.log"
+  fi
 fi
 
 finish
