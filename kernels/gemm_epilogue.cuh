@@ -157,6 +157,19 @@ struct Epilogue {
     return T::kOutF16 ? to_f16(y) : to_bf16(y);
   }
 
+  /// The two packed outputs of 8-column unit `unit` of the block (columns unit * 8 + b_col0 and
+  /// + 1) in row half `half` (A-row a_row0 + 8 * half): (acc * xs) * ws + bias, the same order
+  /// as the swap path.
+  static __device__ __forceinline__ u32 scaled_pair(const float* acc, int unit, int half,
+                                                    const float (&s_a)[2], const ScalesB& scales_b,
+                                                    const float* sb_bias, int b_col0) {
+    const float2 s_b = scales_b.v[unit];
+    const float2 bias_b = bias_pair(sb_bias, unit * 8 + b_col0);
+    const int i = unit * 4 + half * 2;
+    return pack2(plus_bias(acc[i] * s_a[half] * s_b.x, bias_b.x),
+                 plus_bias(acc[i + 1] * s_a[half] * s_b.y, bias_b.y));
+  }
+
   /// Grouped GEMM: 16 staged bytes (8 outputs) to row `row`, columns col..col + 7 of Y (one
   /// matrix), if the row is the group's and the columns exist (N % 8 == 0: all 8 or none).
   static __device__ __forceinline__ void copy_unit(const GemmParams& p, const u8* staged, int row,
@@ -199,14 +212,7 @@ struct Epilogue {
         u32 packed[4];
 #pragma unroll
         for (int m = 0; m < 4; ++m) {
-          const int jj = 2 * q + m / 2, half = m % 2;
-          const int b_col = jj * 8 + b_col0;
-          const float2 s_b = scales_b.v[jj];
-          const float2 bias_b = bias_pair(sb_bias, b_col);
-          const int i = jj * 4 + half * 2;
-          // (acc * xs) * ws + bias, the same order as the swap path.
-          packed[m] = pack2(plus_bias(acc[i] * s_a[half] * s_b.x, bias_b.x),
-                            plus_bias(acc[i + 1] * s_a[half] * s_b.y, bias_b.y));
+          packed[m] = scaled_pair(acc, 2 * q + m / 2, m % 2, s_a, scales_b, sb_bias, b_col0);
         }
         const int unit = 2 * q + lm / 2;  // of the block's kBN / 8
         stmatrix_x4(region + block_offset(row, unit), packed[0], packed[1], packed[2], packed[3]);
@@ -262,14 +268,8 @@ struct Epilogue {
         for (int pair = 0; pair < 2; ++pair) {
 #pragma unroll
           for (int m = 0; m < 4; ++m) {
-            const int jj = 2 * pair + m / 2, half = m % 2;
-            const int b_col = (c * 4 + jj) * 8 + b_col0;
-            const float2 s_b = scales_b.v[c * 4 + jj];
-            const float2 bias_b = bias_pair(sb_bias, b_col);
-            const int i = (c * 4 + jj) * 4 + half * 2;
-            // (acc * xs) * ws + bias, the same order as the swap path.
-            packed[pair][m] = pack2(plus_bias(acc[i] * s_a[half] * s_b.x, bias_b.x),
-                                    plus_bias(acc[i + 1] * s_a[half] * s_b.y, bias_b.y));
+            packed[pair][m] =
+                scaled_pair(acc, c * 4 + 2 * pair + m / 2, m % 2, s_a, scales_b, sb_bias, b_col0);
           }
         }
       };

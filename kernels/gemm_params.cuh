@@ -100,10 +100,11 @@ struct OutBox {
   int cols, rows, swizzle_bytes;
 };
 constexpr OutBox gemm_out_box(int bn, bool swap, bool pingpong) {
-  return gemm_store_kind(bn, swap, pingpong) == StoreKind::kTmaSwap     ? OutBox{64, bn, 128}
-         : gemm_store_kind(bn, swap, pingpong) == StoreKind::kTmaBlock  ? OutBox{64, 64, 128}
-         : gemm_store_kind(bn, swap, pingpong) == StoreKind::kTmaCols32 ? OutBox{32, 16, 64}
-                                                                        : OutBox{0, 0, 0};
+  const StoreKind kind = gemm_store_kind(bn, swap, pingpong);
+  return kind == StoreKind::kTmaSwap     ? OutBox{64, bn, 128}
+         : kind == StoreKind::kTmaBlock  ? OutBox{64, 64, 128}
+         : kind == StoreKind::kTmaCols32 ? OutBox{32, 16, 64}
+                                         : OutBox{0, 0, 0};
 }
 
 /// Byte layout of dynamic shared memory, from the start (1024-byte aligned):
@@ -132,10 +133,11 @@ constexpr int gemm_group_table_bytes(int cap) { return cap > 0 ? 4 * (3 * cap + 
 /// drain under the next tile's mainloop; a tiled 128x256 then has 3 stages (perf log, card 59).
 constexpr int gemm_staging_buffers(int bn) { return bn >= 64 ? 2 : 1; }
 constexpr int gemm_staging_bytes(int bn, bool swap, bool pingpong) {
-  return gemm_store_kind(bn, swap, pingpong) == StoreKind::kTmaSwap     ? bn * 128
-         : gemm_store_kind(bn, swap, pingpong) == StoreKind::kTmaBlock  ? 64 * bn * 2
-         : gemm_store_kind(bn, swap, pingpong) == StoreKind::kTmaCols32 ? gemm_staging_buffers(bn) * 64 * 64
-                                                                        : 64 * (bn * 2 + 16);
+  const StoreKind kind = gemm_store_kind(bn, swap, pingpong);
+  return kind == StoreKind::kTmaSwap     ? bn * 128
+         : kind == StoreKind::kTmaBlock  ? 64 * bn * 2
+         : kind == StoreKind::kTmaCols32 ? gemm_staging_buffers(bn) * 64 * 64
+                                         : 64 * (bn * 2 + 16);
 }
 
 /// Precise mode adds each k-block's tensor-core sum into an fp32 total, so a consumer keeps the

@@ -86,6 +86,14 @@ HostGrouped random_grouped(std::mt19937_64& rng, std::vector<int64_t> sizes, int
   return h;
 }
 
+/// `count` group sizes, uniform in [0, max_size].
+std::vector<int64_t> random_sizes(std::mt19937_64& rng, size_t count, int64_t max_size) {
+  std::uniform_int_distribution<int64_t> size(0, max_size);
+  std::vector<int64_t> sizes(count);
+  for (int64_t& s : sizes) s = size(rng);
+  return sizes;
+}
+
 /// Stacked sizes: the sum of `sizes`, for a stacked x that holds exactly every group's rows.
 int64_t sum_of(const std::vector<int64_t>& sizes) {
   int64_t total = 0;
@@ -357,9 +365,7 @@ TEST(GroupedGpu, EveryConfigFamilyForcedOnRaggedGroups) {
 TEST(GroupedGpu, TiledWholeBlockStoresMixWithPartialBlocksAcrossTilesOfOneCta) {
   F8GEMM_SKIP_WITHOUT_SM90();
   std::mt19937_64 rng(9013);
-  std::uniform_int_distribution<int64_t> size(0, 300);
-  std::vector<int64_t> sizes(48);
-  for (int64_t& s : sizes) s = size(rng);
+  const std::vector<int64_t> sizes = random_sizes(rng, 48, 300);
   const HostGrouped h = random_grouped(rng, sizes, sum_of(sizes), 1024, 144);
   const GroupedReference r(h);
   DeviceGrouped d(h);
@@ -587,9 +593,7 @@ TEST(GroupedGpu, EmptyProblemsLaunchNothing) {
 TEST(GroupedGpu, ManySmallGroups) {
   F8GEMM_SKIP_WITHOUT_SM90();
   std::mt19937_64 rng(9011);
-  std::uniform_int_distribution<int64_t> size(0, 9);
-  std::vector<int64_t> sizes(128);
-  for (int64_t& s : sizes) s = size(rng);
+  const std::vector<int64_t> sizes = random_sizes(rng, 128, 9);
   check_layouts_and_modes(random_grouped(rng, sizes, sum_of(sizes), 264, 144));
   // Padded, 128 groups of capacity 9.
   check_layouts_and_modes(random_grouped(rng, sizes, 9, 136, 272, true));
