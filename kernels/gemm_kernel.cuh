@@ -154,7 +154,7 @@ struct GemmKernel {
       RingPos pos;
       Tile tile = next_tile(sched, sched.first);
       for (int t = sched.first; t < sched.total; t += sched.stride, ++records) {
-        Tile next = tile;
+        Tile next = tile;  // replaced by prepare_next, which every compute_tile runs once
         compute_tile(p, tile, sched.kb_count, ring, region, full, empty, pos, split, acc, total,
                      consumer, consumer, tid, trace, records, [] {},
                      [&] { next = next_tile(sched, t + sched.stride); });
@@ -165,10 +165,11 @@ struct GemmKernel {
       // (named barriers 3 and 4: a consumer starts its mainloop once the other has issued its
       // own last k-block), so one consumer's epilogue runs while the other's wgmmas keep the tensor
       // cores busy. Each turn is handed over only when the other consumer has a tile to take.
-      // Here the tile is placed at the turn, not under the first k-block as in the cooperative
-      // loop: the consumer that waits for its turn hides the divisions in that wait, and placing
-      // them early let the other consumer's next mainloop overlap more of this one's epilogue,
-      // which cost the 64x256 pair 1.9% more cycles per CTA (perf log, card 64).
+      // Here the tile is computed at the turn, not under the first k-block as in the cooperative
+      // loop: ptxas schedules its divisions before the turn's barrier, so the consumer that waits
+      // for its turn hides them in that wait, and placing them early let the other consumer's
+      // next mainloop overlap more of this one's epilogue, which cost the 64x256 pair 1.9% more
+      // cycles per CTA (perf log, card 64).
       int j = 0;  // this CTA's tile count
       for (int t = sched.first; t < sched.total; t += sched.stride, ++j) {
         if (j % 2 != consumer) continue;
