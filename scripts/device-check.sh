@@ -3,12 +3,17 @@
 # benchmark with its peers and the plot, and prints a short table last. Logs go to $OUT (or
 # ./device-out). Usage: scripts/device-check.sh [build] [tests] [demo] [bench] [peers] [tune]
 #                       [sanitize] [hostcost] [torch] [tp] [graphs] [pdl] [trace] [mlp-ab]
+#                       [table-ab]
 #                       (no argument: build tests hostcost demo bench peers torch)
 # trace: GemmGpu.Trace*, a memcheck of one instrumented call, and `run --trace` of the schedules
 # that perf-log card 56 asks about (TRACES="name:B,M,N,K:config ..." replaces them).
 # mlp-ab: the Llama MLP block (examples/llama_mlp.py --cuda-graph --pdl) in rounds a b b a, where
 # a runs with F8GEMM_TUNE_FILE=$MLP_AB_TABLE (a user table that pins the entries under test) and
 # b with the shipped tables; the torch extension must be built (the build step).
+# table-ab: `f8gemm bench --no-peak` over $SHAPES in rounds a b b a, where a runs with
+# F8GEMM_TUNE_FILE=$TABLE_AB (a user table pinning the entries under test) and b with the shipped
+# tables, then each shape's mean graph time per round kind and b / a (f8gemm_preshuffled and
+# f8gemm_plain rows). Needs no torch.
 # BUILD_DIR=dir reuses a build made elsewhere (a binary built without a GPU runs here).
 # SHAPES=file replaces bench/shapes.txt for tune, bench and peers.
 # Wheels in ./.whl (e.g. fbgemm-gpu-genai for the peers) are installed first, into /tmp/site.
@@ -318,6 +323,42 @@ if has mlp-ab; then
     done
     check "MLP block A/B (a: $(basename "$table"), b: shipped tables)" $rc
     grep -E '^## round|^ +[0-9]+ \|' "$OUT/mlp-ab.log"
+  fi
+fi
+
+if has table-ab; then
+  if [ ! -f "${TABLE_AB:-}" ]; then
+    check "table A/B" 2 "(TABLE_AB='${TABLE_AB:-}' names no file)"
+  else
+    table=$(cd "$(dirname "$TABLE_AB")" && pwd)/$(basename "$TABLE_AB")
+    rc=0
+    i=0
+    for round in a b b a; do
+      i=$((i + 1))
+      if [ "$round" = a ]; then
+        F8GEMM_TUNE_FILE=$table timeout "${T_BENCH:-900}" "$B" bench --shapes "$SHAPES" --no-peak \
+          --csv "$OUT/table-ab-$i-$round.csv" >"$OUT/table-ab-$i-$round.log" 2>&1 || rc=$?
+      else
+        timeout "${T_BENCH:-900}" "$B" bench --shapes "$SHAPES" --no-peak \
+          --csv "$OUT/table-ab-$i-$round.csv" >"$OUT/table-ab-$i-$round.log" 2>&1 || rc=$?
+      fi
+    done
+    check "table A/B (a: $(basename "$table"), b: shipped tables)" $rc
+    python3 - "$OUT" <<'PY'
+import csv, glob, os, statistics, sys
+times = {}
+for path in sorted(glob.glob(os.path.join(sys.argv[1], "table-ab-*-*.csv"))):
+    kind = path.rsplit("-", 1)[1][0]
+    for r in csv.DictReader(open(path)):
+        if r["impl"] in ("f8gemm_preshuffled", "f8gemm_plain") and r["status"] == "ok":
+            key = (r["impl"], ",".join((r["b"], r["m"], r["n"], r["k"])))
+            times.setdefault(key, {}).setdefault(kind, []).append(float(r["graph_us"]))
+print("impl shape: a (us, each round) | b | b / a of the means")
+for (impl, shape), t in sorted(times.items()):
+    a, b = t.get("a", []), t.get("b", [])
+    ratio = statistics.mean(b) / statistics.mean(a) if a and b else float("nan")
+    print(f"{impl} {shape}: {' '.join(f'{x:.1f}' for x in a)} | {' '.join(f'{x:.1f}' for x in b)} | {ratio:.3f}")
+PY
   fi
 fi
 
