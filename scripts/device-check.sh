@@ -303,23 +303,29 @@ if has graphs; then
   cat "$OUT/llama-graph.log"
 fi
 
+# ab_table FILE: FILE's absolute path, so that the table is found whatever directory reads it.
+ab_table() { echo "$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; }
+# in_round ROUND TABLE CMD...: CMD with F8GEMM_TUNE_FILE=TABLE in round a, with the shipped
+# tables in round b.
+in_round() {
+  local round=$1 table=$2
+  shift 2
+  if [ "$round" = a ]; then F8GEMM_TUNE_FILE=$table "$@"; else "$@"; fi
+}
+
 if has mlp-ab; then
   export PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH} F8GEMM_TORCH_LIB=$PWD/$BUILD_DIR
   export PYTHONUNBUFFERED=1
   if [ ! -f "${MLP_AB_TABLE:-}" ]; then
     check "MLP block A/B" 2 "(MLP_AB_TABLE='${MLP_AB_TABLE:-}' names no file)"
   else
-    table=$(cd "$(dirname "$MLP_AB_TABLE")" && pwd)/$(basename "$MLP_AB_TABLE")
+    table=$(ab_table "$MLP_AB_TABLE")
     rc=0
     : >"$OUT/mlp-ab.log"
     for round in a b b a; do
       echo "## round $round" >>"$OUT/mlp-ab.log"
-      if [ "$round" = a ]; then
-        F8GEMM_TUNE_FILE=$table timeout 150 python3 examples/llama_mlp.py --cuda-graph --pdl \
-          >>"$OUT/mlp-ab.log" 2>&1 || rc=$?
-      else
-        timeout 150 python3 examples/llama_mlp.py --cuda-graph --pdl >>"$OUT/mlp-ab.log" 2>&1 || rc=$?
-      fi
+      in_round $round "$table" timeout 150 python3 examples/llama_mlp.py --cuda-graph --pdl \
+        >>"$OUT/mlp-ab.log" 2>&1 || rc=$?
     done
     check "MLP block A/B (a: $(basename "$table"), b: shipped tables)" $rc
     grep -E '^## round|^ +[0-9]+ \|' "$OUT/mlp-ab.log"
@@ -330,18 +336,13 @@ if has table-ab; then
   if [ ! -f "${TABLE_AB:-}" ]; then
     check "table A/B" 2 "(TABLE_AB='${TABLE_AB:-}' names no file)"
   else
-    table=$(cd "$(dirname "$TABLE_AB")" && pwd)/$(basename "$TABLE_AB")
+    table=$(ab_table "$TABLE_AB")
     rc=0
     i=0
     for round in a b b a; do
       i=$((i + 1))
-      if [ "$round" = a ]; then
-        F8GEMM_TUNE_FILE=$table timeout "${T_BENCH:-900}" "$B" bench --shapes "$SHAPES" --no-peak \
-          --csv "$OUT/table-ab-$i-$round.csv" >"$OUT/table-ab-$i-$round.log" 2>&1 || rc=$?
-      else
-        timeout "${T_BENCH:-900}" "$B" bench --shapes "$SHAPES" --no-peak \
-          --csv "$OUT/table-ab-$i-$round.csv" >"$OUT/table-ab-$i-$round.log" 2>&1 || rc=$?
-      fi
+      in_round $round "$table" timeout "${T_BENCH:-900}" "$B" bench --shapes "$SHAPES" --no-peak \
+        --csv "$OUT/table-ab-$i-$round.csv" >"$OUT/table-ab-$i-$round.log" 2>&1 || rc=$?
     done
     check "table A/B (a: $(basename "$table"), b: shipped tables)" $rc
     python3 - "$OUT" <<'PY'
