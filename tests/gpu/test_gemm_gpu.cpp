@@ -815,6 +815,68 @@ TEST(GemmGpu, ClusteredAndPingPongSchedulesMatchTheirTwinsBitForBit) {
   }
 }
 
+TEST(GemmGpu, WholeBlockStoresWithManyTilesPerCtaAndShortK) {
+  F8GEMM_SKIP_WITHOUT_SM90();
+  // Cooperative tiles with whole-block staging (StoreKind::kTmaBlock) when every CTA runs
+  // several tiles (2,2100,2120,144: 306 tiles of 128 x 256, 2244 of 64 x 64), ragged in M and
+  // N, with K = 144 (two k-blocks, the second 16 bytes) and K = 128 (one k-block: the next
+  // tile's first k-block follows the stores at once). The 64-row ping-pong twin stores in
+  // chunks and must give the same bits in fast mode; every output is checked against the fp64
+  // GPU reference, with bias and fp16 output on the second shape. (Written for perf-log cards
+  // 66-67, which moved these stores under the next tile's mainloop; both lost and were not kept.)
+  std::mt19937_64 rng(6606);
+  struct Case {
+    int64_t b, m, n, k;
+    bool bias;
+    DType out;
+  };
+  for (const Case& c : {Case{2, 2100, 2120, 144, false, DType::kBF16},
+                        Case{1, 1300, 2056, 128, true, DType::kF16}}) {
+    HostGemm h = random_gemm(rng, c.b, c.m, c.n, c.k, c.bias, DType::kF32);
+    DeviceGemm d(h);
+    std::vector<std::pair<Config, ProblemShape>> work;
+    std::vector<std::pair<Config, ProblemShape>> cases;
+    for (int bn : {64, 128, 192, 256}) {
+      for (const Config& cfg : {deepest(KernelPath::kTiled, 64, bn, 1),
+                                deepest(KernelPath::kTiled, 128, bn, 1),
+                                deepest(KernelPath::kTiled, 128, bn, 2)}) {
+        for (WeightLayout layout : {WeightLayout::kPreshuffled, WeightLayout::kPlain}) {
+          for (bool fast : {false, true}) {
+            const ProblemShape p = shape_of(h, layout, fast, c.out);
+            if (!detail::config_illegal_reason(cfg, p).empty()) continue;
+            work.emplace_back(cfg, p);
+            cases.emplace_back(cfg, p);
+            const Config twin = deepest(KernelPath::kPingPong, 64, bn, 1);
+            if (fast && cfg.bm == 64 && detail::config_illegal_reason(twin, p).empty()) {
+              work.emplace_back(twin, p);
+            }
+          }
+        }
+      }
+    }
+    ASSERT_GE(cases.size(), 20u);
+    warm_instances(work);
+    const TensorView bias = c.bias ? d.bias_view() : TensorView{};
+    for (const auto& [cfg, p] : cases) {
+      const std::string what = cfg.name() + " " +
+                               describe(p.batch, p.m, p.n, p.k, p.w_layout, p.fast_accum, c.out) +
+                               (c.bias ? " bias f32" : "");
+      SCOPED_TRACE(what);
+      const auto y = d.run(p.w_layout, c.out, p.fast_accum, &cfg);
+      const detail::CheckResult r = detail::reference_check(
+          d.x_view(), d.w_view(), d.xs_view(), d.ws_view(), c.bias ? &bias : nullptr,
+          d.out_view(c.out), gamma_for(h.k, p.fast_accum), nullptr);
+      expect_accurate(CheckStats{r.rel_rms, r.max_ratio, r.nonfinite}, h.k, c.out, h.out_count(),
+                      p.fast_accum, what);
+      const Config twin = deepest(KernelPath::kPingPong, 64, cfg.bn, 1);
+      if (p.fast_accum && cfg.bm == 64 && detail::config_illegal_reason(twin, p).empty()) {
+        const auto y_twin = d.run(p.w_layout, c.out, p.fast_accum, &twin);
+        EXPECT_TRUE(y == y_twin) << twin.name() << ": " << first_difference(y, y_twin);
+      }
+    }
+  }
+}
+
 TEST(GemmGpu, SplitKAgainstTheReferenceAndBitwiseDeterministic) {
   F8GEMM_SKIP_WITHOUT_SM90();
   std::mt19937_64 rng(4242);
