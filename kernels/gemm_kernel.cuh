@@ -152,7 +152,7 @@ struct GemmKernel {
       // iteration, as before card 64. Placed early, 1,1,28672,4096 (swap 128x8, 224 tiles on
       // 132 SMs) ran 5-6% slower unchained, and the two other shapes of the table on 128-row
       // swap tiles level; the 64-row swap tiles keep the early placement, under which
-      // 1,1,4096,4096 (swap 64x8) runs 19-24% faster (perf log, card 68; not understood).
+      // 1,1,4096,4096 (swap 64x8) runs 19-20% faster (perf log, card 68; not understood).
       RingPos pos;
       for (int t = sched.first; t < sched.total; t += sched.stride, ++records) {
         compute_tile(p, sched.tile(t), sched.kb_count, ring, region, full, empty, pos, split,

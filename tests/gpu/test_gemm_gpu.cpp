@@ -817,10 +817,12 @@ TEST(GemmGpu, ClusteredAndPingPongSchedulesMatchTheirTwinsBitForBit) {
 
 TEST(GemmGpu, WholeBlockStoresWithManyTilesPerCtaAndShortK) {
   F8GEMM_SKIP_WITHOUT_SM90();
-  // Cooperative tiles with whole-block staging (StoreKind::kTmaBlock) when every CTA runs
-  // several tiles (2,2100,2120,144: 306 tiles of 128 x 256, 2244 of 64 x 64), ragged in M and
-  // N, with K = 144 (two k-blocks, the second 16 bytes) and K = 128 (one k-block: the next
-  // tile's first k-block follows the stores at once). The 64-row ping-pong twin stores in
+  // Cooperative tiles with whole-block staging (StoreKind::kTmaBlock) when CTAs run several
+  // tiles (2,2100,2120,144: 306 tiles of 128 x 256, 2244 of 64 x 64, on 132 SMs), ragged in M
+  // and N, with K = 144 (two k-blocks, the second 16 bytes) and K = 128 (one k-block: where a
+  // CTA has a next tile, its first k-block follows the stores at once; 1,1300,2056,128 has 187
+  // to 693 tiles for the 128 x 128, 64-row and 128 x 64 tiles, 99 and 121 for 128 x 256 and
+  // 128 x 192). The 64-row ping-pong twin stores in
   // chunks and must give the same bits in fast mode; every output is checked against the fp64
   // GPU reference, with bias and fp16 output on the second shape. (Written for perf-log cards
   // 66-67, which moved these stores under the next tile's mainloop; both lost and were not kept.)
