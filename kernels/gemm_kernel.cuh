@@ -147,28 +147,25 @@ struct GemmKernel {
     float total[T::kFastAccum ? 1 : T::kAccAll];
     const TileTrace trace(p, consumer, tid);
     int records = 0;  // tiles this consumer ran
-    if (!T::kPingPong && T::kSwap && T::kConsumers == 2) {
-      // Swap-AB with 128 rows of W (two consumers): the tile is placed at the top of each
-      // iteration, as before card 64. Placed early, 1,1,28672,4096 (swap 128x8, 224 tiles on
-      // 132 SMs) ran 5-6% slower unchained, and the two other shapes of the table on 128-row
-      // swap tiles level; the 64-row swap tiles keep the early placement, under which
-      // 1,1,4096,4096 (swap 64x8) runs 19-20% faster (perf log, card 68; not understood).
-      RingPos pos;
-      for (int t = sched.first; t < sched.total; t += sched.stride, ++records) {
-        compute_tile(p, sched.tile(t), sched.kb_count, ring, region, full, empty, pos, split,
-                     acc, total, consumer, consumer, tid, trace, records, [] {}, [] {});
-      }
-    } else if (!T::kPingPong) {
+    if (!T::kPingPong) {
       // Cooperative: both consumers run every tile, each on its 64 rows of the A side. The next
       // tile is placed under the current one's first k-block (compute_tile's prepare_next): in
       // the gap between a tile's stores and the next mainloop the tensor cores are idle.
+      // Swap-AB tiles of 128 rows of W (two consumers) place each tile at the top of its
+      // iteration instead, as before card 64: placed early, 1,1,28672,4096 (swap 128x8, 224
+      // tiles on 132 SMs) ran 5-6% slower unchained, and the two other shapes of the table on
+      // 128-row swap tiles level; the 64-row swap tiles keep the early placement, under which
+      // 1,1,4096,4096 (swap 64x8) runs 19-20% faster (perf log, card 68; not understood).
+      constexpr bool kPlaceEarly = !(T::kSwap && T::kConsumers == 2);
       RingPos pos;
-      Tile tile = next_tile(sched, sched.first);
+      Tile tile = kPlaceEarly ? next_tile(sched, sched.first) : Tile{};
       for (int t = sched.first; t < sched.total; t += sched.stride, ++records) {
-        Tile next = tile;  // replaced by prepare_next, which every compute_tile runs once
+        if (!kPlaceEarly) tile = sched.tile(t);
+        Tile next = tile;  // replaced by prepare_next when placed early
         compute_tile(p, tile, sched.kb_count, ring, region, full, empty, pos, split, acc, total,
-                     consumer, consumer, tid, trace, records, [] {},
-                     [&] { next = next_tile(sched, t + sched.stride); });
+                     consumer, consumer, tid, trace, records, [] {}, [&] {
+                       if (kPlaceEarly) next = next_tile(sched, t + sched.stride);
+                     });
         tile = next;
       }
     } else {
