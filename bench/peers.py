@@ -71,6 +71,8 @@ def parse_args(argv):
                    help="timed calls per measurement (default 100)")
     p.add_argument("--precise", action="store_true", help="fast accumulation off")
     p.add_argument("--only", help="comma-separated subset of impl names to run")
+    p.add_argument("--rotate-l2", type=float, default=2.0,
+                   help="rotate input sets until consecutive calls span this many L2s (default 2)")
     args = p.parse_args(argv)
     if args.iters < 1:
         p.error("--iters must be >= 1")
@@ -452,7 +454,7 @@ def main(argv):
         x, xs = quantize_rows(torch.randn(bsz, m, k, device=dev) * 0.1)
         w, ws = quantize_rows(torch.randn(bsz, n, k, device=dev) * 0.01)
         in_bytes = x.numel() + w.numel() + 4 * (xs.numel() + ws.numel())
-        nsets = max(1, min(MAX_SETS, -(-2 * l2_bytes // in_bytes)))
+        nsets = max(1, min(MAX_SETS, -(-int(args.rotate_l2 * l2_bytes) // in_bytes)))
         sets = [(x, w, xs, ws)] + [(x.clone(), w.clone(), xs.clone(), ws.clone())
                                    for _ in range(nsets - 1)]
         per_graph = (-(-CALLS_PER_GRAPH // nsets) * nsets if nsets <= CALLS_PER_GRAPH else nsets)
