@@ -17,7 +17,8 @@ goes on. Every peer gets the same inputs and the accumulation mode of --precise.
 
 Timing matches the C++ bench: >= 300 ms of clock warm-up, 100 ms before each peer, CUDA events
 around --iters back-to-back calls (host_us), and the median replay of a CUDA graph of 20 calls
-(graph_us). Input sets are rotated so that consecutive calls span more than 2 x the L2.
+(graph_us). Input sets are rotated so that consecutive calls span at least --rotate-l2 x the L2
+(default 2, as the C++ bench's --rotate-l2), in at most MAX_SETS sets.
 floor = max(bytes / BW, flops / PEAK); with --baseline BW and PEAK come from the C++ bench's
 ceiling rows so that both CSVs share one floor, and the last table sets the best peer's graph
 time (the baseline's cuBLASLt rows included) against ours (f8gemm_preshuffled).
@@ -76,6 +77,8 @@ def parse_args(argv):
     args = p.parse_args(argv)
     if args.iters < 1:
         p.error("--iters must be >= 1")
+    if not 0.0 < args.rotate_l2 <= 64.0:  # also false for NaN
+        p.error("--rotate-l2 must be in (0, 64]")
     return args
 
 
@@ -463,7 +466,8 @@ def main(argv):
         ref = ((x[0].double() @ w[0].double().t())
                * xs[0].double()[:, None] * ws[0].double()[None, :])
         ref_norm = ref.norm().item()
-        print(f"{label}: floor {cost[2]:.2f} us, {nsets} input set(s)")
+        print(f"{label}: floor {cost[2]:.2f} us, {nsets} input set(s) "
+              f"(rotation over {args.rotate_l2:g} x the L2)")
 
         def scaled_mm_loop_out(i):
             xi, wi, xsi, wsi = sets[i]

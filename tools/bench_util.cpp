@@ -192,9 +192,10 @@ size_t l2_cache_bytes() {
   return static_cast<size_t>(std::max(l2, 0));
 }
 
-int rotation_sets(size_t input_bytes_per_set, size_t l2_bytes, int max_sets) {
+int rotation_sets(size_t input_bytes_per_set, size_t l2_bytes, int max_sets, double l2_span) {
   if (input_bytes_per_set == 0) return 1;
-  size_t want = (2 * l2_bytes + input_bytes_per_set - 1) / input_bytes_per_set;
+  const size_t span = static_cast<size_t>(std::ceil(l2_span * static_cast<double>(l2_bytes)));
+  size_t want = (span + input_bytes_per_set - 1) / input_bytes_per_set;
   return static_cast<int>(std::clamp<size_t>(want, 1, static_cast<size_t>(std::max(1, max_sets))));
 }
 

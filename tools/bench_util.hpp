@@ -50,14 +50,18 @@ double measure_copy_bw_tbps(cudaStream_t stream = nullptr);
 /// The current device's L2 size in bytes (cudaDevAttrL2CacheSize; 62914560 on the H200).
 size_t l2_cache_bytes();
 
+/// The L2 spans that the rotation's input sets cover by default (`bench --rotate-l2` sets it).
+constexpr double kDefaultL2Span = 2.0;
+
 /// How many copies of a call's inputs to rotate among so that consecutive calls never find their
-/// inputs in L2: enough copies that they span 2 x the L2 (an LRU-like cache holding 60 MB then
-/// keeps none of the next call's inputs), between 1 and max_sets.
+/// inputs in L2: enough copies that they span l2_span x the L2 (an LRU-like cache holding 60 MB
+/// then keeps none of the next call's inputs), between 1 and max_sets.
 ///
 /// Rotation, not flushing: a flush (writing a 128 MB buffer between calls) would have to sit inside
 /// the timed region of back-to-back and graph timing and add ~30 us of memset per call, polluting
 /// exactly the small-M times that matter. Rotation costs only memory.
-int rotation_sets(size_t input_bytes_per_set, size_t l2_bytes, int max_sets = 64);
+int rotation_sets(size_t input_bytes_per_set, size_t l2_bytes, int max_sets = 64,
+                  double l2_span = kDefaultL2Span);
 
 /// Calls per captured graph when calls rotate among `sets` input copies: whole rotation cycles
 /// of at least `at_least` calls, so that every copy is read in each replay.

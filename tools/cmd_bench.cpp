@@ -1,5 +1,6 @@
 /// \brief `f8gemm bench`: ours (preshuffled, plain W) against cuBLASLt, with ceilings from one run.
 #include <algorithm>
+#include <cstdlib>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -21,7 +22,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: f8gemm bench [--shapes FILE] [--csv FILE] [--iters N] [--no-peak] [--precise] "
-    "[--prefetch-w]";
+    "[--prefetch-w] [--rotate-l2 F]";
 
 /// The PEAK that --no-peak (or a failed cuBLASLt call) falls back on: cuBLASLt tensorwise FP8
 /// 8192^3 with fast accumulation, as measured on the H200 during setup on 2026-11-30. That run is
@@ -46,6 +47,7 @@ struct BenchOptions {
   bool peak = true;
   bool precise = false;
   bool prefetch_w = false;  // GemmOptions::prefetch_w (the operands are written before the run)
+  double rotate_l2 = kDefaultL2Span;  // input sets span this many L2s (rotation_sets)
   bool help = false;
 };
 
@@ -109,6 +111,14 @@ BenchOptions parse_options(const Args& args) {
       o.precise = flag();
     } else if (name == "--prefetch-w") {
       o.prefetch_w = flag();
+    } else if (name == "--rotate-l2") {
+      const std::string text = value();
+      char* end = nullptr;
+      const double f = std::strtod(text.c_str(), &end);
+      if (text.empty() || *end != '\0' || !(f > 0.0 && f <= 64.0)) {
+        throw UsageError("bench: --rotate-l2 must be a number in (0, 64], got '" + text + "'");
+      }
+      o.rotate_l2 = f;
     } else if (name == "--help" || name == "-h") {
       o.help = flag();
     } else {
@@ -203,7 +213,8 @@ ShapeSummary bench_shape(const Shape& s, int index, double bw_tbps, double peak_
   const size_t xs_bytes = static_cast<size_t>(s.b * s.m) * sizeof(float);
   const size_t ws_bytes = static_cast<size_t>(s.b * s.n) * sizeof(float);
   const size_t y_bytes = static_cast<size_t>(s.b * s.m * s.n) * 2;
-  const int sets = rotation_sets(x_bytes + w_bytes + xs_bytes + ws_bytes, l2_cache_bytes());
+  const int sets =
+      rotation_sets(x_bytes + w_bytes + xs_bytes + ws_bytes, l2_cache_bytes(), 64, o.rotate_l2);
 
   std::printf("[%d] %s: floor %.2f us (%s-bound), %d input set%s\n", index, s.label().c_str(),
               cost.floor_us,
