@@ -1,0 +1,61 @@
+/// \brief The CLI refuses what it cannot use before it times anything, with exit 2 and one line
+/// on stderr: `f8gemm tune` an `--out` or `--log` it cannot write (issue 8: it used to learn so
+/// only after the whole run), `f8gemm bench` a `--rotate-l2` outside (0, 64]. Runs the built
+/// binary.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "common/test_util.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+/// Runs the f8gemm binary beside this test binary with `args` (shell words), stdout discarded;
+/// expects exit 2 and one line of stderr that contains `needle`.
+void expect_refusal(const f8gemm::test::TempDir& dir, const std::string& args,
+                    const std::string& needle) {
+  SCOPED_TRACE(args);
+  std::error_code ec;
+  const fs::path cli = fs::read_symlink("/proc/self/exe", ec).parent_path() / "f8gemm";
+  ASSERT_TRUE(fs::is_regular_file(cli)) << "the f8gemm binary is not built at " << cli;
+  const std::string err = dir.path() + "/stderr";
+  const std::string command = "'" + cli.string() + "' " + args + " >/dev/null 2>'" + err + "'";
+  const int status = std::system(command.c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+  std::ifstream in(err);
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(text.find(needle), std::string::npos) << text;
+  EXPECT_EQ(text.find('\n'), text.size() - 1) << "one line: " << text;
+}
+
+TEST(TuneCli, UnwritableOutOrLogExitsTwoBeforeTheRun) {
+  const f8gemm::test::TempDir dir("f8gemm_tune_cli");
+  const std::string shapes = dir.path() + "/shapes.txt";
+  std::ofstream(shapes) << "1,16,256,256\n";
+  const std::string missing = dir.path() + "/no/such/dir";
+  const std::string tune = "tune --shapes '" + shapes + "' ";
+  expect_refusal(dir, tune + "--out " + missing + "/t.tsv", "cannot write --out");
+  expect_refusal(dir, tune + "--out " + dir.path(), "cannot write --out");
+  expect_refusal(dir, tune + "--out " + dir.path() + "/t.tsv --log " + missing + "/t.csv",
+                 "cannot write --log");
+  EXPECT_FALSE(fs::exists(dir.path() + "/t.tsv")) << "a refused run leaves no table behind";
+}
+
+TEST(BenchCli, RotateL2OutsideItsRangeExitsTwoWithOneLine) {
+  const f8gemm::test::TempDir dir("f8gemm_bench_cli");
+  // Refused before the shapes file is read (it does not exist) or a GPU is looked for.
+  for (const std::string value : {"0", "-1", "65", "nan", "2x", "''"}) {
+    expect_refusal(dir, "bench --rotate-l2 " + value + " --shapes /no/such/shapes.txt",
+                   "--rotate-l2 must be a number in (0, 64]");
+  }
+}
+
+}  // namespace
