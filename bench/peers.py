@@ -457,7 +457,7 @@ def main(argv):
         x, xs = quantize_rows(torch.randn(bsz, m, k, device=dev) * 0.1)
         w, ws = quantize_rows(torch.randn(bsz, n, k, device=dev) * 0.01)
         in_bytes = x.numel() + w.numel() + 4 * (xs.numel() + ws.numel())
-        nsets = max(1, min(MAX_SETS, -(-int(args.rotate_l2 * l2_bytes) // in_bytes)))
+        nsets = max(1, min(MAX_SETS, -(-math.ceil(args.rotate_l2 * l2_bytes) // in_bytes)))
         sets = [(x, w, xs, ws)] + [(x.clone(), w.clone(), xs.clone(), ws.clone())
                                    for _ in range(nsets - 1)]
         per_graph = (-(-CALLS_PER_GRAPH // nsets) * nsets if nsets <= CALLS_PER_GRAPH else nsets)

@@ -54,8 +54,9 @@ size_t l2_cache_bytes();
 constexpr double kDefaultL2Span = 2.0;
 
 /// How many copies of a call's inputs to rotate among so that consecutive calls never find their
-/// inputs in L2: enough copies that they span l2_span x the L2 (an LRU-like cache holding 60 MB
-/// then keeps none of the next call's inputs), between 1 and max_sets.
+/// inputs in L2: enough copies that they span l2_span x the L2 (at 2 or more, an LRU-like cache
+/// holding 60 MB then keeps none of the next call's inputs), between 1 and max_sets. l2_span
+/// must be positive and finite (`bench --rotate-l2` checks (0, 64]).
 ///
 /// Rotation, not flushing: a flush (writing a 128 MB buffer between calls) would have to sit inside
 /// the timed region of back-to-back and graph timing and add ~30 us of memset per call, polluting

@@ -1,8 +1,8 @@
 /// \brief `f8gemm bench`: ours (preshuffled, plain W) against cuBLASLt, with ceilings from one run.
 #include <algorithm>
-#include <cstdlib>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <optional>
 #include <string>
@@ -115,7 +115,7 @@ BenchOptions parse_options(const Args& args) {
       const std::string text = value();
       char* end = nullptr;
       const double f = std::strtod(text.c_str(), &end);
-      if (text.empty() || *end != '\0' || !(f > 0.0 && f <= 64.0)) {
+      if (*end != '\0' || !(f > 0.0 && f <= 64.0)) {  // "" and NaN fail too
         throw UsageError("bench: --rotate-l2 must be a number in (0, 64], got '" + text + "'");
       }
       o.rotate_l2 = f;
@@ -216,11 +216,11 @@ ShapeSummary bench_shape(const Shape& s, int index, double bw_tbps, double peak_
   const int sets =
       rotation_sets(x_bytes + w_bytes + xs_bytes + ws_bytes, l2_cache_bytes(), 64, o.rotate_l2);
 
-  std::printf("[%d] %s: floor %.2f us (%s-bound), %d input set%s\n", index, s.label().c_str(),
-              cost.floor_us,
+  std::printf("[%d] %s: floor %.2f us (%s-bound), %d input set%s (rotation over %g x the L2)\n",
+              index, s.label().c_str(), cost.floor_us,
               cost.bytes / (bw_tbps * 1e12) >= cost.flops / (peak_tflops * 1e12) ? "memory"
                                                                                     : "compute",
-              sets, sets == 1 ? "" : "s");
+              sets, sets == 1 ? "" : "s", o.rotate_l2);
   std::fflush(stdout);
 
   std::vector<InputSet> in(static_cast<size_t>(sets));

@@ -17,6 +17,7 @@ constexpr const char* kUsage =
     "      [--plain] [--config NAME] [--verify] [--once] [--iters N] [--seed S]\n"
     "      [--trace CSV [--trace-tiles N]] (per-tile clocks of one call: GemmOptions::trace)\n"
     "  bench [--shapes FILE] [--csv FILE] [--iters N] [--precise] [--no-peak] [--prefetch-w]\n"
+    "        [--rotate-l2 F]            (input sets span F x the L2; default 2)\n"
     "  precompile [--shape B,M,N,K]... [--shapes FILE] [--plain] [--precise] [--out bf16|fp16]\n"
     "      [--candidates] [--chained] (every candidate `tune` would time; --chained: as called\n"
     "                                  with PDL and prefetch_w, ProblemShape::chained)\n"

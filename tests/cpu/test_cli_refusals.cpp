@@ -52,9 +52,14 @@ TEST(TuneCli, UnwritableOutOrLogExitsTwoBeforeTheRun) {
 TEST(BenchCli, RotateL2OutsideItsRangeExitsTwoWithOneLine) {
   const f8gemm::test::TempDir dir("f8gemm_bench_cli");
   // Refused before the shapes file is read (it does not exist) or a GPU is looked for.
-  for (const std::string value : {"0", "-1", "65", "nan", "2x", "''"}) {
+  for (const std::string value : {"0", "-1", "65", "nan", "inf", "2x", "''"}) {
     expect_refusal(dir, "bench --rotate-l2 " + value + " --shapes /no/such/shapes.txt",
                    "--rotate-l2 must be a number in (0, 64]");
+  }
+  // Values in range pass the check and reach the shapes file, which then refuses the run.
+  for (const std::string arg : {"--rotate-l2 64", "--rotate-l2 0.5", "--rotate-l2=8"}) {
+    expect_refusal(dir, "bench " + arg + " --shapes /no/such/shapes.txt",
+                   "cannot read shapes file");
   }
 }
 
