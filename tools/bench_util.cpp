@@ -192,7 +192,7 @@ size_t l2_cache_bytes() {
   return static_cast<size_t>(std::max(l2, 0));
 }
 
-int rotation_sets(size_t input_bytes_per_set, size_t l2_bytes, int max_sets, double l2_span) {
+int rotation_sets(size_t input_bytes_per_set, size_t l2_bytes, double l2_span, int max_sets) {
   if (input_bytes_per_set == 0) return 1;
   const size_t span = static_cast<size_t>(std::ceil(l2_span * static_cast<double>(l2_bytes)));
   size_t want = (span + input_bytes_per_set - 1) / input_bytes_per_set;

@@ -61,8 +61,8 @@ constexpr double kDefaultL2Span = 2.0;
 /// Rotation, not flushing: a flush (writing a 128 MB buffer between calls) would have to sit inside
 /// the timed region of back-to-back and graph timing and add ~30 us of memset per call, polluting
 /// exactly the small-M times that matter. Rotation costs only memory.
-int rotation_sets(size_t input_bytes_per_set, size_t l2_bytes, int max_sets = 64,
-                  double l2_span = kDefaultL2Span);
+int rotation_sets(size_t input_bytes_per_set, size_t l2_bytes, double l2_span = kDefaultL2Span,
+                  int max_sets = 64);
 
 /// Calls per captured graph when calls rotate among `sets` input copies: whole rotation cycles
 /// of at least `at_least` calls, so that every copy is read in each replay.

@@ -214,7 +214,7 @@ ShapeSummary bench_shape(const Shape& s, int index, double bw_tbps, double peak_
   const size_t ws_bytes = static_cast<size_t>(s.b * s.n) * sizeof(float);
   const size_t y_bytes = static_cast<size_t>(s.b * s.m * s.n) * 2;
   const int sets =
-      rotation_sets(x_bytes + w_bytes + xs_bytes + ws_bytes, l2_cache_bytes(), 64, o.rotate_l2);
+      rotation_sets(x_bytes + w_bytes + xs_bytes + ws_bytes, l2_cache_bytes(), o.rotate_l2);
 
   std::printf("[%d] %s: floor %.2f us (%s-bound), %d input set%s (rotation over %g x the L2)\n",
               index, s.label().c_str(), cost.floor_us,
