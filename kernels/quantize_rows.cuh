@@ -1,5 +1,5 @@
 /// \brief Rowwise e4m3 quantisation (quantize_fp8_row): the row engine shared with the fused
-/// SiLU·mul op, and the f8gemm_quantize_{f32,bf16,f16} entries.
+/// SiLU·mul op, and the f8gemm_quantize_{f32,bf16,f16} entries and the wide f8gemm_quantize_{bf16,f16}_wide.
 ///
 /// A short row is latency-bound, so its time is a few dependent memory round trips plus the
 /// launch. The engine therefore (1) loads every value of a CTA's part of the row with 16-byte
@@ -52,6 +52,40 @@ __device__ __forceinline__ float load_peer(const float* local, u32 rank) {
 
 enum InType : int { kF32 = 0, kBF16 = 1, kF16 = 2 };
 
+/// How the row engine keeps a thread's packs between its two passes over a row.
+enum class Keep : int {
+  kValues = 0,  ///< as floats
+  kRaw = 1,     ///< as raw 16-bit words, converted again in pass 2 (Op::decode: the same exact
+                ///< conversion): four packs in the registers of two packs of floats
+};
+
+/// The raw 16-bit words of one pack of 16-bit values from element `index` of `base` (two 16-byte
+/// loads; the caller guarantees the alignment) into w[0, 8): what the wide entries keep in
+/// registers.
+__device__ __forceinline__ void load_words(const void* base, i64 index, u32* w) {
+  const uint4* src = reinterpret_cast<const uint4*>(static_cast<const u16*>(base) + index);
+#pragma unroll
+  for (int i = 0; i < kPackValues / 8; ++i) {
+    const uint4 h = src[i];
+    w[4 * i] = h.x;
+    w[4 * i + 1] = h.y;
+    w[4 * i + 2] = h.z;
+    w[4 * i + 3] = h.w;
+  }
+}
+
+/// A pack's bf16 or fp16 words w[0, 8) as floats v[0, 16) (exact conversions), low half first.
+template <int kIn>
+__device__ __forceinline__ void decode_words(const u32* w, float* v) {
+  static_assert(kIn == kBF16 || kIn == kF16, "16-bit inputs only");
+#pragma unroll
+  for (int j = 0; j < kPackValues / 2; ++j) {
+    const u16 lo = static_cast<u16>(w[j] & 0xffffu), hi = static_cast<u16>(w[j] >> 16);
+    v[2 * j] = kIn == kBF16 ? bf16_to_float(lo) : f16_to_float(lo);
+    v[2 * j + 1] = kIn == kBF16 ? bf16_to_float(hi) : f16_to_float(hi);
+  }
+}
+
 /// kW consecutive values from element `index` of `base` as floats (exact conversions). kW = 16
 /// is 64 (fp32) or 32 (bf16, fp16) bytes in 16-byte loads: the caller guarantees the alignment.
 template <int kIn, int kW>
@@ -71,27 +105,30 @@ __device__ __forceinline__ void load_values(const void* base, i64 index, float (
       v[4 * i + 3] = f.w;
     }
   } else {
-    const uint4* src = reinterpret_cast<const uint4*>(static_cast<const u16*>(base) + index);
-#pragma unroll
-    for (int i = 0; i < kW / 8; ++i) {
-      const uint4 h = src[i];
-      const u32 words[4] = {h.x, h.y, h.z, h.w};
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const u16 lo = static_cast<u16>(words[j] & 0xffffu), hi = static_cast<u16>(words[j] >> 16);
-        v[8 * i + 2 * j] = kIn == kBF16 ? bf16_to_float(lo) : f16_to_float(lo);
-        v[8 * i + 2 * j + 1] = kIn == kBF16 ? bf16_to_float(hi) : f16_to_float(hi);
-      }
-    }
+    static_assert(kW == kPackValues, "16-bit values load as whole packs");
+    u32 words[kPackValues / 2];
+    load_words(base, index, words);
+    decode_words<kIn>(words, v);
   }
 }
 
-/// The plain op: the value is the input.
+/// The plain op: the value is the input. For 16-bit inputs it also gives the wide engine a
+/// pack's raw words (8 of them) and their values.
 template <int kIn>
 struct IdentityOp {
+  static constexpr int kWidePacks = kWidePacksPlain;
+  static constexpr Keep kWideKeep = Keep::kRaw;  // four packs in the registers of two
   template <int kW>
   static __device__ __forceinline__ void load(const Params& p, i64 row, i64 col, float (&v)[kW]) {
     load_values<kIn, kW>(p.in, row * p.cols + col, v);
+  }
+  static __device__ __forceinline__ void load_raw(const Params& p, i64 row, i64 col,
+                                                  u32 (&w)[kPackValues / 2]) {
+    load_words(p.in, row * p.cols + col, w);
+  }
+  static __device__ __forceinline__ void decode(const u32 (&w)[kPackValues / 2],
+                                                float (&v)[kPackValues]) {
+    decode_words<kIn>(w, v);
   }
 };
 
@@ -124,14 +161,17 @@ __device__ __forceinline__ float warp_max(float v) {
 
 /// The row engine (see the file comment). Op::load<kW>(p, row, col, v) produces the values.
 /// Every thread takes the packs tid, tid + threads, ... of its CTA's part of the row; the first
-/// kRegisterValues / kW of them stay in registers (4 on the single-value path, which serves only
-/// rows whose length is not a multiple of 16 and is kept small in registers: every unrolled scalar
-/// load costs a 64-bit address), any further ones are read again in pass 2.
-template <class Op, int kW>
+/// kRegPacks of them stay in registers (kRegisterValues / kW, or Op::kWidePacks in the wide
+/// entries; 4 on the single-value path, which serves only rows whose length is not a multiple
+/// of 16 and is kept small in registers: every unrolled scalar load costs a 64-bit address),
+/// any further ones are read again in pass 2. kKeep says how (Keep); the raw form uses
+/// Op::load_raw and Op::decode (8 words a pack).
+template <class Op, int kW, int kRegPacks, Keep kKeep = Keep::kValues>
 __device__ __forceinline__ void quantize_rows_engine(const Params& p) {
-  constexpr int kRegPacks = kW == 1 ? 4 : kRegisterValues / kW;
-  static_assert(kRegisterValues % kW == 0, "a thread keeps whole packs");
+  constexpr bool kRaw = kKeep == Keep::kRaw;
   static_assert(kW == 1 || kW == kPackValues, "packs are single values or 16-byte stores");
+  static_assert(kRegPacks >= 1 && kRegPacks <= 4, "packs kept in registers");
+  static_assert(!kRaw || kW == kPackValues, "raw words are kept for whole packs");
   // Double-buffered by row parity: a peer can be at most one row ahead (it must pass the next
   // barrier, which waits for this CTA), so it never overwrites a slot that is still being read.
   __shared__ float warp_amax[2][kMaxThreads / 32];
@@ -146,19 +186,28 @@ __device__ __forceinline__ void quantize_rows_engine(const Params& p) {
   int buf = 0;
   for (i64 row = blockIdx.x / cluster; row < p.rows; row += gridDim.x / cluster, buf ^= 1) {
     // Pass 1: load (all loads in flight together) and take the maximum of |v|.
-    float v[kRegPacks][kW];
+    float v[kRaw ? 1 : kRegPacks][kW];
+    u32 raw[kRaw ? kRegPacks : 1][kRaw ? kPackValues / 2 : 1];
     float amax = 0.0f;
 #pragma unroll
     for (int j = 0; j < kRegPacks; ++j) {
       const i64 pack = first + i64(j) * blockDim.x + threadIdx.x;
-      if (pack < last) Op::template load<kW>(p, row, pack * kW, v[j]);
+      if (pack < last) {
+        if constexpr (kRaw) {
+          Op::load_raw(p, row, pack * kW, raw[j]);
+        } else {
+          Op::template load<kW>(p, row, pack * kW, v[j]);
+        }
+      }
     }
 #pragma unroll
     for (int j = 0; j < kRegPacks; ++j) {
       const i64 pack = first + i64(j) * blockDim.x + threadIdx.x;
       if (pack < last) {
+        float(&vals)[kW] = v[kRaw ? 0 : j];
+        if constexpr (kRaw) Op::decode(raw[j], vals);
 #pragma unroll
-        for (int e = 0; e < kW; ++e) amax = fmaxf(amax, fabsf(v[j][e]));
+        for (int e = 0; e < kW; ++e) amax = fmaxf(amax, fabsf(vals[e]));
       }
     }
     for (i64 pack = first + i64(kRegPacks) * blockDim.x + threadIdx.x; pack < last;
@@ -191,7 +240,10 @@ __device__ __forceinline__ void quantize_rows_engine(const Params& p) {
 #pragma unroll
     for (int j = 0; j < kRegPacks; ++j) {
       const i64 pack = first + i64(j) * blockDim.x + threadIdx.x;
-      if (pack < last) store_codes<kW>(q + pack * kW, v[j], inv);
+      if (pack < last) {
+        if constexpr (kRaw) Op::decode(raw[j], v[0]);
+        store_codes<kW>(q + pack * kW, v[kRaw ? 0 : j], inv);
+      }
     }
     for (i64 pack = first + i64(kRegPacks) * blockDim.x + threadIdx.x; pack < last;
          pack += blockDim.x) {
@@ -204,16 +256,21 @@ __device__ __forceinline__ void quantize_rows_engine(const Params& p) {
   if (cluster > 1) cluster_barrier();
 }
 
-template <class Op>
+/// An entry's body: the narrow engine (one pack a thread in registers, or the single-value path)
+/// or, kWide, the wide one (Op::kWidePacks packs a thread, kept as Op::kWideKeep says; vectorised
+/// rows of 16-bit values only: the host plans it for those alone).
+template <class Op, bool kWide = false>
 __device__ __forceinline__ void quantize_rows_entry(const Params& p) {
   // Launched to overlap the previous kernel (programmatic launch), the input may still be in
   // the making: wait for it before the first load (f8gemm_ptx.cuh).
   grid_dependency_wait();
   allow_dependent_launch();
-  if (p.vectorized) {
-    quantize_rows_engine<Op, kPackValues>(p);
+  if constexpr (kWide) {
+    quantize_rows_engine<Op, kPackValues, Op::kWidePacks, Op::kWideKeep>(p);
+  } else if (p.vectorized) {
+    quantize_rows_engine<Op, kPackValues, kRegisterValues / kPackValues>(p);
   } else {
-    quantize_rows_engine<Op, 1>(p);
+    quantize_rows_engine<Op, 1, 4>(p);
   }
 }
 
@@ -230,6 +287,14 @@ extern "C" __global__ void __launch_bounds__(rowq::kMaxThreads)
 extern "C" __global__ void __launch_bounds__(rowq::kMaxThreads)
     f8gemm_quantize_f16(const __grid_constant__ rowq::Params p) {
   rowq::quantize_rows_entry<rowq::IdentityOp<rowq::kF16>>(p);
+}
+extern "C" __global__ void __launch_bounds__(rowq::kMaxThreads)
+    f8gemm_quantize_bf16_wide(const __grid_constant__ rowq::Params p) {
+  rowq::quantize_rows_entry<rowq::IdentityOp<rowq::kBF16>, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(rowq::kMaxThreads)
+    f8gemm_quantize_f16_wide(const __grid_constant__ rowq::Params p) {
+  rowq::quantize_rows_entry<rowq::IdentityOp<rowq::kF16>, true>(p);
 }
 
 }  // namespace dev

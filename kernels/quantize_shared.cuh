@@ -52,6 +52,19 @@ constexpr int kPackValues = 16;
 /// Values each thread keeps in registers between the two passes over its packs; packs past
 /// that are read a second time (from L2) instead of being kept.
 constexpr int kRegisterValues = 16;
+/// The wide entries (f8gemm_*_wide, bf16 and fp16 inputs) for large M keep more packs a thread
+/// in registers than the narrow ones' one: the plain op 4 (64 values, as raw 16-bit words: 32
+/// registers), SiLU·mul 2 (as floats). A row then needs fewer CTAs (the plain op no cluster up
+/// to 16384 values) and has more bytes in flight between two row barriers, where one pack a
+/// thread left the engine at about 1.7 TB/s (perf log, card 73). Four SiLU·mul packs as floats
+/// spill in the 128 registers ptxas gives these entries.
+constexpr int kWidePacksPlain = 4;
+constexpr int kWidePacksSiluMul = 2;
+/// Rows from which the host plans the wide entries (plan_row_quantize), and from which it plans
+/// the plain op's whatever its cluster: fewer rows are spread over clusters instead, which a
+/// latency-bound short grid needs.
+constexpr long long kWideMinRows = 128;
+constexpr long long kWideAllRows = 2048;
 /// Threads per CTA at most (8 warps: at one pack per thread a CTA covers 4096 values).
 constexpr int kMaxThreads = 256;
 /// CTAs per cluster at most (the portable limit).

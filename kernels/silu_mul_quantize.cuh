@@ -15,6 +15,9 @@ namespace rowq {
 
 template <int kIn>
 struct SiluMulOp {
+  // The wide entries keep two packs a thread, as floats: h costs a SiLU a value to recompute.
+  static constexpr int kWidePacks = kWidePacksSiluMul;
+  static constexpr Keep kWideKeep = Keep::kValues;
   template <int kW>
   static __device__ __forceinline__ void load(const Params& p, i64 row, i64 col, float (&v)[kW]) {
     float up[kW];
@@ -38,6 +41,14 @@ extern "C" __global__ void __launch_bounds__(rowq::kMaxThreads)
 extern "C" __global__ void __launch_bounds__(rowq::kMaxThreads)
     f8gemm_silu_mul_quantize_f16(const __grid_constant__ rowq::Params p) {
   rowq::quantize_rows_entry<rowq::SiluMulOp<rowq::kF16>>(p);
+}
+extern "C" __global__ void __launch_bounds__(rowq::kMaxThreads)
+    f8gemm_silu_mul_quantize_bf16_wide(const __grid_constant__ rowq::Params p) {
+  rowq::quantize_rows_entry<rowq::SiluMulOp<rowq::kBF16>, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(rowq::kMaxThreads)
+    f8gemm_silu_mul_quantize_f16_wide(const __grid_constant__ rowq::Params p) {
+  rowq::quantize_rows_entry<rowq::SiluMulOp<rowq::kF16>, true>(p);
 }
 
 }  // namespace dev

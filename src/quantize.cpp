@@ -3,6 +3,8 @@
 #include "quantize.hpp"
 
 #include <algorithm>
+#include <cstring>
+#include <string>
 #include <vector>
 
 #include "../kernels/quantize_shared.cuh"
@@ -20,7 +22,7 @@ namespace rowq = dev::rowq;
 namespace detail {
 namespace {
 
-/// Packs each thread keeps in registers: mirrors kRegPacks in quantize_rows_engine.
+/// Packs each thread keeps in registers on the narrow path: mirrors quantize_rows_entry.
 int register_packs(bool vectorized) {
   return vectorized ? rowq::kRegisterValues / rowq::kPackValues : 4;
 }
@@ -53,7 +55,10 @@ void launch_rows(const char* name, const TensorView& input, int64_t rows, int64_
   const auto& props = require_sm90(input.device);
   const bool vectorized = cols % rowq::kPackValues == 0 && aligned16(input.data) &&
                           aligned16(out_q.data);
-  const RowQuantizePlan plan = plan_row_quantize(rows, cols, vectorized, props.sm_count);
+  const RowOp op = std::strstr(name, "silu") != nullptr ? RowOp::kSiluMul : RowOp::kPlain;
+  const RowQuantizePlan plan = plan_row_quantize(rows, cols, vectorized, props.sm_count, op,
+                                                 dtype_size(input.dtype) == 2);
+  const std::string entry = std::string(name) + (plan.wide ? "_wide" : "");
   rowq::Params p{};
   p.in = input.data;
   p.q = static_cast<unsigned char*>(out_q.data);
@@ -65,7 +70,7 @@ void launch_rows(const char* name, const TensorView& input, int64_t rows, int64_
   p.eps = opt.eps;
   p.scale_ub_value = opt.scale_ub;
   p.vectorized = plan.vectorized ? 1 : 0;
-  cudaKernel_t kernel = util_instance()->kernel(name);
+  cudaKernel_t kernel = util_instance()->kernel(entry.c_str());
   void* args[] = {&p};
   DeviceGuard guard(input.device);
   launch(kernel, int(plan.clusters * plan.cluster), plan.cluster, plan.threads, 0, opt.stream,
@@ -123,11 +128,12 @@ void require_rows_and_layout(const TensorView& input, const TensorView& out_q,
 
 }  // namespace
 
-RowQuantizePlan plan_row_quantize(int64_t rows, int64_t cols, bool vectorized, int sm_count) {
+namespace {
+
+/// The cluster, chunk, threads and grid of one engine form that keeps per_thread packs a thread
+/// in registers.
+RowQuantizePlan shape_plan(int64_t rows, int64_t packs, int64_t per_thread, int sm_count) {
   RowQuantizePlan plan;
-  plan.vectorized = vectorized;
-  const int64_t packs = vectorized ? cols / rowq::kPackValues : cols;
-  const int64_t per_thread = register_packs(vectorized);
   const int64_t per_cta = int64_t(rowq::kMaxThreads) * per_thread;  // held in registers
   int cluster = 1;
   while (cluster < rowq::kMaxCluster && ceil_div(packs, cluster) > per_cta) cluster *= 2;
@@ -143,6 +149,29 @@ RowQuantizePlan plan_row_quantize(int64_t rows, int64_t cols, bool vectorized, i
   // 16 CTAs per SM is more than can be resident: the grid is never the limit, and a huge M is
   // walked grid-stride rather than launched as billions of CTAs.
   plan.clusters = std::min<int64_t>(rows, std::max<int64_t>(1, int64_t(sm_count) * 16 / cluster));
+  return plan;
+}
+
+}  // namespace
+
+RowQuantizePlan plan_row_quantize(int64_t rows, int64_t cols, bool vectorized, int sm_count,
+                                  RowOp op, bool sixteen_bit_input) {
+  const int64_t packs = vectorized ? cols / rowq::kPackValues : cols;
+  RowQuantizePlan plan = shape_plan(rows, packs, register_packs(vectorized), sm_count);
+  plan.vectorized = vectorized;
+  if (!vectorized || !sixteen_bit_input || rows < rowq::kWideMinRows) return plan;
+  // The wide entries (quantize_shared.cuh). The plain op's four packs a thread pay where they
+  // hold a row in fewer CTAs than one pack does (a smaller cluster, or none), or from
+  // kWideAllRows rows on; below that, with the same cluster, they were 4-11% slower. SiLU·mul's
+  // two packs were 0-13% faster from kWideMinRows rows on (perf log, card 73).
+  const bool silu = op == RowOp::kSiluMul;
+  RowQuantizePlan wide = shape_plan(
+      rows, packs, silu ? rowq::kWidePacksSiluMul : rowq::kWidePacksPlain, sm_count);
+  if (silu || wide.cluster < plan.cluster || rows >= rowq::kWideAllRows) {
+    wide.vectorized = true;
+    wide.wide = true;
+    return wide;
+  }
   return plan;
 }
 

@@ -11,18 +11,25 @@ namespace f8gemm::detail {
 /// How one launch of the row engine (kernels/quantize_rows.cuh) is shaped.
 struct RowQuantizePlan {
   bool vectorized = false;  ///< 16-value packs (16-byte loads and stores) or single values
+  bool wide = false;        ///< the wide entries: rowq::kWidePacks packs a thread in registers
   int cluster = 1;          ///< CTAs that share one row (1, 2, 4 or 8)
   int threads = 32;         ///< per CTA (a multiple of 32, at most 256)
   int64_t chunk = 0;        ///< packs of a row per CTA
   int64_t clusters = 0;     ///< clusters in the grid (they walk the rows grid-stride)
 };
 
-/// The plan for `rows` rows of `cols` output values on a GPU of `sm_count` SMs; `vectorized`
-/// says whether cols and the pointers allow 16-value packs. A row goes to as few CTAs as hold it
-/// in registers at one pack per thread, and, while the grid leaves most SMs idle (small M), to
-/// twice as many while each keeps at least 4 warps of work: a short row is latency-bound, and
-/// more SMs bring more load bandwidth to it.
-RowQuantizePlan plan_row_quantize(int64_t rows, int64_t cols, bool vectorized, int sm_count);
+/// The row engine's two ops: quantize_fp8_row's and silu_mul_quantize_fp8_row's.
+enum class RowOp { kPlain, kSiluMul };
+
+/// The plan for `rows` rows of `cols` output values of `op` on a GPU of `sm_count` SMs;
+/// `vectorized` says whether cols and the pointers allow 16-value packs. A row goes to as few
+/// CTAs as hold it in registers at one pack per thread, and, while the grid leaves most SMs idle
+/// (small M), to twice as many while each keeps at least 4 warps of work: a short row is
+/// latency-bound, and more SMs bring more load bandwidth to it. From rowq::kWideMinRows
+/// vectorised rows of bf16 or fp16 (sixteen_bit_input) on, the wide entries may take over
+/// (quantize_shared.cuh; the rule and its measurements in the definition).
+RowQuantizePlan plan_row_quantize(int64_t rows, int64_t cols, bool vectorized, int sm_count,
+                                  RowOp op = RowOp::kPlain, bool sixteen_bit_input = true);
 
 /// The body of quantize_rows() after its argument checks (rows x cols values, rows >= 1,
 /// cols >= 1): checks options.scale_ub_tensor, then runs on the host or launches on the device.

@@ -270,7 +270,7 @@ TEST(SiluMulQuantizeApi, RejectsBadArguments) {
 
 // ---- the launch plan ---------------------------------------------------------------------------
 
-TEST(RowQuantizePlan, SmallMSpreadsARowOverAClusterAndEveryPlanCoversTheRow) {
+TEST(RowQuantizePlan, SmallMSpreadsARowLargeMGoesWideAndEveryPlanCoversTheRow) {
   using detail::plan_row_quantize;
   // Decode: one row of 16384 bf16 is 1024 packs over 8 CTAs of 128 threads, one pack each.
   auto p = plan_row_quantize(1, 16384, true, 132);
@@ -282,20 +282,46 @@ TEST(RowQuantizePlan, SmallMSpreadsARowOverAClusterAndEveryPlanCoversTheRow) {
   // 896 packs: 4 CTAs of 224 threads; 8 would leave each under 4 warps.
   EXPECT_EQ(plan_row_quantize(16, 14336, true, 132).cluster, 4);
   EXPECT_EQ(plan_row_quantize(16, 14336, true, 132).threads, 224);
-  // Prefill: a row per CTA, one pack per thread, no cluster; the grid walks the rows.
-  p = plan_row_quantize(2048, 4096, true, 132);
+  // Prefill below kWideAllRows, where the wide entries hold the row in no fewer CTAs: a row per
+  // CTA, one pack per thread, no cluster; the grid walks the rows.
+  p = plan_row_quantize(512, 4096, true, 132);
+  EXPECT_FALSE(p.wide);
   EXPECT_EQ(p.cluster, 1);
   EXPECT_EQ(p.threads, 256);
+  EXPECT_EQ(p.clusters, 512);
+  // From kWideAllRows rows on the plain op is wide: four packs a thread, 64 threads a row.
+  p = plan_row_quantize(2048, 4096, true, 132);
+  EXPECT_TRUE(p.wide);
+  EXPECT_EQ(p.cluster, 1);
+  EXPECT_EQ(p.threads, 64);
   EXPECT_EQ(p.clusters, 2048);
   EXPECT_EQ(plan_row_quantize(1 << 20, 4096, true, 132).clusters, 132 * 16);
-  // Long rows at large M take as many CTAs as hold them in registers.
-  EXPECT_EQ(plan_row_quantize(2048, 14336, true, 132).cluster, 4);
+  // Long rows: one pack a thread needs a cluster of 4 for 14336 values, four packs none, so
+  // from kWideMinRows rows on the plain op is wide (not for fp32 inputs, nor below).
+  EXPECT_EQ(plan_row_quantize(2048, 14336, true, 132, detail::RowOp::kPlain, false).cluster, 4);
+  EXPECT_EQ(plan_row_quantize(127, 14336, true, 132).cluster, 4);
+  p = plan_row_quantize(128, 14336, true, 132);
+  EXPECT_TRUE(p.wide);
+  EXPECT_EQ(p.cluster, 1);
+  EXPECT_EQ(p.threads, 224);
+  // SiLU·mul's wide entry keeps two packs a thread: a cluster of 2 for 14336 values, not 4.
+  p = plan_row_quantize(128, 14336, true, 132, detail::RowOp::kSiluMul);
+  EXPECT_TRUE(p.wide);
+  EXPECT_EQ(p.cluster, 2);
+  EXPECT_EQ(p.threads, 224);
+  EXPECT_FALSE(plan_row_quantize(127, 14336, true, 132, detail::RowOp::kSiluMul).wide);
+  for (auto [op, sixteen] : {std::pair{detail::RowOp::kPlain, true},
+                             std::pair{detail::RowOp::kPlain, false},
+                             std::pair{detail::RowOp::kSiluMul, true}}) {
   for (bool vec : {true, false}) {
-    for (int64_t rows : {1, 2, 3, 16, 17, 64, 133, 4096}) {
+    for (int64_t rows : {1, 2, 3, 16, 17, 64, 127, 128, 133, 2047, 2048, 4096}) {
       for (int64_t cols : {16, 48, 1008, 4096, 8192, 14336, 16384, 28672, 65536, 262144}) {
-        const auto q = plan_row_quantize(rows, vec ? cols : cols + 3, vec, 132);
+        const auto q = plan_row_quantize(rows, vec ? cols : cols + 3, vec, 132, op, sixteen);
         const int64_t packs = vec ? cols / 16 : cols + 3;
-        SCOPED_TRACE(testing::Message() << "rows=" << rows << " cols=" << cols << " vec=" << vec);
+        SCOPED_TRACE(testing::Message() << "rows=" << rows << " cols=" << cols << " vec=" << vec
+                                        << " silu=" << (op == detail::RowOp::kSiluMul)
+                                        << " 16-bit=" << sixteen);
+        EXPECT_TRUE(!q.wide || (vec && sixteen && rows >= dev::rowq::kWideMinRows));
         EXPECT_TRUE(q.cluster == 1 || q.cluster == 2 || q.cluster == 4 || q.cluster == 8);
         EXPECT_GE(q.chunk * q.cluster, packs);
         EXPECT_LT(q.chunk * (q.cluster - 1), packs);  // no CTA of a cluster is left without work
@@ -306,6 +332,7 @@ TEST(RowQuantizePlan, SmallMSpreadsARowOverAClusterAndEveryPlanCoversTheRow) {
         EXPECT_LE(q.clusters, rows);
       }
     }
+  }
   }
 }
 
@@ -319,10 +346,12 @@ TEST(QuantizeKernels, CompileWithoutSpills) {
   auto inst = detail::util_instance();
   ASSERT_NE(inst, nullptr);
   EXPECT_EQ(inst->spill_bytes(), 0) << inst->log();
-  for (const char* entry :
+  for (std::string entry :
        {"f8gemm_quantize_f32", "f8gemm_quantize_bf16", "f8gemm_quantize_f16",
         "f8gemm_silu_mul_quantize_f32", "f8gemm_silu_mul_quantize_bf16",
-        "f8gemm_silu_mul_quantize_f16"}) {
+        "f8gemm_silu_mul_quantize_f16", "f8gemm_quantize_bf16_wide", "f8gemm_quantize_f16_wide",
+        "f8gemm_silu_mul_quantize_bf16_wide", "f8gemm_silu_mul_quantize_f16_wide"}) {
+    const bool wide = entry.size() > 5 && entry.compare(entry.size() - 5, 5, "_wide") == 0;
     int registers = -1;
     for (const jit::KernelResources& r : inst->resources()) {
       if (r.is_entry && r.entry == entry) {
@@ -331,8 +360,10 @@ TEST(QuantizeKernels, CompileWithoutSpills) {
       }
     }
     // At 256 threads, 80 registers still leave 3 CTAs (24 warps) per SM for a memory-bound loop.
+    // A wide entry holds two or four packs a thread: at 96 registers two CTAs of 256 threads
+    // still fit per SM, with two to four times the bytes in flight of one pack a thread.
     EXPECT_GT(registers, 0) << entry << "\n" << inst->log();
-    EXPECT_LE(registers, 80) << entry;
+    EXPECT_LE(registers, wide ? 96 : 80) << entry;
     std::cout << "[ instance ] util." << entry << " regs=" << registers << "\n";
   }
   jit::clear_memory_cache();
