@@ -8,43 +8,24 @@ per us. Run it once per build (F8GEMM_TORCH_LIB picks the extension) for an A/B.
 """
 import argparse
 import os
-import statistics
 import sys
 
 import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "python"))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
 import f8gemm  # noqa: E402,F401  (loads the ops)
+from peers import capture, time_graph_us  # noqa: E402  (bench/peers.py: one timer for all)
 
 OPS = torch.ops.f8gemm
 CALLS = 20
 
 
 def time_us(fn, iters):
-    """Median replay time of a graph of CALLS calls of fn, per call."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(CALLS):
-            fn()
-    for _ in range(5):
-        g.replay()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(iters):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        b.synchronize()
-        ts.append(a.elapsed_time(b) * 1000.0 / CALLS)
-    return statistics.median(ts)
+    """Median replay time of a graph of CALLS calls of fn, per call (peers.py's timer, over
+    `iters` replays)."""
+    return time_graph_us(capture(fn, CALLS), CALLS, iters * CALLS)
 
 
 def main():
