@@ -18,11 +18,13 @@ preshuffled, ours on plain W, FBGEMM's f8f8bf16_rowwise),
 at N places of one large buffer, 64 MiB apart, and offset 0 again at the end: with --place w
 its weight moves, with --place out its output (the weight fixed), with --place same nothing
 (each is a fresh graph capture), with --place rewrite the same bytes are written again to the
-same place (then the L2 flushed on odd rows, a pause of a second on every fourth): what sets the time's level within one process (perf log,
-card 71). Each capture is also timed as an eager loop.
+same place (then the L2 flushed on odd rows, a pause of a second on every fourth): what sets
+the time's level within one process (perf log, cards 71 and 72). Each capture is also timed
+as an eager loop.
 
-    python3 bench/mlp_oracle.py [--m 1 16] [--rounds 3] [--iters 200] [--placement N --place w|out|same|rewrite]
-                                   [--impl ours|ours_plain|fbgemm]
+    python3 bench/mlp_oracle.py [--m 1 16] [--rounds 3] [--iters 200]
+                                [--placement N --place w|out|same|rewrite]
+                                [--impl ours|ours_plain|fbgemm]
 """
 import argparse
 import os
@@ -96,8 +98,8 @@ def oracle(args):
 
 def placement(args):
     """1,1,28672,4096 on one weight, its place moved (--place w), its output's place moved with
-    the weight fixed (--place out), or nothing moved and the graph captured again (--place
-    same)."""
+    the weight fixed (--place out), nothing moved and the graph captured again (--place same),
+    or the same bytes written again in place before each capture (--place rewrite)."""
     torch.manual_seed(0)
     n, k = 28672, 4096
     w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)

@@ -1,5 +1,6 @@
 /// \brief Rowwise e4m3 quantisation (quantize_fp8_row): the row engine shared with the fused
-/// SiLU·mul op, and the f8gemm_quantize_{f32,bf16,f16} entries and the wide f8gemm_quantize_{bf16,f16}_wide.
+/// SiLU·mul op, the f8gemm_quantize_{f32,bf16,f16} entries, and the wide
+/// f8gemm_quantize_{bf16,f16}_wide for large M.
 ///
 /// A short row is latency-bound, so its time is a few dependent memory round trips plus the
 /// launch. The engine therefore (1) loads every value of a CTA's part of the row with 16-byte

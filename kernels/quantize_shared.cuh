@@ -56,8 +56,8 @@ constexpr int kRegisterValues = 16;
 /// in registers than the narrow ones' one: the plain op 4 (64 values, as raw 16-bit words: 32
 /// registers), SiLU·mul 2 (as floats). A row then needs fewer CTAs (the plain op no cluster up
 /// to 16384 values) and has more bytes in flight between two row barriers, where one pack a
-/// thread left the engine at about 1.7 TB/s (perf log, card 73). Four SiLU·mul packs as floats
-/// spill in the 128 registers ptxas gives these entries.
+/// thread left the engine at 1.7-2.1 TB/s (perf log, card 73). Four SiLU·mul packs as floats
+/// spilled in the fp16 entry (128 registers, the most ptxas gave these entries).
 constexpr int kWidePacksPlain = 4;
 constexpr int kWidePacksSiluMul = 2;
 /// Rows from which the host plans the wide entries (plan_row_quantize), and from which it plans

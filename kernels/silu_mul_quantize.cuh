@@ -4,7 +4,8 @@
 /// gate_up is [rows, 2 * cols], a merged gate|up GEMM's output: gate is columns [0, cols) and up
 /// columns [cols, 2 * cols). h is computed in fp32 by rowq::silu_mul (quantize_shared.cuh), the
 /// same arithmetic the CPU reference runs, and it never leaves registers: the op reads 2 * cols
-/// values and writes cols codes and one scale per row.
+/// values and writes cols codes and one scale per row. The f8gemm_silu_mul_quantize_*_wide
+/// entries (bf16 and fp16, for large M) keep two packs a thread instead of one.
 #pragma once
 
 #include "quantize_rows.cuh"

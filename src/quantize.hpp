@@ -11,7 +11,7 @@ namespace f8gemm::detail {
 /// How one launch of the row engine (kernels/quantize_rows.cuh) is shaped.
 struct RowQuantizePlan {
   bool vectorized = false;  ///< 16-value packs (16-byte loads and stores) or single values
-  bool wide = false;        ///< the wide entries: rowq::kWidePacks packs a thread in registers
+  bool wide = false;        ///< the wide entries (more packs a thread in registers)
   int cluster = 1;          ///< CTAs that share one row (1, 2, 4 or 8)
   int threads = 32;         ///< per CTA (a multiple of 32, at most 256)
   int64_t chunk = 0;        ///< packs of a row per CTA
@@ -29,7 +29,7 @@ enum class RowOp { kPlain, kSiluMul };
 /// vectorised rows of bf16 or fp16 (sixteen_bit_input) on, the wide entries may take over
 /// (quantize_shared.cuh; the rule and its measurements in the definition).
 RowQuantizePlan plan_row_quantize(int64_t rows, int64_t cols, bool vectorized, int sm_count,
-                                  RowOp op = RowOp::kPlain, bool sixteen_bit_input = true);
+                                  RowOp op = RowOp::kPlain, bool sixteen_bit_input = false);
 
 /// The body of quantize_rows() after its argument checks (rows x cols values, rows >= 1,
 /// cols >= 1): checks options.scale_ub_tensor, then runs on the host or launches on the device.

@@ -140,11 +140,13 @@ def test_meta_shapes_and_empty_inputs():
 # (lead, I): decode rows spread over clusters (M = 1..16, I up to 14336), prefill rows, a row
 # length that is not a multiple of 16 (the single-value path), a 3-D input, and rows too
 # long for registers even over 8 CTAs (40000: read twice); from 128 rows on the wide entry
-# (two packs a thread): 600 rows of 14336 over 1056 clusters of 2 (one row each), 520 of 4112
-# (one CTA a row), 260 of 40000 (a cluster of 8, some packs read twice).
+# (two packs a thread): 600 rows of 14336 (a cluster of 2 a row), 520 of 4112 (one CTA a row),
+# 260 of 40000 (a cluster of 8) and 128 of 65552 (a cluster of 8 with one pack a row past the
+# registers, read twice).
 GPU_SHAPES = [((1,), 14336), ((2,), 8192), ((16,), 14336), ((3,), 16), ((300,), 1024),
               ((33,), 4104), ((7,), 1000), ((2, 5), 520), ((1,), 28672), ((5,), 40),
-              ((2,), 40000), ((600,), 14336), ((4, 130), 4112), ((260,), 40000)]
+              ((2,), 40000), ((600,), 14336), ((4, 130), 4112), ((260,), 40000),
+              ((128,), 65552)]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -178,12 +180,13 @@ def test_cuda_scale_ub_on_the_device_is_read_by_the_kernel():
 def test_quantize_fp8_row_is_the_cpu_kernel_bit_for_bit(dtype):
     need_gpu()
     # Small M with long rows: a row spread over a cluster of CTAs; plus ragged K (scalar path);
-    # the wide entry (four packs a thread) where it holds a row in fewer CTAs (14336: none;
-    # 40000: 4 of them) or from 2048 rows on (2200: more rows than CTAs); 520 x 4112 narrow.
+    # the wide entry (four packs a thread) where it holds a row in fewer CTAs (14336 and 4112:
+    # one CTA; 40000: 4 of them; 2200 x 4112: more rows than CTAs) or from 2048 rows on at the
+    # same cluster (2048 x 4096); 300 x 1000 is not vectorised (narrow).
     for i, (m, k) in enumerate([(1, 16384), (4, 16384), (16, 16384), (1, 4096), (8, 28672),
                                 (16, 14336), (1, 1000), (3, 16), (1, 65536 + 16),
                                 (300, 14336), (520, 4112), (2200, 4112), (257, 40000),
-                                (300, 1000)]):
+                                (2048, 4096), (300, 1000)]):
         x = (torch.randn(m, k, generator=gen(30 + i)) *
              torch.exp2(torch.randint(-3, 4, (m, 1), generator=gen(i)).float())).to(dtype)
         x[0, k // 3] = 100.0  # one outlier sets row 0's scale

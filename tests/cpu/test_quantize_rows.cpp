@@ -284,55 +284,59 @@ TEST(RowQuantizePlan, SmallMSpreadsARowLargeMGoesWideAndEveryPlanCoversTheRow) {
   EXPECT_EQ(plan_row_quantize(16, 14336, true, 132).threads, 224);
   // Prefill below kWideAllRows, where the wide entries hold the row in no fewer CTAs: a row per
   // CTA, one pack per thread, no cluster; the grid walks the rows.
-  p = plan_row_quantize(512, 4096, true, 132);
+  using detail::RowOp;
+  constexpr bool k16 = true;  // a bf16 or fp16 input (the wide entries' only inputs)
+  p = plan_row_quantize(512, 4096, true, 132, RowOp::kPlain, k16);
   EXPECT_FALSE(p.wide);
   EXPECT_EQ(p.cluster, 1);
   EXPECT_EQ(p.threads, 256);
   EXPECT_EQ(p.clusters, 512);
   // From kWideAllRows rows on the plain op is wide: four packs a thread, 64 threads a row.
-  p = plan_row_quantize(2048, 4096, true, 132);
+  p = plan_row_quantize(2048, 4096, true, 132, RowOp::kPlain, k16);
   EXPECT_TRUE(p.wide);
   EXPECT_EQ(p.cluster, 1);
   EXPECT_EQ(p.threads, 64);
   EXPECT_EQ(p.clusters, 2048);
-  EXPECT_EQ(plan_row_quantize(1 << 20, 4096, true, 132).clusters, 132 * 16);
+  EXPECT_EQ(plan_row_quantize(1 << 20, 4096, true, 132, RowOp::kPlain, k16).clusters, 132 * 16);
   // Long rows: one pack a thread needs a cluster of 4 for 14336 values, four packs none, so
-  // from kWideMinRows rows on the plain op is wide (not for fp32 inputs, nor below).
-  EXPECT_EQ(plan_row_quantize(2048, 14336, true, 132, detail::RowOp::kPlain, false).cluster, 4);
-  EXPECT_EQ(plan_row_quantize(127, 14336, true, 132).cluster, 4);
-  p = plan_row_quantize(128, 14336, true, 132);
+  // from kWideMinRows rows on the plain op is wide; not below, nor for fp32 inputs (the
+  // default), which have no wide entry.
+  EXPECT_EQ(plan_row_quantize(2048, 14336, true, 132).cluster, 4);
+  EXPECT_FALSE(plan_row_quantize(2048, 14336, true, 132).wide);
+  EXPECT_EQ(plan_row_quantize(127, 14336, true, 132, RowOp::kPlain, k16).cluster, 4);
+  p = plan_row_quantize(128, 14336, true, 132, RowOp::kPlain, k16);
   EXPECT_TRUE(p.wide);
   EXPECT_EQ(p.cluster, 1);
   EXPECT_EQ(p.threads, 224);
   // SiLU·mul's wide entry keeps two packs a thread: a cluster of 2 for 14336 values, not 4.
-  p = plan_row_quantize(128, 14336, true, 132, detail::RowOp::kSiluMul);
+  p = plan_row_quantize(128, 14336, true, 132, RowOp::kSiluMul, k16);
   EXPECT_TRUE(p.wide);
   EXPECT_EQ(p.cluster, 2);
   EXPECT_EQ(p.threads, 224);
-  EXPECT_FALSE(plan_row_quantize(127, 14336, true, 132, detail::RowOp::kSiluMul).wide);
-  for (auto [op, sixteen] : {std::pair{detail::RowOp::kPlain, true},
-                             std::pair{detail::RowOp::kPlain, false},
-                             std::pair{detail::RowOp::kSiluMul, true}}) {
-  for (bool vec : {true, false}) {
-    for (int64_t rows : {1, 2, 3, 16, 17, 64, 127, 128, 133, 2047, 2048, 4096}) {
-      for (int64_t cols : {16, 48, 1008, 4096, 8192, 14336, 16384, 28672, 65536, 262144}) {
-        const auto q = plan_row_quantize(rows, vec ? cols : cols + 3, vec, 132, op, sixteen);
-        const int64_t packs = vec ? cols / 16 : cols + 3;
-        SCOPED_TRACE(testing::Message() << "rows=" << rows << " cols=" << cols << " vec=" << vec
-                                        << " silu=" << (op == detail::RowOp::kSiluMul)
-                                        << " 16-bit=" << sixteen);
-        EXPECT_TRUE(!q.wide || (vec && sixteen && rows >= dev::rowq::kWideMinRows));
-        EXPECT_TRUE(q.cluster == 1 || q.cluster == 2 || q.cluster == 4 || q.cluster == 8);
-        EXPECT_GE(q.chunk * q.cluster, packs);
-        EXPECT_LT(q.chunk * (q.cluster - 1), packs);  // no CTA of a cluster is left without work
-        EXPECT_EQ(q.threads % 32, 0);
-        EXPECT_GE(q.threads, 32);
-        EXPECT_LE(q.threads, 256);
-        EXPECT_GE(q.clusters, 1);
-        EXPECT_LE(q.clusters, rows);
+  EXPECT_FALSE(plan_row_quantize(127, 14336, true, 132, RowOp::kSiluMul, k16).wide);
+  for (RowOp op : {RowOp::kPlain, RowOp::kSiluMul}) {
+    for (bool sixteen : {true, false}) {
+      for (bool vec : {true, false}) {
+        for (int64_t rows : {1, 2, 3, 16, 17, 64, 127, 128, 133, 2047, 2048, 4096}) {
+          for (int64_t cols : {16, 48, 1008, 4096, 8192, 14336, 16384, 28672, 65536, 262144}) {
+            const auto q = plan_row_quantize(rows, vec ? cols : cols + 3, vec, 132, op, sixteen);
+            const int64_t packs = vec ? cols / 16 : cols + 3;
+            SCOPED_TRACE(testing::Message()
+                         << "rows=" << rows << " cols=" << cols << " vec=" << vec
+                         << " silu=" << (op == RowOp::kSiluMul) << " 16-bit=" << sixteen);
+            EXPECT_TRUE(!q.wide || (vec && sixteen && rows >= dev::rowq::kWideMinRows));
+            EXPECT_TRUE(q.cluster == 1 || q.cluster == 2 || q.cluster == 4 || q.cluster == 8);
+            EXPECT_GE(q.chunk * q.cluster, packs);
+            EXPECT_LT(q.chunk * (q.cluster - 1), packs);  // no CTA of a cluster is left idle
+            EXPECT_EQ(q.threads % 32, 0);
+            EXPECT_GE(q.threads, 32);
+            EXPECT_LE(q.threads, 256);
+            EXPECT_GE(q.clusters, 1);
+            EXPECT_LE(q.clusters, rows);
+          }
+        }
       }
     }
-  }
   }
 }
 
