@@ -282,38 +282,33 @@ TEST(RowQuantizePlan, SmallMSpreadsARowLargeMGoesWideAndEveryPlanCoversTheRow) {
   // 896 packs: 4 CTAs of 224 threads; 8 would leave each under 4 warps.
   EXPECT_EQ(plan_row_quantize(16, 14336, true, 132).cluster, 4);
   EXPECT_EQ(plan_row_quantize(16, 14336, true, 132).threads, 224);
+  // A bf16/fp16 plan of `op`: whether it is wide, its cluster and its threads.
+  using detail::RowOp;
+  auto expect_plan = [](int64_t rows, int64_t cols, RowOp op, bool wide, int cluster,
+                        int threads) {
+    const auto q = plan_row_quantize(rows, cols, true, 132, op, true);
+    SCOPED_TRACE(testing::Message() << "rows=" << rows << " cols=" << cols);
+    EXPECT_EQ(q.wide, wide);
+    EXPECT_EQ(q.cluster, cluster);
+    EXPECT_EQ(q.threads, threads);
+    return q;
+  };
   // Prefill below kWideAllRows, where the wide entries hold the row in no fewer CTAs: a row per
   // CTA, one pack per thread, no cluster; the grid walks the rows.
-  using detail::RowOp;
-  constexpr bool k16 = true;  // a bf16 or fp16 input (the wide entries' only inputs)
-  p = plan_row_quantize(512, 4096, true, 132, RowOp::kPlain, k16);
-  EXPECT_FALSE(p.wide);
-  EXPECT_EQ(p.cluster, 1);
-  EXPECT_EQ(p.threads, 256);
-  EXPECT_EQ(p.clusters, 512);
+  EXPECT_EQ(expect_plan(512, 4096, RowOp::kPlain, false, 1, 256).clusters, 512);
   // From kWideAllRows rows on the plain op is wide: four packs a thread, 64 threads a row.
-  p = plan_row_quantize(2048, 4096, true, 132, RowOp::kPlain, k16);
-  EXPECT_TRUE(p.wide);
-  EXPECT_EQ(p.cluster, 1);
-  EXPECT_EQ(p.threads, 64);
-  EXPECT_EQ(p.clusters, 2048);
-  EXPECT_EQ(plan_row_quantize(1 << 20, 4096, true, 132, RowOp::kPlain, k16).clusters, 132 * 16);
+  EXPECT_EQ(expect_plan(2048, 4096, RowOp::kPlain, true, 1, 64).clusters, 2048);
+  EXPECT_EQ(expect_plan(1 << 20, 4096, RowOp::kPlain, true, 1, 64).clusters, 132 * 16);
   // Long rows: one pack a thread needs a cluster of 4 for 14336 values, four packs none, so
   // from kWideMinRows rows on the plain op is wide; not below, nor for fp32 inputs (the
   // default), which have no wide entry.
   EXPECT_EQ(plan_row_quantize(2048, 14336, true, 132).cluster, 4);
   EXPECT_FALSE(plan_row_quantize(2048, 14336, true, 132).wide);
-  EXPECT_EQ(plan_row_quantize(127, 14336, true, 132, RowOp::kPlain, k16).cluster, 4);
-  p = plan_row_quantize(128, 14336, true, 132, RowOp::kPlain, k16);
-  EXPECT_TRUE(p.wide);
-  EXPECT_EQ(p.cluster, 1);
-  EXPECT_EQ(p.threads, 224);
+  expect_plan(127, 14336, RowOp::kPlain, false, 4, 224);
+  expect_plan(128, 14336, RowOp::kPlain, true, 1, 224);
   // SiLU·mul's wide entry keeps two packs a thread: a cluster of 2 for 14336 values, not 4.
-  p = plan_row_quantize(128, 14336, true, 132, RowOp::kSiluMul, k16);
-  EXPECT_TRUE(p.wide);
-  EXPECT_EQ(p.cluster, 2);
-  EXPECT_EQ(p.threads, 224);
-  EXPECT_FALSE(plan_row_quantize(127, 14336, true, 132, RowOp::kSiluMul, k16).wide);
+  expect_plan(128, 14336, RowOp::kSiluMul, true, 2, 224);
+  expect_plan(127, 14336, RowOp::kSiluMul, false, 4, 224);
   for (RowOp op : {RowOp::kPlain, RowOp::kSiluMul}) {
     for (bool sixteen : {true, false}) {
       for (bool vec : {true, false}) {
