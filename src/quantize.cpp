@@ -3,8 +3,6 @@
 #include "quantize.hpp"
 
 #include <algorithm>
-#include <cstring>
-#include <string>
 #include <vector>
 
 #include "../kernels/quantize_shared.cuh"
@@ -29,6 +27,28 @@ int register_packs(bool vectorized) {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+/// The cluster, chunk, threads and grid of one engine form that keeps per_thread packs a thread
+/// in registers.
+RowQuantizePlan shape_plan(int64_t rows, int64_t packs, int64_t per_thread, int sm_count) {
+  RowQuantizePlan plan;
+  const int64_t per_cta = int64_t(rowq::kMaxThreads) * per_thread;  // held in registers
+  int cluster = 1;
+  while (cluster < rowq::kMaxCluster && ceil_div(packs, cluster) > per_cta) cluster *= 2;
+  // Small M: the grid leaves SMs idle, so spread each row wider while a CTA keeps >= 4 warps.
+  while (cluster < rowq::kMaxCluster && rows * cluster * 2 <= sm_count &&
+         ceil_div(packs, cluster * 2) >= 128 * per_thread) {
+    cluster *= 2;
+  }
+  plan.cluster = cluster;
+  plan.chunk = ceil_div(packs, cluster);
+  const int64_t threads = ceil_div(ceil_div(plan.chunk, per_thread), 32) * 32;
+  plan.threads = int(std::clamp<int64_t>(threads, 32, rowq::kMaxThreads));
+  // 16 CTAs per SM is more than can be resident: the grid is never the limit, and a huge M is
+  // walked grid-stride rather than launched as billions of CTAs.
+  plan.clusters = std::min<int64_t>(rows, std::max<int64_t>(1, int64_t(sm_count) * 16 / cluster));
+  return plan;
+}
+
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 /// The bound on amax that the host path applies, and a check of scale_ub_tensor.
@@ -48,17 +68,33 @@ float host_scale_ub(const TensorView& input, const QuantizeOptions& opt) {
   return *static_cast<const float*>(ub.data);
 }
 
-/// Launches the row engine's entry `name` over rows x cols (gate_up: in holds 2 * cols values a
-/// row).
-void launch_rows(const char* name, const TensorView& input, int64_t rows, int64_t cols,
+/// The engine entry for an input type, op and plan (the _wide entries exist for bf16 and fp16
+/// only: plan_row_quantize plans them for those alone).
+const char* entry_name(DType in, RowOp op, bool wide) {
+  if (op == RowOp::kSiluMul) {
+    if (wide) {
+      return in == DType::kBF16 ? "f8gemm_silu_mul_quantize_bf16_wide"
+                                : "f8gemm_silu_mul_quantize_f16_wide";
+    }
+    return in == DType::kF32    ? "f8gemm_silu_mul_quantize_f32"
+           : in == DType::kBF16 ? "f8gemm_silu_mul_quantize_bf16"
+                                : "f8gemm_silu_mul_quantize_f16";
+  }
+  if (wide) return in == DType::kBF16 ? "f8gemm_quantize_bf16_wide" : "f8gemm_quantize_f16_wide";
+  return in == DType::kF32 ? "f8gemm_quantize_f32"
+         : in == DType::kBF16 ? "f8gemm_quantize_bf16"
+                              : "f8gemm_quantize_f16";
+}
+
+/// Launches the row engine's entry for `op` over rows x cols (gate_up: in holds 2 * cols values
+/// a row).
+void launch_rows(RowOp op, const TensorView& input, int64_t rows, int64_t cols,
                  const TensorView& out_q, const TensorView& out_scale, const QuantizeOptions& opt) {
   const auto& props = require_sm90(input.device);
   const bool vectorized = cols % rowq::kPackValues == 0 && aligned16(input.data) &&
                           aligned16(out_q.data);
-  const RowOp op = std::strstr(name, "silu") != nullptr ? RowOp::kSiluMul : RowOp::kPlain;
   const RowQuantizePlan plan = plan_row_quantize(rows, cols, vectorized, props.sm_count, op,
                                                  dtype_size(input.dtype) == 2);
-  const std::string entry = std::string(name) + (plan.wide ? "_wide" : "");
   rowq::Params p{};
   p.in = input.data;
   p.q = static_cast<unsigned char*>(out_q.data);
@@ -70,22 +106,11 @@ void launch_rows(const char* name, const TensorView& input, int64_t rows, int64_
   p.eps = opt.eps;
   p.scale_ub_value = opt.scale_ub;
   p.vectorized = plan.vectorized ? 1 : 0;
-  cudaKernel_t kernel = util_instance()->kernel(entry.c_str());
+  cudaKernel_t kernel = util_instance()->kernel(entry_name(input.dtype, op, plan.wide));
   void* args[] = {&p};
   DeviceGuard guard(input.device);
   launch(kernel, int(plan.clusters * plan.cluster), plan.cluster, plan.threads, 0, opt.stream,
          args, input.device, opt.pdl);
-}
-
-const char* entry_name(DType in, bool silu) {
-  if (silu) {
-    return in == DType::kF32    ? "f8gemm_silu_mul_quantize_f32"
-           : in == DType::kBF16 ? "f8gemm_silu_mul_quantize_bf16"
-                                : "f8gemm_silu_mul_quantize_f16";
-  }
-  return in == DType::kF32 ? "f8gemm_quantize_f32"
-         : in == DType::kBF16 ? "f8gemm_quantize_bf16"
-                              : "f8gemm_quantize_f16";
 }
 
 /// The names the messages give the input, the codes and the scales.
@@ -128,32 +153,6 @@ void require_rows_and_layout(const TensorView& input, const TensorView& out_q,
 
 }  // namespace
 
-namespace {
-
-/// The cluster, chunk, threads and grid of one engine form that keeps per_thread packs a thread
-/// in registers.
-RowQuantizePlan shape_plan(int64_t rows, int64_t packs, int64_t per_thread, int sm_count) {
-  RowQuantizePlan plan;
-  const int64_t per_cta = int64_t(rowq::kMaxThreads) * per_thread;  // held in registers
-  int cluster = 1;
-  while (cluster < rowq::kMaxCluster && ceil_div(packs, cluster) > per_cta) cluster *= 2;
-  // Small M: the grid leaves SMs idle, so spread each row wider while a CTA keeps >= 4 warps.
-  while (cluster < rowq::kMaxCluster && rows * cluster * 2 <= sm_count &&
-         ceil_div(packs, cluster * 2) >= 128 * per_thread) {
-    cluster *= 2;
-  }
-  plan.cluster = cluster;
-  plan.chunk = ceil_div(packs, cluster);
-  const int64_t threads = ceil_div(ceil_div(plan.chunk, per_thread), 32) * 32;
-  plan.threads = int(std::clamp<int64_t>(threads, 32, rowq::kMaxThreads));
-  // 16 CTAs per SM is more than can be resident: the grid is never the limit, and a huge M is
-  // walked grid-stride rather than launched as billions of CTAs.
-  plan.clusters = std::min<int64_t>(rows, std::max<int64_t>(1, int64_t(sm_count) * 16 / cluster));
-  return plan;
-}
-
-}  // namespace
-
 RowQuantizePlan plan_row_quantize(int64_t rows, int64_t cols, bool vectorized, int sm_count,
                                   RowOp op, bool sixteen_bit_input) {
   const int64_t packs = vectorized ? cols / rowq::kPackValues : cols;
@@ -185,7 +184,7 @@ void quantize_rows_checked(const TensorView& input, int64_t rows, int64_t cols,
                                  static_cast<float*>(out_scale.data));
     return;
   }
-  launch_rows(entry_name(input.dtype, false), input, rows, cols, out_q, out_scale, opt);
+  launch_rows(RowOp::kPlain, input, rows, cols, out_q, out_scale, opt);
 }
 
 }  // namespace detail
@@ -231,7 +230,7 @@ void silu_mul_quantize_rows(const TensorView& gate_up, const TensorView& out_q,
                                           static_cast<float*>(out_scale.data));
     return;
   }
-  detail::launch_rows(detail::entry_name(gate_up.dtype, true), gate_up, rows, cols, out_q,
+  detail::launch_rows(detail::RowOp::kSiluMul, gate_up, rows, cols, out_q,
                       out_scale, opt);
 }
 
