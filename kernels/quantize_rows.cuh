@@ -75,16 +75,19 @@ __device__ __forceinline__ void load_words(const void* base, i64 index, u32* w) 
   }
 }
 
+/// Half `hi` (0: the low 16 bits) of a word of two bf16 or fp16 values, as a float (exact).
+template <int kIn>
+__device__ __forceinline__ float decode_word(u32 w, int hi) {
+  static_assert(kIn == kBF16 || kIn == kF16, "16-bit inputs only");
+  const u16 h = static_cast<u16>(hi ? w >> 16 : w & 0xffffu);
+  return kIn == kBF16 ? bf16_to_float(h) : f16_to_float(h);
+}
+
 /// A pack's bf16 or fp16 words w[0, 8) as floats v[0, 16) (exact conversions), low half first.
 template <int kIn>
 __device__ __forceinline__ void decode_words(const u32* w, float* v) {
-  static_assert(kIn == kBF16 || kIn == kF16, "16-bit inputs only");
 #pragma unroll
-  for (int j = 0; j < kPackValues / 2; ++j) {
-    const u16 lo = static_cast<u16>(w[j] & 0xffffu), hi = static_cast<u16>(w[j] >> 16);
-    v[2 * j] = kIn == kBF16 ? bf16_to_float(lo) : f16_to_float(lo);
-    v[2 * j + 1] = kIn == kBF16 ? bf16_to_float(hi) : f16_to_float(hi);
-  }
+  for (int j = 0; j < kPackValues; ++j) v[j] = decode_word<kIn>(w[j / 2], j % 2);
 }
 
 /// kW consecutive values from element `index` of `base` as floats (exact conversions). kW = 16

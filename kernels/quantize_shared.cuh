@@ -4,7 +4,7 @@
 /// Both compilers include this file: NVRTC (device code, no include path, no toolkit header) and
 /// the host compiler (the launcher in src/quantize.cpp and the CPU reference). The SiLU below is
 /// written once, in operations that round identically on both sides (IEEE fp32 add, multiply and
-/// divide, fused multiply-add, round-to-nearest-even to an integer, exact power-of-two scaling),
+/// divide, fused multiply-add, fmin/fmax, exact power-of-two scaling),
 /// so the GPU kernel and the CPU reference agree bit for bit.
 #pragma once
 
@@ -77,35 +77,48 @@ F8GEMM_ROWQ_FN float mul_rn(float a, float b) { return __fmul_rn(a, b); }
 F8GEMM_ROWQ_FN float add_rn(float a, float b) { return __fadd_rn(a, b); }
 F8GEMM_ROWQ_FN float div_rn(float a, float b) { return __fdiv_rn(a, b); }
 F8GEMM_ROWQ_FN float fma_rn(float a, float b, float c) { return __fmaf_rn(a, b, c); }
-F8GEMM_ROWQ_FN float round_even(float a) { return rintf(a); }
-F8GEMM_ROWQ_FN float pow2(int e) { return __int_as_float((e + 127) << 23); }
+F8GEMM_ROWQ_FN unsigned float_bits(float f) { return __float_as_uint(f); }
+F8GEMM_ROWQ_FN float bits_float(unsigned u) { return __uint_as_float(u); }
+F8GEMM_ROWQ_FN float fmax_num(float a, float b) { return fmaxf(a, b); }  // a NaN loses
+F8GEMM_ROWQ_FN float fmin_num(float a, float b) { return fminf(a, b); }
 #else
 F8GEMM_ROWQ_FN float mul_rn(float a, float b) { return a * b; }
 F8GEMM_ROWQ_FN float add_rn(float a, float b) { return a + b; }
 F8GEMM_ROWQ_FN float div_rn(float a, float b) { return a / b; }
 F8GEMM_ROWQ_FN float fma_rn(float a, float b, float c) { return std::fma(a, b, c); }
-F8GEMM_ROWQ_FN float round_even(float a) { return std::nearbyint(a); }  // ties to even
-F8GEMM_ROWQ_FN float pow2(int e) {
-  const unsigned bits = static_cast<unsigned>(e + 127) << 23;
+F8GEMM_ROWQ_FN float fmax_num(float a, float b) { return std::fmax(a, b); }  // a NaN loses
+F8GEMM_ROWQ_FN float fmin_num(float a, float b) { return std::fmin(a, b); }
+F8GEMM_ROWQ_FN unsigned float_bits(float f) {
+  unsigned u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+F8GEMM_ROWQ_FN float bits_float(unsigned u) {
   float f;
-  std::memcpy(&f, &bits, sizeof f);
+  std::memcpy(&f, &u, sizeof f);
   return f;
 }
 #endif
 
-/// exp(t) in fp32 within 2 ulp (the Taylor remainder past r^7 is below 2^-27 on the reduced
-/// range). t = n ln2 + r with n = rint(t / ln2) and |r| <= ln2 / 2, ln2 split in two parts
-/// (ln2_hi has 16 significant bits, so n * ln2_hi is exact for |n| < 256); exp(r) by Horner in
-/// fused multiply-adds; then two exact power-of-two multiplies (2^(n/2) * 2^(n - n/2) stays in the
-/// normal range for every n here, and the second rounds to +inf exactly when exp(t) overflows).
-/// Below t = -17, exp(t) < 2^-24 is returned as 0: 1 + exp(t) rounds to 1 either way, which is
-/// all the SiLU uses it for.
-F8GEMM_ROWQ_FN float silu_exp(float t) {
-  if (t != t) return t;
-  if (t < -17.0f) return 0.0f;
-  if (t > 89.0f) return mul_rn(pow2(127), pow2(127));  // +inf: exp(89) > FLT_MAX
-  const float n = round_even(mul_rn(t, 1.44269502162933349609375f));  // fp32(1/ln2)
-  float r = fma_rn(-n, 0.693145751953125f, t);        // ln2_hi = 0x1.62e4p-1
+/// exp(t) in fp32 for t clamped to [-17, 89] (a NaN clamps to -17: fmax returns the number):
+/// within 2 ulp of exp(t) on [-17, 88.72], +inf from 88.73 up (exp overflows), and about 4e-8 below
+/// -17, where 1 + exp(t) rounds to 1 all the same: all the SiLU uses it for. The Taylor remainder
+/// past r^7 is below 2^-27 on the reduced range.
+///   t = n ln2 + r with n = rint(t / ln2) and |r| <= ln2 / 2. n is rounded by adding 1.5 * 2^23:
+///   the sum is an integer in [2^23, 2^24), rounded to even as rint does, whose low bits are n.
+///   ln2 is split in two parts (ln2_hi has 16 significant bits, so n * ln2_hi is exact for
+///   |n| < 256); exp(r) by Horner in fused multiply-adds; then two exact power-of-two multiplies,
+///   by 2^(n-1) (in the normal range for every n in [-25, 128]) and by 2, which rounds to +inf
+///   exactly when exp(t) overflows.
+/// Branch-free, and without conversions (the clamp replaces three per-value branches, which cost
+/// eight control instructions a value, and the rounding by addition replaces FRND and F2I, which
+/// issue on the slow conversion pipe): perf log, card 74.
+F8GEMM_ROWQ_FN float exp_clamped(float t) {
+  const float c = fmin_num(fmax_num(t, -17.0f), 89.0f);
+  constexpr float kRound = 12582912.0f;  // 1.5 * 2^23
+  const float s = add_rn(mul_rn(c, 1.44269502162933349609375f), kRound);  // fp32(1/ln2)
+  const float n = add_rn(s, -kRound);
+  float r = fma_rn(-n, 0.693145751953125f, c);        // ln2_hi = 0x1.62e4p-1
   r = fma_rn(-n, 1.428606765330187045e-06f, r);       // ln2_lo = ln2 - ln2_hi (fp32)
   float p = 1.0f / 5040.0f;
   p = fma_rn(p, r, 1.0f / 720.0f);
@@ -115,15 +128,17 @@ F8GEMM_ROWQ_FN float silu_exp(float t) {
   p = fma_rn(p, r, 0.5f);
   p = fma_rn(p, r, 1.0f);
   p = fma_rn(p, r, 1.0f);
-  const int ni = static_cast<int>(n);  // in [-25, 129]
-  const int half = ni / 2;
-  return mul_rn(mul_rn(p, pow2(half)), pow2(ni - half));
+  // s's bits are those of 1.5 * 2^23 plus n, and 1.5 * 2^23's vanish when shifted by 23: the
+  // shift leaves n << 23, and adding 126 << 23 makes 2^(n-1).
+  const float half_scale = bits_float((float_bits(s) << 23) + (126u << 23));
+  return mul_rn(mul_rn(p, half_scale), 2.0f);
 }
 
 /// SiLU(g) * u in fp32: g / (1 + exp(-g)) (IEEE division), times u. silu(-inf) is NaN and
-/// silu(+inf) is +inf, as the formula gives (and as torch.nn.functional.silu gives).
+/// silu(+inf) is +inf, as the formula gives (and as torch.nn.functional.silu gives); a NaN g
+/// stays NaN through the division.
 F8GEMM_ROWQ_FN float silu_mul(float g, float u) {
-  return mul_rn(div_rn(g, add_rn(1.0f, silu_exp(-g))), u);
+  return mul_rn(div_rn(g, add_rn(1.0f, exp_clamped(-g))), u);
 }
 
 }  // namespace rowq

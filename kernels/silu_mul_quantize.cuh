@@ -21,11 +21,24 @@ struct SiluMulOp {
   static constexpr Keep kWideKeep = Keep::kValues;
   template <int kW>
   static __device__ __forceinline__ void load(const Params& p, i64 row, i64 col, float (&v)[kW]) {
-    float up[kW];
-    load_values<kIn, kW>(p.in, row * 2 * p.cols + col, v);
-    load_values<kIn, kW>(p.in, row * 2 * p.cols + p.cols + col, up);
+    const i64 gate = row * 2 * p.cols + col, up = gate + p.cols;
+    if constexpr (kIn == kF32 || kW == 1) {
+      float u[kW];
+      load_values<kIn, kW>(p.in, gate, v);
+      load_values<kIn, kW>(p.in, up, u);
 #pragma unroll
-    for (int e = 0; e < kW; ++e) v[e] = silu_mul(v[e], up[e]);
+      for (int e = 0; e < kW; ++e) v[e] = silu_mul(v[e], u[e]);
+    } else {
+      // 16-bit packs stay raw words until each value's SiLU: decoding both packs to floats up
+      // front held twice the registers (99 in the wide entry, card 74).
+      u32 gw[kPackValues / 2], uw[kPackValues / 2];
+      load_words(p.in, gate, gw);
+      load_words(p.in, up, uw);
+#pragma unroll
+      for (int e = 0; e < kW; ++e) {
+        v[e] = silu_mul(decode_word<kIn>(gw[e / 2], e % 2), decode_word<kIn>(uw[e / 2], e % 2));
+      }
+    }
   }
 };
 
