@@ -4,8 +4,8 @@
 /// Both compilers include this file: NVRTC (device code, no include path, no toolkit header) and
 /// the host compiler (the launcher in src/quantize.cpp and the CPU reference). The SiLU below is
 /// written once, in operations that round identically on both sides (IEEE fp32 add, multiply and
-/// divide, fused multiply-add, fmin/fmax, exact power-of-two scaling),
-/// so the GPU kernel and the CPU reference agree bit for bit.
+/// divide, fused multiply-add, comparisons, and an exact power of two built by integer work on a
+/// float's bits), so the GPU kernel and the CPU reference agree bit for bit.
 #pragma once
 
 #if defined(__CUDACC_RTC__) || defined(__CUDACC__)
@@ -14,6 +14,9 @@
 #include <cmath>
 #include <cstring>
 #define F8GEMM_ROWQ_FN inline
+#if defined(__FAST_MATH__)
+#error "quantize_shared.cuh needs IEEE fp32 arithmetic on the host: build without -ffast-math"
+#endif
 // No contraction of a*b+c into an FMA on the host either: the device side uses __fmul_rn and
 // __fadd_rn, which are never contracted, and the two must round alike.
 #if defined(__clang__)
@@ -79,15 +82,11 @@ F8GEMM_ROWQ_FN float div_rn(float a, float b) { return __fdiv_rn(a, b); }
 F8GEMM_ROWQ_FN float fma_rn(float a, float b, float c) { return __fmaf_rn(a, b, c); }
 F8GEMM_ROWQ_FN unsigned float_bits(float f) { return __float_as_uint(f); }
 F8GEMM_ROWQ_FN float bits_float(unsigned u) { return __uint_as_float(u); }
-F8GEMM_ROWQ_FN float fmax_num(float a, float b) { return fmaxf(a, b); }  // a NaN loses
-F8GEMM_ROWQ_FN float fmin_num(float a, float b) { return fminf(a, b); }
 #else
 F8GEMM_ROWQ_FN float mul_rn(float a, float b) { return a * b; }
 F8GEMM_ROWQ_FN float add_rn(float a, float b) { return a + b; }
 F8GEMM_ROWQ_FN float div_rn(float a, float b) { return a / b; }
 F8GEMM_ROWQ_FN float fma_rn(float a, float b, float c) { return std::fma(a, b, c); }
-F8GEMM_ROWQ_FN float fmax_num(float a, float b) { return std::fmax(a, b); }  // a NaN loses
-F8GEMM_ROWQ_FN float fmin_num(float a, float b) { return std::fmin(a, b); }
 F8GEMM_ROWQ_FN unsigned float_bits(float f) {
   unsigned u;
   std::memcpy(&u, &f, sizeof u);
@@ -100,21 +99,25 @@ F8GEMM_ROWQ_FN float bits_float(unsigned u) {
 }
 #endif
 
-/// exp(t) in fp32 for t clamped to [-17, 89] (a NaN clamps to -17: fmax returns the number):
-/// within 2 ulp of exp(t) on [-17, 88.72], +inf from 88.73 up (exp overflows), and about 4e-8 below
-/// -17, where 1 + exp(t) rounds to 1 all the same: all the SiLU uses it for. The Taylor remainder
-/// past r^7 is below 2^-27 on the reduced range.
+/// exp(t) in fp32 for t clamped to [-17, 89] by comparisons (a NaN, quiet or signalling, fails
+/// both and clamps to -17 on the host and the device alike): within 2 ulp of exp(t) on
+/// [-17, 88.7228] (0x1.62e42ep+6, the last float below ln FLT_MAX), +inf above it (exp
+/// overflows), and about 4e-8 below -17, where 1 + exp(t) rounds to 1 all the same: all the SiLU
+/// uses it for. The Taylor remainder past r^7 is below 2^-27 on the reduced range.
 ///   t = n ln2 + r with n = rint(t / ln2) and |r| <= ln2 / 2. n is rounded by adding 1.5 * 2^23:
-///   the sum is an integer in [2^23, 2^24), rounded to even as rint does, whose low bits are n.
-///   ln2 is split in two parts (ln2_hi has 16 significant bits, so n * ln2_hi is exact for
-///   |n| < 256); exp(r) by Horner in fused multiply-adds; then two exact power-of-two multiplies,
-///   by 2^(n-1) (in the normal range for every n in [-25, 128]) and by 2, which rounds to +inf
-///   exactly when exp(t) overflows.
-/// Branch-free, and without conversions (the clamp replaces three per-value branches, which cost
-/// eight control instructions a value, and the rounding by addition replaces FRND and F2I, which
-/// issue on the slow conversion pipe): perf log, card 74.
+///   the sum is an integer in [2^23, 2^24), rounded to even as rint does, whose low bits are n
+///   (n comes out +0 where rint gives -0: the same r and p). ln2 is split in two parts (ln2_hi
+///   has 16 significant bits, so n * ln2_hi is exact for |n| < 256); exp(r) by Horner in fused
+///   multiply-adds; then two exact power-of-two multiplies, by 2^(n-1) (in the normal range for
+///   every n in [-25, 128]) and by 2, which rounds to +inf exactly when exp(t) overflows.
+/// Branch-free, and without conversions: the clamp replaces three per-value branches (a
+/// BSSY/BSYNC frame around four BRA, three compares and two constant moves a value), and the
+/// rounding by addition replaces FRND and F2I, which issue on the slow conversion pipe (perf log,
+/// card 74). The rounding by addition needs IEEE arithmetic on the host: no -ffast-math (checked
+/// above), which would fold (x + K) - K to x.
 F8GEMM_ROWQ_FN float exp_clamped(float t) {
-  const float c = fmin_num(fmax_num(t, -17.0f), 89.0f);
+  float c = t > -17.0f ? t : -17.0f;
+  c = c < 89.0f ? c : 89.0f;
   constexpr float kRound = 12582912.0f;  // 1.5 * 2^23
   const float s = add_rn(mul_rn(c, 1.44269502162933349609375f), kRound);  // fp32(1/ln2)
   const float n = add_rn(s, -kRound);

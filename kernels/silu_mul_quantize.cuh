@@ -29,8 +29,10 @@ struct SiluMulOp {
 #pragma unroll
       for (int e = 0; e < kW; ++e) v[e] = silu_mul(v[e], u[e]);
     } else {
-      // 16-bit packs stay raw words until each value's SiLU: decoding both packs to floats up
-      // front held twice the registers (99 in the wide entry, card 74).
+      // 16-bit packs stay raw words until each value's SiLU: decoded up front, gate and up took
+      // 32 floats a pack instead of 16 words, and the wide entry 99 registers instead of 74
+      // (card 74).
+      static_assert(kW == kPackValues, "16-bit values load as whole packs");
       u32 gw[kPackValues / 2], uw[kPackValues / 2];
       load_words(p.in, gate, gw);
       load_words(p.in, up, uw);

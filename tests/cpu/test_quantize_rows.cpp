@@ -63,15 +63,21 @@ TEST(SiluExact, ExpIsWithinTwoUlpsOverItsWholeRange) {
   for (int i = 0; i < 200000; ++i) check(dist(rng));
   std::cout << "[ silu ] worst exp error " << worst << " ulp at t=" << worst_t << "\n";
   EXPECT_LE(worst, 2.0) << "at t=" << worst_t;
-  // Outside the range: below -17 (and for a NaN, which clamps there) the value is small enough
-  // that 1 + exp rounds to 1, as it would for the exact exp; from 88.73 up it is +inf.
+  // Outside the range: below -17 (and for a NaN, quiet or signalling, which clamps there) the
+  // value is small enough that 1 + exp rounds to 1, as it would for the exact exp; above
+  // 0x1.62e42ep+6 (the last float below ln FLT_MAX) it is +inf.
   const float inf = std::numeric_limits<float>::infinity();
-  for (float t : {-17.0f, -17.5f, -100.0f, -1e30f, -inf, std::nanf("")}) {
+  for (float t : {-17.0f, -17.5f, -100.0f, -1e30f, -inf, std::numeric_limits<float>::quiet_NaN(),
+                  std::numeric_limits<float>::signaling_NaN()}) {
     EXPECT_EQ(1.0f + dev::rowq::exp_clamped(t), 1.0f) << t;
     EXPECT_LT(dev::rowq::exp_clamped(t), 5e-8f) << t;
   }
-  for (float t : {88.75f, 89.0f, 89.5f, 1e30f, inf}) EXPECT_TRUE(std::isinf(dev::rowq::exp_clamped(t))) << t;
-  EXPECT_FALSE(std::isinf(dev::rowq::exp_clamped(88.72f)));  // exp(88.72) < FLT_MAX
+  const float last_finite = 0x1.62e42ep+6f;
+  EXPECT_FALSE(std::isinf(dev::rowq::exp_clamped(last_finite)));
+  EXPECT_LE(ulps(dev::rowq::exp_clamped(last_finite), std::exp(double(last_finite))), 2.0);
+  for (float t : {std::nextafter(last_finite, inf), 88.75f, 89.0f, 89.5f, 1e30f, inf}) {
+    EXPECT_TRUE(std::isinf(dev::rowq::exp_clamped(t))) << t;
+  }
 }
 
 TEST(SiluExact, SiluMulIsWithinFourUlpsOfFp64) {
