@@ -10,6 +10,11 @@ ways, side by side:
   kernels, each with programmatic dependent launch: pdl=True, the module's default, so each
   kernel may start while the one before it drains and waits for it on the device).
 
+With --activation-paths, the fused block is also timed with its activation always in the gate|up
+GEMM's epilogue ("in gemm": f8f8bf16_rowwise_preshuffled_silu_mul, then quantize_fp8_row of h)
+and always apart ("apart": the GEMM's gate_up, then silu_mul_quantize_fp8_row), whatever
+FP8GatedMLP.FUSED_ACTIVATION_MIN_ROWS picks for that M: the measurement behind that threshold.
+
 With --pdl, the same block built with pdl=False (every kernel launched the ordinary way,
 whatever F8GEMM_PDL says) is also timed, and its output, eager and (with --cuda-graph) from a
 graph replay, is checked to be bit-identical to the fused block's ("same", else "DIFFER").
@@ -22,7 +27,7 @@ quantize_fp8_row on [M, hidden] and [M, intermediate] bf16 against a device copy
 bytes (the issue's bound: at most 1.5x for M <= 16).
 
     python3 examples/llama_mlp.py [--m 1 16 128 2048] [--iters 50] [--cuda-graph] [--quantize]
-                                  [--pdl]   (--pdl: also the fused block with pdl=False)
+                                  [--pdl] [--activation-paths]
 """
 
 import argparse
@@ -126,6 +131,9 @@ def main():
     p.add_argument("--pdl", action="store_true",
                    help="also time the fused block with pdl=False (no programmatic dependent "
                         "launch; the fused column has the module's default, pdl=True)")
+    p.add_argument("--activation-paths", action="store_true",
+                   help="also time the fused block with its activation always in the gate|up "
+                        "GEMM's epilogue and always apart")
     args = p.parse_args()
     if not torch.cuda.is_available():
         sys.exit("needs a CUDA GPU (sm_90)")
@@ -137,6 +145,13 @@ def main():
     serial = None
     if args.pdl:
         serial = FP8GatedMLP.from_module(bf16, use_fast_accum=not args.precise, pdl=False).eval()
+    paths = []
+    if args.activation_paths:
+        # The same module (shared weights) with the threshold at either end.
+        for rows in (0, float("inf")):
+            block = copy.copy(fused)
+            block.FUSED_ACTIVATION_MIN_ROWS = rows
+            paths.append(block)
     timer = time_graph_us if args.cuda_graph else time_eager_us
     gpu = torch.cuda.get_device_name()
     print(f"Llama MLP block hidden={args.hidden} intermediate={args.intermediate} on {gpu}; "
@@ -145,6 +160,9 @@ def main():
           f"{', no pdl: pdl=False' if args.pdl else ''}")
     pdl_hdr = f" | {'no pdl':>8} | {'no pdl x':>8} | {'bits':>6}" if args.pdl else ""
     pdl_rule = f"-+-{'-' * 8}-+-{'-' * 8}-+-{'-' * 6}" if args.pdl else ""
+    if paths:
+        pdl_hdr += f" | {'in gemm':>8} | {'apart':>8} | {'in/apart':>8} | {'in err':>9}"
+        pdl_rule += f"-+-{'-' * 8}-+-{'-' * 8}-+-{'-' * 8}-+-{'-' * 9}"
     print(f"{'M':>6} | {'bf16':>8} | {'swap':>8} | {'fused':>8} | {'swap x':>6} | {'fused x':>7} "
           f"| {'swap err':>9} | {'fused err':>9}{pdl_hdr}")
     print(f"{'-' * 6}-+-{'-' * 8}-+-{'-' * 8}-+-{'-' * 8}-+-{'-' * 6}-+-{'-' * 7}-+-{'-' * 9}-+-"
@@ -171,6 +189,10 @@ def main():
                 t_serial = timer(lambda: serial(x), args.warmup, args.iters)
                 pdl_cols = (f" | {t_serial:>8.1f} | {t16 / t_serial:>7.2f}x | "
                             f"{'same' if same else 'DIFFER':>6}")
+            if paths:
+                t_in, t_apart = (timer(lambda b=b: b(x), args.warmup, args.iters) for b in paths)
+                pdl_cols += (f" | {t_in:>8.1f} | {t_apart:>8.1f} | {t_in / t_apart:>8.3f} | "
+                             f"{err(paths[0](x)):>9.3e}")
             print(f"{m:>6} | {t16:>8.1f} | {t_swap:>8.1f} | {t_fused:>8.1f} | "
                   f"{t16 / t_swap:>5.2f}x | {t16 / t_fused:>6.2f}x | {e_swap:>9.3e} | "
                   f"{e_fused:>9.3e}{pdl_cols}", flush=True)

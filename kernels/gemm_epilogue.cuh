@@ -19,13 +19,19 @@
 ///   stores read their buffer the next chunk is written.
 /// - kTmaSwap: one [kBN tokens][64 columns] block in the 128-byte swizzle, one tensor store.
 /// - kRows: rows padded by 16 bytes (conflict-free writes), one bulk copy per row.
-/// The tensor map clips rows past M and columns past N. In a grouped GEMM, a block whose group
+/// The tensor map clips rows past M and columns past N. With SiLU·mul (T::kSiluMul) a block's
+/// B-side columns are kBN / 2 gate columns, then the matching up columns: the thread that holds
+/// gate unit u holds up unit u + kBN / 16 too, and it stages SiLU(gate) * up (rowq::silu_mul, the
+/// exact fp32 SiLU that the row-quantisation kernels and the CPU reference share) as output unit
+/// u: the staging and the stores then see a block of kOutBN = kBN / 2 columns.
+/// In a grouped GEMM, a block whose group
 /// ends inside it (with kTmaCols32: a warp's 16 rows) is copied out by the threads with 16-byte
 /// stores of the group's rows only (the rows after them belong to the next group, or to none).
 #pragma once
 
 #include "f8gemm_ptx.cuh"
 #include "gemm_tile_scheduler.cuh"
+#include "quantize_shared.cuh"
 
 namespace f8gemm {
 namespace dev {
@@ -33,16 +39,20 @@ namespace dev {
 template <class T>
 struct Epilogue {
   static constexpr int kBN = T::kBN;
+  static constexpr int kOutBN = T::kOutBN;  // output columns of a block (kBN / 2 with SiLU·mul)
   static constexpr bool kSwap = T::kSwap;
-  // One consumer stores its own 64 x kBN block per tile: not a ping-pong tile (whose second block
-  // would overwrite boxes that the first block's stores may still read).
+  // One consumer stores its own 64 x kOutBN block per tile: not a ping-pong tile (whose second
+  // block would overwrite boxes that the first block's stores may still read).
   static_assert(T::kStore != StoreKind::kTmaBlock ||
-                    (!T::kPingPong && T::kBlocks == 1 && !kSwap && kBN % 64 == 0),
+                    (!T::kPingPong && T::kBlocks == 1 && !kSwap && kOutBN % 64 == 0),
                 "whole-block staging is for cooperative tiles of whole 64-column boxes");
-  static constexpr int kChunks = kBN / 32;  // kTmaCols32 only
-  static constexpr int kBufs = gemm_staging_buffers(kBN);
+  static_assert(!T::kSiluMul || T::kStore == StoreKind::kTmaBlock ||
+                    T::kStore == StoreKind::kTmaCols32,
+                "SiLU·mul blocks are staged whole or in 32-column chunks");
+  static constexpr int kChunks = kOutBN / 32;  // kTmaCols32 only
+  static constexpr int kBufs = gemm_staging_buffers(kOutBN);
   static constexpr int kChunkBytes = 64 * 64;
-  static constexpr int kRowStride = kBN * 2 + 16;  // kRows only
+  static constexpr int kRowStride = kOutBN * 2 + 16;  // kRows only
 
   /// One thread's share of the tile's scales: A-side row tid (< 64) and B-side rows tid and
   /// tid + 128 (< kBN). The A side is X (non-swap) or W (swap); bias follows W's side.
@@ -56,6 +66,13 @@ struct Epilogue {
       return bf16_to_float(static_cast<const u16*>(p.bias)[b * T::kN + n]);
     }
     return 0.0f;
+  }
+
+  /// SiLU·mul: the W row of B-side index idx (< kBN), or -1 past the rows W has. Index
+  /// idx < kBN / 2 is gate row n0 + idx, and idx + kBN / 2 the up row kOutN later.
+  static __device__ __forceinline__ i64 silu_mul_w_row(const Tile& tile, int idx) {
+    const i64 col = tile.n0 + idx % (kBN / 2);
+    return col < T::kOutN ? col + (idx / (kBN / 2)) * T::kOutN : -1;
   }
 
   /// Loads this thread's scales into registers before the mainloop; rows past M or N get 0.
@@ -79,7 +96,13 @@ struct Epilogue {
       const int row = (kSwap ? tile.m0 : tile.n0) + idx;
       if (idx < kBN) {
         if (kSwap && row < tile.m_end) s.b[i] = xs[row];
-        if (!kSwap && row < T::kN) {
+        if constexpr (T::kSiluMul) {
+          const i64 w_row = silu_mul_w_row(tile, idx);
+          if (w_row >= 0) {
+            s.b[i] = ws[w_row];
+            s.b_bias[i] = bias_at(p, tile.b, w_row);
+          }
+        } else if (!kSwap && row < T::kN) {
           s.b[i] = ws[row];
           s.b_bias[i] = bias_at(p, tile.b, row);
         }
@@ -157,25 +180,40 @@ struct Epilogue {
     return T::kOutF16 ? to_f16(y) : to_bf16(y);
   }
 
-  /// The two packed outputs of 8-column unit `unit` of the block (columns unit * 8 + b_col0 and
+  /// The two values of 8-column unit `unit` of the block (B-side columns unit * 8 + b_col0 and
   /// + 1) in row half `half` (A-row a_row0 + 8 * half): (acc * xs) * ws + bias, the same order
   /// as the swap path.
-  static __device__ __forceinline__ u32 scaled_pair(const float* acc, int unit, int half,
-                                                    const float (&s_a)[2], const ScalesB& scales_b,
-                                                    const float* sb_bias, int b_col0) {
+  static __device__ __forceinline__ float2 scaled_pair(const float* acc, int unit, int half,
+                                                       const float (&s_a)[2],
+                                                       const ScalesB& scales_b,
+                                                       const float* sb_bias, int b_col0) {
     const float2 s_b = scales_b.v[unit];
     const float2 bias_b = bias_pair(sb_bias, unit * 8 + b_col0);
     const int i = unit * 4 + half * 2;
-    return pack2(plus_bias(acc[i] * s_a[half] * s_b.x, bias_b.x),
-                 plus_bias(acc[i + 1] * s_a[half] * s_b.y, bias_b.y));
+    return make_float2(plus_bias(acc[i] * s_a[half] * s_b.x, bias_b.x),
+                       plus_bias(acc[i + 1] * s_a[half] * s_b.y, bias_b.y));
+  }
+
+  /// The two packed outputs of output unit `unit` (columns unit * 8 + b_col0 and + 1 of the
+  /// block's kOutBN) in row half `half`: the scaled values, or with SiLU·mul SiLU(gate) * up
+  /// from gate unit `unit` and up unit unit + kBN / 16, rounded once into the output type.
+  static __device__ __forceinline__ u32 out_pair(const float* acc, int unit, int half,
+                                                 const float (&s_a)[2], const ScalesB& scales_b,
+                                                 const float* sb_bias, int b_col0) {
+    const float2 v = scaled_pair(acc, unit, half, s_a, scales_b, sb_bias, b_col0);
+    if constexpr (T::kSiluMul) {
+      const float2 up = scaled_pair(acc, unit + kBN / 16, half, s_a, scales_b, sb_bias, b_col0);
+      return pack2(rowq::silu_mul(v.x, up.x), rowq::silu_mul(v.y, up.y));
+    }
+    return pack2(v.x, v.y);
   }
 
   /// Grouped GEMM: 16 staged bytes (8 outputs) to row `row`, columns col..col + 7 of Y (one
   /// matrix), if the row is the group's and the columns exist (N % 8 == 0: all 8 or none).
   static __device__ __forceinline__ void copy_unit(const GemmParams& p, const u8* staged, int row,
                                                    int m_end, i64 col) {
-    if (row < m_end && col < T::kN) {
-      *reinterpret_cast<uint4*>(static_cast<u16*>(p.out) + i64(row) * T::kN + col) =
+    if (row < m_end && col < T::kOutN) {
+      *reinterpret_cast<uint4*>(static_cast<u16*>(p.out) + i64(row) * T::kOutN + col) =
           *reinterpret_cast<const uint4*>(staged);
     }
   }
@@ -207,24 +245,24 @@ struct Epilogue {
       const int lm = lane / 8;
       const int row = warp * 16 + (lm % 2) * 8 + lane % 8;  // the row this lane addresses
 #pragma unroll
-      for (int q = 0; q < kBN / 16; ++q) {
+      for (int q = 0; q < kOutBN / 16; ++q) {
         // Unit pair q: matrix m holds rows 8 * (m % 2) of the warp's 16 and unit 2q + m / 2.
         u32 packed[4];
 #pragma unroll
         for (int m = 0; m < 4; ++m) {
-          packed[m] = scaled_pair(acc, 2 * q + m / 2, m % 2, s_a, scales_b, sb_bias, b_col0);
+          packed[m] = out_pair(acc, 2 * q + m / 2, m % 2, s_a, scales_b, sb_bias, b_col0);
         }
-        const int unit = 2 * q + lm / 2;  // of the block's kBN / 8
+        const int unit = 2 * q + lm / 2;  // of the block's kOutBN / 8
         stmatrix_x4(region + block_offset(row, unit), packed[0], packed[1], packed[2], packed[3]);
       }
       fence_proxy_async();
       named_barrier(1 + consumer, 128);
       if (T::kGrouped && first_row + 64 > tile.m_end) {
-        // 64 rows of kBN / 8 units. These reads come before this thread's next barrier (the
+        // 64 rows of kOutBN / 8 units. These reads come before this thread's next barrier (the
         // next tile's first), after which the boxes are rewritten.
 #pragma unroll 4
-        for (int idx = tid; idx < 64 * (kBN / 8); idx += 128) {
-          const int r = idx / (kBN / 8), unit = idx % (kBN / 8);
+        for (int idx = tid; idx < 64 * (kOutBN / 8); idx += 128) {
+          const int r = idx / (kOutBN / 8), unit = idx % (kOutBN / 8);
           copy_unit(p, region + block_offset(r, unit), first_row + r, tile.m_end,
                     first_col + unit * 8);
         }
@@ -232,8 +270,8 @@ struct Epilogue {
       }
       if (tid == 0 && first_row < tile.m_end) {
 #pragma unroll
-        for (int c = 0; c < kBN / 64; ++c) {
-          if (first_col + c * 64 < T::kN) {
+        for (int c = 0; c < kOutBN / 64; ++c) {
+          if (first_col + c * 64 < T::kOutN) {
             tma_store_3d(&p.out_map, region + c * kBoxBytes, int(first_col) + c * 64, first_row,
                          tile.xb);
           }
@@ -250,7 +288,7 @@ struct Epilogue {
       // 61: a quarter of the ping-pong epilogue's stall samples sat at those barriers). Async
       // groups are per thread, so lane 0 alone knows when its stores have read their buffer:
       // chunk c + 1 goes where chunk c - 1 was, once at most one store (chunk c's) is pending.
-      // With one buffer (kBN == 32) there is one chunk. The first barrier publishes the staged
+      // With one buffer (kOutBN == 32) there is one chunk. The first barrier publishes the staged
       // scales; the last keeps them (and the bias) until every thread has read them.
       static_assert(T::kStore != StoreKind::kTmaCols32 || kBufs == 2 || kChunks <= 1,
                     "chunk c + 1 reuses chunk c - 1's buffer");
@@ -269,7 +307,7 @@ struct Epilogue {
 #pragma unroll
           for (int m = 0; m < 4; ++m) {
             packed[pair][m] =
-                scaled_pair(acc, c * 4 + 2 * pair + m / 2, m % 2, s_a, scales_b, sb_bias, b_col0);
+                out_pair(acc, c * 4 + 2 * pair + m / 2, m % 2, s_a, scales_b, sb_bias, b_col0);
           }
         }
       };
@@ -307,7 +345,7 @@ struct Epilogue {
           }
         }
         if (lane == 0) {
-          if (!copy_rows && warp_row < tile.m_end && first_col + c * 32 < T::kN) {
+          if (!copy_rows && warp_row < tile.m_end && first_col + c * 32 < T::kOutN) {
             tma_store_3d(&p.out_map, slice, int(first_col) + c * 32, warp_row, tile.xb);
           }
           bulk_commit();

@@ -28,6 +28,10 @@ struct GemmSpec {
   bool out_f16;     ///< fp16 output rather than bf16
   bool fast_accum;  ///< accumulate along all of K in the tensor core
   BiasKind bias;
+  /// The SiLU·mul epilogue (EpilogueOp::kSiluMul): W is [gate; up], 2I = n rows, and each tile
+  /// pairs gate rows [n0, n0 + bn/2) with up rows [I + n0, I + n0 + bn/2), so that the epilogue
+  /// holds both factors of each of its bn/2 outputs: Y [M, I] = SiLU(gate) * up.
+  bool silu_mul;
 };
 
 /// Kernel parameters, passed by value as a __grid_constant__ (the tensor maps must be).
@@ -88,20 +92,25 @@ enum class StoreKind : int {
                    ///< mainloop runs
 };
 
-constexpr StoreKind gemm_store_kind(int bn, bool swap, bool pingpong) {
-  return swap               ? StoreKind::kTmaSwap
-         : !pingpong && bn % 64 == 0 ? StoreKind::kTmaBlock
-         : bn % 32 == 0     ? StoreKind::kTmaCols32
-                            : StoreKind::kRows;
+/// Output columns of one consumer block: bn, or bn / 2 with the SiLU·mul epilogue (a gate and
+/// an up column make one output).
+constexpr int gemm_out_cols(int bn, bool silu_mul) { return silu_mul ? bn / 2 : bn; }
+
+/// The store kind of a consumer block of `out_cols` output columns (gemm_out_cols).
+constexpr StoreKind gemm_store_kind(int out_cols, bool swap, bool pingpong) {
+  return swap                              ? StoreKind::kTmaSwap
+         : !pingpong && out_cols % 64 == 0 ? StoreKind::kTmaBlock
+         : out_cols % 32 == 0              ? StoreKind::kTmaCols32
+                                           : StoreKind::kRows;
 }
 
 /// The output tensor map's box (columns, rows) and swizzle span in bytes for a store kind.
 struct OutBox {
   int cols, rows, swizzle_bytes;
 };
-constexpr OutBox gemm_out_box(int bn, bool swap, bool pingpong) {
-  const StoreKind kind = gemm_store_kind(bn, swap, pingpong);
-  return kind == StoreKind::kTmaSwap     ? OutBox{64, bn, 128}
+constexpr OutBox gemm_out_box(int out_cols, bool swap, bool pingpong) {
+  const StoreKind kind = gemm_store_kind(out_cols, swap, pingpong);
+  return kind == StoreKind::kTmaSwap     ? OutBox{64, out_cols, 128}
          : kind == StoreKind::kTmaBlock  ? OutBox{64, 64, 128}
          : kind == StoreKind::kTmaCols32 ? OutBox{32, 16, 64}
                                          : OutBox{0, 0, 0};
@@ -131,13 +140,14 @@ constexpr int gemm_group_table_bytes(int cap) { return cap > 0 ? 4 * (3 * cap + 
 /// the last one's store reads; this small footprint is what gives the 64x256 ping-pong pair its
 /// 5 ring stages. kTmaBlock holds the whole 64 x bn block (32 KB at bn = 256), so that its stores
 /// drain under the next tile's mainloop; a tiled 128x256 then has 3 stages (perf log, card 59).
-constexpr int gemm_staging_buffers(int bn) { return bn >= 64 ? 2 : 1; }
-constexpr int gemm_staging_bytes(int bn, bool swap, bool pingpong) {
-  const StoreKind kind = gemm_store_kind(bn, swap, pingpong);
-  return kind == StoreKind::kTmaSwap     ? bn * 128
-         : kind == StoreKind::kTmaBlock  ? 64 * bn * 2
-         : kind == StoreKind::kTmaCols32 ? gemm_staging_buffers(bn) * 64 * 64
-                                         : 64 * (bn * 2 + 16);
+/// All in output columns (gemm_out_cols).
+constexpr int gemm_staging_buffers(int out_cols) { return out_cols >= 64 ? 2 : 1; }
+constexpr int gemm_staging_bytes(int out_cols, bool swap, bool pingpong) {
+  const StoreKind kind = gemm_store_kind(out_cols, swap, pingpong);
+  return kind == StoreKind::kTmaSwap     ? out_cols * 128
+         : kind == StoreKind::kTmaBlock  ? 64 * out_cols * 2
+         : kind == StoreKind::kTmaCols32 ? gemm_staging_buffers(out_cols) * 64 * 64
+                                         : 64 * (out_cols * 2 + 16);
 }
 
 /// Precise mode adds each k-block's tensor-core sum into an fp32 total, so a consumer keeps the
@@ -190,14 +200,16 @@ constexpr bool gemm_prefetches_w(const GemmSpec& s) {
   return s.groups_cap == 0 && s.cluster_m == 1 && !s.plain_w && s.split_k <= 2;
 }
 
+/// With silu_mul the staging holds bn / 2 output columns (never more bytes than without: the
+/// host sizes rings and checks legality without it, and allocates this layout's total).
 constexpr GemmSmemLayout gemm_smem_layout(int bm, int bn, int stages, bool swap, bool pingpong,
-                                          int split_k, int groups_cap = 0) {
+                                          int split_k, int groups_cap = 0, bool silu_mul = false) {
   GemmSmemLayout l{};
   const int x_rows = swap ? bn : bm, w_rows = swap ? bm : bn;
   l.x_tile_bytes = x_rows * 128;
   l.w_tile_bytes = w_rows * 128;
   l.stage_bytes = l.x_tile_bytes + l.w_tile_bytes;
-  l.staging_bytes = gemm_staging_bytes(bn, swap, pingpong);
+  l.staging_bytes = gemm_staging_bytes(gemm_out_cols(bn, silu_mul), swap, pingpong);
   l.region_bytes = (l.staging_bytes + 2 * (64 + bn) * 4 + 1023) / 1024 * 1024;
   l.regions_offset = stages * l.stage_bytes;
   l.partials_offset = l.regions_offset + gemm_consumers(bm, pingpong) * l.region_bytes;

@@ -116,8 +116,10 @@ struct Producer {
     }
   }
 
-  /// Rows of W that exist in a tile: the preshuffled buffer ends at N (no padding rows).
+  /// Rows of W that exist in a tile: the preshuffled buffer ends at N (no padding rows). With
+  /// SiLU·mul both halves have the rows of the gate half (up ends at N as gate ends at kOutN).
   static __device__ __forceinline__ int tile_w_rows(const Tile& tile) {
+    if constexpr (T::kSiluMul) return 2 * int(min(i64(T::kWRows / 2), T::kOutN - tile.n0));
     return int(min(i64(T::kWRows), T::kN - tile.n0));
   }
   /// The bytes of one W k-block of a tile that arrive in this CTA's slot. TMA counts whole boxes
@@ -130,6 +132,10 @@ struct Producer {
   /// in a pair.
   static __device__ __forceinline__ void load_w(const GemmParams& p, const Tile& tile, int kb,
                                                 int w_rows, int rank, u8* w_tile, u64* bar) {
+    if constexpr (T::kSiluMul) {
+      load_w_halves(p, tile, kb, w_rows / 2, rank, w_tile, bar);
+      return;
+    }
     if (T::kPlainW) {
       if (T::kClusterM == 1) {
         tma_load_3d(w_tile, &p.w_map, bar, kb * 128, tile.n0, tile.b);
@@ -144,6 +150,36 @@ struct Producer {
       bulk_load(w_tile, share.src, share.bytes, bar);
     } else if (share.bytes > 0) {
       bulk_load_multicast(w_tile + share.offset, share.src, share.bytes, bar, kClusterMask);
+    }
+  }
+
+  /// SiLU·mul: half h of the W tile (h = 0 gate, 1 up) holds kWRows / 2 rows from W row
+  /// n0 + h * kOutN. Alone a CTA loads both halves; in a pair rank h loads half h and multicasts
+  /// it. Plain W: a box of kWRows / 2 rows each (gate rows past kOutN are up rows, computed and
+  /// never stored; up rows past N are zero-filled). Preshuffled: the half's `rows` existing rows.
+  static __device__ __forceinline__ void load_w_halves(const GemmParams& p, const Tile& tile,
+                                                       int kb, int rows, int rank, u8* w_tile,
+                                                       u64* bar) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      if (T::kClusterM == 2 && h != rank) continue;
+      u8* dst = w_tile + h * (T::kWRows / 2) * 128;
+      const i64 row = tile.n0 + h * T::kOutN;
+      if (T::kPlainW) {
+        if (T::kClusterM == 1) {
+          tma_load_3d(dst, &p.w_map, bar, kb * 128, int(row), tile.b);
+        } else {
+          tma_load_3d_multicast(dst, &p.w_map, bar, kb * 128, int(row), tile.b, kClusterMask);
+        }
+      } else {
+        const u8* src =
+            p.w_shuffled + ((i64(tile.b) * T::kKBlocks + kb) * (T::kN / 8) + row / 8) * 1024;
+        if (T::kClusterM == 1) {
+          bulk_load(dst, src, u32(rows) * 128u, bar);
+        } else {
+          bulk_load_multicast(dst, src, u32(rows) * 128u, bar, kClusterMask);
+        }
+      }
     }
   }
 

@@ -25,7 +25,7 @@ struct Tile {
   int b;      // batch, or group: W's batch coordinate, and that of the W scales and bias
   int xb;     // X's and Y's batch coordinate (0 in a grouped GEMM: X and Y are one matrix each)
   int m0;     // first X row (within X's batch xb)
-  int n0;     // first W row
+  int n0;     // first W row (SiLU·mul: first gate row, the up rows follow kOutN later)
   int m_end;  // the first row past this tile's batch or group: rows from here on are not stored
 };
 
@@ -191,7 +191,7 @@ struct TileScheduler {
       tile.m0 = (cx * T::kClusterM + rank) * T::kXRows;
       tile.m_end = m;
     }
-    tile.n0 = tw * T::kWRows;
+    tile.n0 = tw * T::kTileStepN;
     return tile;
   }
 };

@@ -37,6 +37,11 @@ struct GemmTraits {
   static constexpr bool kOutF16 = kSpec.out_f16;
   static constexpr bool kFastAccum = kSpec.fast_accum;
   static constexpr BiasKind kBias = kSpec.bias;
+  // The SiLU·mul epilogue: W holds 2 * kOutN rows (gate, then up) and a tile's W rows are two
+  // halves, kBN / 2 gate rows from n0 and as many up rows from kOutN + n0 (gemm_params.cuh).
+  static constexpr bool kSiluMul = kSpec.silu_mul;
+  static constexpr i64 kOutN = kSiluMul ? kN / 2 : kN;  // Y's columns
+  static constexpr int kOutBN = gemm_out_cols(kBN, kSiluMul);  // Y's columns of a 64-row block
 
   static constexpr int kConsumers = gemm_consumers(kBM, kPingPong);
   // Consumers that read each ring slot: both split one tile, or one owns it (ping-pong).
@@ -48,6 +53,9 @@ struct GemmTraits {
   static constexpr int kXRows = kSwap ? kBN : kBM;  // rows of X in one tile
   static constexpr int kWRows = kSwap ? kBM : kBN;  // rows of W in one tile
   static constexpr int kWTiles = int((kN + kWRows - 1) / kWRows);
+  // Tile tw starts at W row (and Y column) tw * kTileStepN; with SiLU·mul that is its first gate
+  // row and output column, and ceil(kN / kWRows) == ceil(kOutN / kTileStepN) tiles cover Y.
+  static constexpr int kTileStepN = kSiluMul ? kWRows / 2 : kWRows;
   static constexpr int kAcc = kBN / 2;  // fp32 accumulators per thread for m64 x kBN
   static constexpr int kBlocks = gemm_blocks(kBM, kPingPong);
   static constexpr int kAccAll = kBlocks * kAcc;  // accumulators per consumer thread
@@ -61,12 +69,12 @@ struct GemmTraits {
   static constexpr int kAccSets = kPromotePipelined ? 2 : 1;
 
   static constexpr GemmSmemLayout kSmem =
-      gemm_smem_layout(kBM, kBN, kStages, kSwap, kPingPong, kSplitK, kGroupsCap);
+      gemm_smem_layout(kBM, kBN, kStages, kSwap, kPingPong, kSplitK, kGroupsCap, kSiluMul);
   static constexpr int kXTileBytes = kSmem.x_tile_bytes;
   static constexpr int kWTileBytes = kSmem.w_tile_bytes;
   static constexpr int kStageBytes = kSmem.stage_bytes;
   static constexpr int kSmemBytes = kSmem.total_bytes;
-  static constexpr StoreKind kStore = gemm_store_kind(kBN, kSwap, kPingPong);
+  static constexpr StoreKind kStore = gemm_store_kind(kOutBN, kSwap, kPingPong);
 
   static_assert(kBM == 64 || kBM == 128, "each consumer warpgroup owns 64 rows of the A side");
   static_assert(!kPingPong || !kSwap, "ping-pong tiles are rows of X");
@@ -93,6 +101,10 @@ struct GemmTraits {
                 "split-K: at most 8 CTAs (a portable cluster), each with at least one k-block");
   static_assert(kClusterM == 1 || kWRows % 16 == 0,
                 "each CTA of a pair loads whole 8-row slabs of half the W tile");
+  static_assert(!kSiluMul || (!kSwap && kSplitK == 1 && !kGrouped && kBN % 64 == 0 &&
+                              kN % 16 == 0),
+                "SiLU·mul pairs the gate and up halves of a non-swap tile of whole 32-column "
+                "output chunks (bn % 64 == 0), unsplit, not grouped, over I = N / 2 % 8 == 0");
 };
 
 }  // namespace dev

@@ -15,6 +15,7 @@ std::string InstanceSpec::label() const {
      << (out_dtype == DType::kF16 ? "f16" : "bf16") << "."
      << (bias == BiasKind::kNone ? "nobias" : bias == BiasKind::kF32 ? "biasf32" : "biasbf16")
      << "." << (fast_accum ? "fast" : "precise");
+  if (epilogue_op != EpilogueOp::kNone) os << "." << to_string(epilogue_op);
   if (groups_cap > 0) os << ".grouped" << groups_cap;
   if (trace) os << ".trace";
   return os.str();
@@ -30,6 +31,7 @@ InstanceSpec make_spec(const Config& config, const ProblemShape& p) {
   s.bias = !p.has_bias ? BiasKind::kNone
                        : (p.bias_dtype == DType::kBF16 ? BiasKind::kBF16 : BiasKind::kF32);
   s.fast_accum = p.fast_accum;
+  s.epilogue_op = p.epilogue_op;
   return s;
 }
 
@@ -67,6 +69,7 @@ std::string spec_function(const dev::GemmSpec& g) {
      << "  g.plain_w = " << b(g.plain_w) << ";\n  g.out_f16 = " << b(g.out_f16) << ";\n"
      << "  g.fast_accum = " << b(g.fast_accum) << ";\n"
      << "  g.bias = f8gemm::dev::BiasKind(" << int(g.bias) << ");\n"
+     << "  g.silu_mul = " << b(g.silu_mul) << ";\n"
      << "  return g;\n}\n";
   return os.str();
 }
@@ -89,6 +92,7 @@ dev::GemmSpec InstanceSpec::gemm_spec() const {
   g.out_f16 = out_dtype == DType::kF16;
   g.fast_accum = fast_accum;
   g.bias = bias;
+  g.silu_mul = epilogue_op == EpilogueOp::kSiluMul;
   return g;
 }
 
@@ -113,7 +117,9 @@ std::string instance_source(const InstanceSpec& s) {
 int instance_threads(const InstanceSpec& s) {
   return 128 * (1 + dev::gemm_consumers(s.config.bm, s.config.path == KernelPath::kPingPong));
 }
-int instance_smem_bytes(const InstanceSpec& s) { return config_smem_bytes(s.config, s.groups_cap); }
+int instance_smem_bytes(const InstanceSpec& s) {
+  return config_smem_bytes(s.config, s.groups_cap, s.epilogue_op);
+}
 
 std::shared_ptr<const jit::Instance> gemm_instance(const InstanceSpec& s) {
   return jit::get_instance(s.label(), instance_source(s), jit::default_options());

@@ -22,9 +22,11 @@ struct InstanceSpec {
   bool fast_accum = true;
   int groups_cap = 0;  ///< grouped GEMM: room for this many groups (0: batched)
   bool trace = false;  ///< instrumented: records per-tile timestamps (GemmOptions::trace)
+  EpilogueOp epilogue_op = EpilogueOp::kNone;
 
   /// The printable name: the config name plus the problem constants, e.g.
-  /// sm90_tiled_128x128x128_s4_c1x1_r8.n1280.k8192.preshuffled.bf16.nobias.fast
+  /// sm90_tiled_128x128x128_s4_c1x1_r8.n1280.k8192.preshuffled.bf16.nobias.fast (".silu_mul"
+  /// after it with EpilogueOp::kSiluMul)
   std::string label() const;
   /// The device-side spec this instance is compiled with (kernels/gemm_params.cuh).
   dev::GemmSpec gemm_spec() const;

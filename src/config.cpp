@@ -112,10 +112,11 @@ constexpr double kFixedUs = 2.5;
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 }  // namespace
 
-int config_smem_bytes(const Config& c, int groups_cap) {
+int config_smem_bytes(const Config& c, int groups_cap, EpilogueOp op) {
   // The kernel's own layout function (kernels/gemm_params.cuh): one definition for both sides.
   return dev::gemm_smem_layout(c.bm, c.bn, c.stages, c.path == KernelPath::kSwapAB,
-                               c.path == KernelPath::kPingPong, c.split_k, groups_cap)
+                               c.path == KernelPath::kPingPong, c.split_k, groups_cap,
+                               op == EpilogueOp::kSiluMul)
       .total_bytes;
 }
 
@@ -152,6 +153,14 @@ std::string config_illegal_reason(const Config& c, const ProblemShape& p) {
   else if (!p.fast_accum && c.bn > 192 && (c.path != KernelPath::kTiled || c.bn != 256))
     why << "precise accumulation keeps a second accumulator set: bn must be <= 192, or 256 on the "
            "tiled path (promoted in two 128-column slices that the other consumer overlaps)";
+  else if (p.epilogue_op == EpilogueOp::kSiluMul && c.path == KernelPath::kSwapAB)
+    why << "the SiLU·mul epilogue pairs gate and up columns of a tile's W side: not on the "
+           "swap-AB path";
+  else if (p.epilogue_op == EpilogueOp::kSiluMul && c.split_k > 1)
+    why << "the SiLU·mul epilogue needs the whole sum of a tile: no split of K";
+  else if (p.epilogue_op == EpilogueOp::kSiluMul && c.bn % 64 != 0)
+    why << "the SiLU·mul epilogue stores whole 32-column output chunks of bn / 2 columns: "
+           "bn % 64 == 0";
   return why.str();
 }
 
@@ -382,6 +391,15 @@ const std::vector<std::pair<std::string, Config>>& all_tables() {
 std::optional<Config> tuned_config(const std::string& gpu_name, int sm_count,
                                    const ProblemShape& p) {
   if (get_env<bool>("F8GEMM_NO_TUNED")) return std::nullopt;
+  if (p.epilogue_op != EpilogueOp::kNone) {
+    // The same GEMM's entry, when its config can run the operation (table keys carry no
+    // epilogue operation: the mainloop's work is the same).
+    ProblemShape plain = p;
+    plain.epilogue_op = EpilogueOp::kNone;
+    std::optional<Config> c = tuned_config(gpu_name, sm_count, plain);
+    if (c && config_illegal_reason(*c, p).empty()) return c;
+    return std::nullopt;
+  }
   const std::string key = table_key(gpu_name, sm_count, p);
   for (const auto& [k, c] : all_tables()) {
     if (k == key && config_illegal_reason(c, p).empty()) return c;
@@ -411,9 +429,11 @@ Config decide(const std::string& gpu_name, int sm_count, const ProblemShape& p) 
     chosen = model_pick(p, sm_count);
   }
   if (get_env<bool>("F8GEMM_LOG")) {
-    std::fprintf(stderr, "f8gemm: %s -> %s (%s, model %.1f us)\n",
-                 table_key(gpu_name, sm_count, p).c_str(), chosen.name().c_str(), source,
-                 estimate_us(chosen, p, sm_count));
+    std::fprintf(stderr, "f8gemm: %s%s%s -> %s (%s, model %.1f us)\n",
+                 table_key(gpu_name, sm_count, p).c_str(),
+                 p.epilogue_op == EpilogueOp::kNone ? "" : " epilogue ",
+                 p.epilogue_op == EpilogueOp::kNone ? "" : to_string(p.epilogue_op),
+                 chosen.name().c_str(), source, estimate_us(chosen, p, sm_count));
   }
   return chosen;
 }

@@ -20,8 +20,10 @@ using ConfigFields = std::array<int, 9>;
 ConfigFields config_fields(const Config& config);
 
 /// Shared memory a config's kernel needs (ring, staging, barriers; and a grouped GEMM's tables
-/// for groups_cap groups).
-int config_smem_bytes(const Config& config, int groups_cap = 0);
+/// for groups_cap groups). EpilogueOp::kSiluMul stages half the output columns, so it never
+/// needs more than kNone: rings and legality are sized without it.
+int config_smem_bytes(const Config& config, int groups_cap = 0,
+                      EpilogueOp op = EpilogueOp::kNone);
 
 /// Empty when the config can run this problem, else the reason it cannot.
 std::string config_illegal_reason(const Config& config, const ProblemShape& problem);

@@ -18,6 +18,14 @@ const char* to_string(ErrorCode code) {
   return "unknown error";
 }
 
+const char* to_string(EpilogueOp op) {
+  switch (op) {
+    case EpilogueOp::kNone: return "none";
+    case EpilogueOp::kSiluMul: return "silu_mul";
+  }
+  return "unknown";
+}
+
 Error::Error(ErrorCode code, const std::string& message)
     : std::runtime_error(std::string("f8gemm: ") + to_string(code) + ": " + message), code_(code) {}
 

@@ -23,8 +23,9 @@ struct PlanKey {
   int64_t b, m, n, k;
   int layout, out, bias, fast, chained, device;
   ConfigFields forced;  // a forced Config's fields (all zero when the choice is automatic)
-  int trace = 0;        // the instrumented instance (GemmOptions::trace); also makes the
-                        // struct's size a multiple of 8 without padding
+  int trace = 0;        // the instrumented instance (GemmOptions::trace)
+  int epilogue_op = 0;  // EpilogueOp
+  int reserved = 0;     // keeps the struct's size a multiple of 8 without padding
   bool operator==(const PlanKey& o) const { return std::memcmp(this, &o, sizeof(*this)) == 0; }
 };
 static_assert(std::has_unique_object_representations_v<PlanKey>,
@@ -53,6 +54,7 @@ PlanKey plan_key(const ProblemShape& p, int device, const Config* forced, bool t
               device, {}, 0};
   if (forced) key.forced = config_fields(*forced);
   key.trace = trace ? 1 : 0;
+  key.epilogue_op = int(p.epilogue_op);
   return key;
 }
 

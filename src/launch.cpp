@@ -164,23 +164,29 @@ dev::GemmParams gemm_params(Plan& plan, const TensorView& x, const TensorView& w
   const Config& c = plan.spec.config;
   const bool swap = c.path == KernelPath::kSwapAB;
   const int x_rows = swap ? c.bn : c.bm, w_rows = swap ? c.bm : c.bn;
+  const bool silu_mul = plan.spec.epilogue_op == EpilogueOp::kSiluMul;
   dev::GemmParams params{};
   params.x_map = to_kernel_map(plan.x_map.get(x.data, [&] {
     return make_tensor_map_3d(x.data, uint64_t(k), uint64_t(rows), uint64_t(x_batches), 128,
                               uint32_t(x_rows));
   }));
   if (w_layout == WeightLayout::kPlain) {
-    // In a pair each CTA loads half of the W tile.
+    // In a pair each CTA loads half of the W tile; with SiLU·mul a load is always one half
+    // (gate or up rows, kernels/gemm_producer.cuh).
+    const int box_rows = silu_mul ? w_rows / 2 : w_rows / c.cluster_m;
     params.w_map = to_kernel_map(plan.w_map.get(w.data, [&] {
       return make_tensor_map_3d(w.data, uint64_t(k), uint64_t(n), uint64_t(w_batches), 128,
-                                uint32_t(w_rows / c.cluster_m));
+                                uint32_t(box_rows));
     }));
   }
-  // The epilogue's tensor stores (kernels/gemm_params.cuh decides the box and the swizzle).
-  const dev::OutBox box = dev::gemm_out_box(c.bn, swap, c.path == KernelPath::kPingPong);
+  // The epilogue's tensor stores (kernels/gemm_params.cuh decides the box and the swizzle), over
+  // Y's columns: N, or N / 2 with SiLU·mul.
+  const dev::OutBox box = dev::gemm_out_box(dev::gemm_out_cols(c.bn, silu_mul), swap,
+                                            c.path == KernelPath::kPingPong);
   if (box.cols > 0) {
+    const int64_t out_n = silu_mul ? n / 2 : n;
     params.out_map = to_kernel_map(plan.out_map.get(out.data, [&] {
-      return make_tensor_map_3d(out.data, uint64_t(n), uint64_t(rows), uint64_t(x_batches),
+      return make_tensor_map_3d(out.data, uint64_t(out_n), uint64_t(rows), uint64_t(x_batches),
                                 uint32_t(box.cols), uint32_t(box.rows), 2, box.swizzle_bytes);
     }));
   }

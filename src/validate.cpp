@@ -184,11 +184,19 @@ Validated validate_call(const TensorView& x, const TensorView& w, WeightLayout l
   }
   F8GEMM_REQUIRE(p.n > 0 && p.n % 8 == 0, kInvalidArgument,
                  "N (", n.w, "'s rows) must be a positive multiple of 8, got ", p.n);
+  F8GEMM_REQUIRE(opt.epilogue_op == EpilogueOp::kNone || opt.epilogue_op == EpilogueOp::kSiluMul,
+                 kInvalidArgument, "epilogue_op must be kNone or kSiluMul, got ",
+                 int(opt.epilogue_op));
+  const bool silu_mul = opt.epilogue_op == EpilogueOp::kSiluMul;
+  F8GEMM_REQUIRE(!silu_mul || p.n % 16 == 0, kInvalidArgument, "with the SiLU·mul epilogue, N (",
+                 n.w, "'s rows: gate then up, 2I) must be a multiple of 16, got ", p.n);
+  const int64_t out_n = silu_mul ? p.n / 2 : p.n;  // Y's columns
+  const char* out_n_name = silu_mul ? "N/2" : "N";
 
   if (batched) {
     require_shape(xs, n.x_scale, {p.batch, p.m}, "[B, M]");
     require_shape(ws, n.w_scale, {p.batch, p.n}, "[B, N]");
-    require_shape(out, n.out, {p.batch, p.m, p.n}, "[B, M, N]");
+    require_shape(out, n.out, {p.batch, p.m, out_n}, silu_mul ? "[B, M, N/2]" : "[B, M, N]");
     if (bias) require_shape(*bias, n.bias, {p.batch, p.n}, "[B, N]");
   } else {
     // x_scale has x's leading shape (what quantize_rows produces), or is 1-D [M].
@@ -199,12 +207,12 @@ Validated validate_call(const TensorView& x, const TensorView& w, WeightLayout l
     F8GEMM_REQUIRE(xs_ok, kInvalidArgument, n.x_scale, " must have ", x_s, " leading shape (M = ",
                    p.m, " values), got ", shape_str(xs), " for ", n.x, " ", shape_str(x));
     require_shape(ws, n.w_scale, {p.n}, "[N]");
-    bool out_ok = out.rank == x.rank && out.shape[out.rank - 1] == p.n;
+    bool out_ok = out.rank == x.rank && out.shape[out.rank - 1] == out_n;
     for (int i = 0; out_ok && i + 1 < x.rank; ++i) out_ok = out.shape[i] == x.shape[i];
-    if (!out_ok && out.rank == 2) out_ok = out.shape[0] == p.m && out.shape[1] == p.n;
-    F8GEMM_REQUIRE(out_ok, kInvalidArgument, n.out, " must have shape ", n.x,
-                   ".shape[:-1] + [N] (N = ", p.n, "), got ", shape_str(out), " for ", n.x, " ",
-                   shape_str(x));
+    if (!out_ok && out.rank == 2) out_ok = out.shape[0] == p.m && out.shape[1] == out_n;
+    F8GEMM_REQUIRE(out_ok, kInvalidArgument, n.out, " must have shape ", n.x, ".shape[:-1] + [",
+                   out_n_name, "] (", out_n_name, " = ", out_n, "), got ", shape_str(out), " for ",
+                   n.x, " ", shape_str(x));
     if (bias) require_shape(*bias, n.bias, {p.n}, "[N]");
   }
 
@@ -215,6 +223,7 @@ Validated validate_call(const TensorView& x, const TensorView& w, WeightLayout l
   p.fast_accum = opt.fast_accum;
   v.pdl = use_pdl(opt.pdl) ? Pdl::kOn : Pdl::kOff;
   p.chained = opt.prefetch_w && v.pdl == Pdl::kOn;
+  p.epilogue_op = opt.epilogue_op;
   validate_problem(p);
   if (opt.trace) {
     const GemmTrace& tr = *opt.trace;
@@ -265,6 +274,12 @@ void validate_problem(const ProblemShape& p) {
                  sizes_str(p), ")");
   F8GEMM_REQUIRE(p.n > 0 && p.n % 8 == 0, kInvalidArgument,
                  "N must be a positive multiple of 8, got ", p.n, " (", sizes_str(p), ")");
+  F8GEMM_REQUIRE(p.epilogue_op == EpilogueOp::kNone || p.epilogue_op == EpilogueOp::kSiluMul,
+                 kInvalidArgument, "epilogue_op must be kNone or kSiluMul, got ",
+                 int(p.epilogue_op));
+  F8GEMM_REQUIRE(p.epilogue_op != EpilogueOp::kSiluMul || p.n % 16 == 0, kInvalidArgument,
+                 "with the SiLU·mul epilogue N (gate then up rows, 2I) must be a multiple of 16, "
+                 "got ", p.n, " (", sizes_str(p), ")");
   F8GEMM_REQUIRE(p.k > 0 && p.k % 16 == 0, kInvalidArgument,
                  "K must be a positive multiple of 16 (TMA moves 16-byte rows), got ", p.k, " (",
                  sizes_str(p), ")");

@@ -88,6 +88,9 @@ ValidatedGrouped validate_grouped_call(const TensorView& x, const TensorView& w,
   F8GEMM_REQUIRE(opt.trace == nullptr, kUnsupported,
                  "GemmOptions::trace is for gemm() and batched_gemm(); grouped_gemm() does not "
                  "record its tiles");
+  F8GEMM_REQUIRE(opt.epilogue_op == EpilogueOp::kNone, kUnsupported,
+                 "GemmOptions::epilogue_op is for gemm() and batched_gemm(); grouped_gemm() has "
+                 "no epilogue operation (got ", to_string(opt.epilogue_op), ")");
   const TensorView* bias = t.bias;
   const std::string x_s = concat(n.x, "'s");  // "x's"
   const bool shuffled = layout == WeightLayout::kPreshuffled;

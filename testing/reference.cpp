@@ -42,6 +42,18 @@ double element_bound(double ref, double abs_ref, DType out_dtype, double gamma) 
   return u * std::fabs(ref) + (1.0 + u) * gamma * abs_ref + subnormal_slack(out_dtype);
 }
 
+double silu_mul_reference(double g, double u) { return g / (1.0 + std::exp(-g)) * u; }
+
+double silu_mul_bound(double g, double u, double abs_g, double abs_u, DType out_dtype,
+                      double gamma) {
+  const double r = unit_roundoff(out_dtype);
+  const double h = std::fabs(silu_mul_reference(g, u));
+  const double e_g = gamma * abs_g, e_u = gamma * abs_u;
+  return r * h +
+         (1.0 + r) * ((std::fabs(g) + e_g) * e_u + 1.1 * std::fabs(u) * e_g + 0x1p-20 * h) +
+         subnormal_slack(out_dtype);
+}
+
 double rel_rms_bound(int64_t k, bool fast_accum, DType out_dtype) {
   const double rounding = 0.46 * unit_roundoff(out_dtype);
   // Fast mode drifts with every k32 step along K. Precise mode does the same arithmetic inside

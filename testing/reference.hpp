@@ -63,6 +63,22 @@ void reference_gemm(int64_t batch, int64_t m, int64_t n, int64_t k, const uint8_
                     const uint8_t* w, const float* xs, const float* ws, const void* bias,
                     DType bias_dtype, double* ref, double* abs_ref = nullptr, int threads = 0);
 
+/// The SiLU·mul epilogue (EpilogueOp::kSiluMul) in fp64 from the merged GEMM's reference:
+/// h = SiLU(g) * u = g / (1 + exp(-g)) * u, with g and u the reference's gate and up values.
+double silu_mul_reference(double g, double u);
+
+/// The element bound of a SiLU·mul output against silu_mul_reference(g, u). The kernel's fp32
+/// gate and up values g', u' are within e_g = gamma * abs_g and e_u = gamma * abs_u of g and u
+/// (element_bound's accumulation term, before the output's rounding), so with |SiLU(x)| <= |x|
+/// and |SiLU'(x)| <= 1.1 (its maximum is 1.0998):
+///   |SiLU(g')u' - SiLU(g)u| <= |SiLU(g')| e_u + |u| |SiLU(g') - SiLU(g)|
+///                           <= (|g| + e_g) e_u + 1.1 |u| e_g.
+/// The fp32 SiLU·mul itself (the library's exp within 2 ulp, then an add, a division and a
+/// multiply, each rounded) adds at most 2^-20 |h|, and the output's rounding u |h|:
+///   bound = u |h| + (1 + u) ((|g| + e_g) e_u + 1.1 |u| e_g + 2^-20 |h|) + subnormal_slack.
+double silu_mul_bound(double g, double u, double abs_g, double abs_u, DType out_dtype,
+                      double gamma);
+
 /// Rounds count doubles into out_dtype (kBF16 or kF16) bits.
 void round_output(const double* in, size_t count, DType out_dtype, uint16_t* out);
 

@@ -141,6 +141,35 @@ CheckStats compare_to_reference(const std::vector<double>& ref, const std::vecto
   return s;
 }
 
+CheckStats compare_silu_mul_to_reference(const std::vector<double>& ref,
+                                         const std::vector<double>& abs_ref, int64_t rows,
+                                         int64_t i_cols, const uint16_t* y, DType out_dtype,
+                                         double gamma) {
+  double err2 = 0.0, ref2 = 0.0;
+  CheckStats s;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t i = 0; i < i_cols; ++i) {
+      const size_t gate = size_t(r * 2 * i_cols + i), up = gate + size_t(i_cols);
+      const double want = numerics::silu_mul_reference(ref[gate], ref[up]);
+      const uint16_t bits = y[r * i_cols + i];
+      const double got = out_dtype == DType::kF16 ? numerics::f16_to_double(bits)
+                                                  : numerics::bf16_to_double(bits);
+      const double err = got - want;
+      if (!std::isfinite(got) || std::isnan(err)) {
+        ++s.nonfinite;
+        continue;
+      }
+      err2 += err * err;
+      ref2 += want * want;
+      const double bound = numerics::silu_mul_bound(ref[gate], ref[up], abs_ref[gate],
+                                                    abs_ref[up], out_dtype, gamma);
+      s.max_ratio = std::max(s.max_ratio, std::fabs(err) / bound);
+    }
+  }
+  s.rel_rms = ref2 > 0.0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
+  return s;
+}
+
 CheckStats check_against_reference(int64_t batch, int64_t m, int64_t n, int64_t k,
                                    const uint8_t* x, const uint8_t* w, const float* xs,
                                    const float* ws, const void* bias, DType bias_dtype,

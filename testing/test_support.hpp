@@ -65,6 +65,14 @@ std::ostream& operator<<(std::ostream& os, const CheckStats& s);
 CheckStats compare_to_reference(const std::vector<double>& ref, const std::vector<double>& abs_ref,
                                 const uint16_t* y, DType out_dtype, double gamma);
 
+/// Compares y [rows, I] (the SiLU·mul epilogue's output, bf16/fp16 bits) with
+/// numerics::silu_mul_reference over the merged GEMM's reference ref and abs_ref [rows, 2I]
+/// (gate in columns [0, I), up in [I, 2I)), each element against numerics::silu_mul_bound.
+CheckStats compare_silu_mul_to_reference(const std::vector<double>& ref,
+                                         const std::vector<double>& abs_ref, int64_t rows,
+                                         int64_t i_cols, const uint16_t* y, DType out_dtype,
+                                         double gamma);
+
 /// Computes numerics::reference_gemm (with abs_ref) for x [B,M,K], plain w [B,N,K], xs [B,M],
 /// ws [B,N], bias null or [B,N] of bias_dtype, and compares y [B,M,N] of out_dtype with it.
 CheckStats check_against_reference(int64_t batch, int64_t m, int64_t n, int64_t k,

@@ -136,6 +136,22 @@ enum class Pdl : int {
   kOn = 2,
 };
 
+/// What the epilogue computes from the scaled sums before it converts and stores them.
+enum class EpilogueOp : int {
+  kNone = 0,  ///< Y[b,m,n] as above
+  /// The gated MLP's activation in the GEMM of its merged gate|up weight: W has N = 2I rows, gate
+  /// in rows [0, I) and up in [I, 2I) (torch.cat([gate, up]), the layout that
+  /// silu_mul_quantize_rows() reads from a GEMM's output), and Y is [..., I]:
+  ///   Y[b,m,i] = out( SiLU(g) * u ), g = Y_none[b,m,i], u = Y_none[b,m,I+i]
+  /// with g and u the fp32 values (scales and bias applied) that kNone would round, and
+  /// SiLU(g) = g / (1 + exp(-g)) in fp32 as silu_mul_quantize_rows() computes it: one rounding,
+  /// into Y's dtype, and half of kNone's output bytes. N must be a multiple of 16 (I of 8).
+  /// gemm() and batched_gemm() only, on the non-swap paths (tiled and ping-pong tiles with
+  /// bn % 64 == 0, no split of K): the choice takes the best such config.
+  kSiluMul = 1,
+};
+const char* to_string(EpilogueOp op);
+
 /// A diagnostic: the moments at which each consumer warpgroup of each CTA began a tile, issued
 /// its last wgmmas, had its sum in registers and had issued its stores, as SM clock cycles
 /// (clock64). A call with GemmOptions::trace set runs an instrumented build of its kernel (its
@@ -181,6 +197,8 @@ struct GemmOptions {
   /// Per-tile timestamps of this call into a caller's buffer (see GemmTrace): a diagnostic,
   /// not for serving (the instrumented kernel is a separate instance).
   const GemmTrace* trace = nullptr;
+  /// The epilogue's operation (see EpilogueOp); kSiluMul takes out [..., N / 2].
+  EpilogueOp epilogue_op = EpilogueOp::kNone;
 };
 
 /// Single GEMM: X [..., K] (leading dims flatten into M), W [N,K] or preshuffled [ceil(K/128),N/8,1024],
@@ -317,6 +335,10 @@ struct ProblemShape {
   /// without. The shipped chained entries keep the unchained choice's split of K, so the bits do
   /// not change. gemm_problem() sets it from the options.
   bool chained = false;
+  /// GemmOptions::epilogue_op. n stays W's rows (2I for kSiluMul, whose output has n / 2
+  /// columns). The choice takes the table entry of the same problem with kNone when that config
+  /// can run the operation, else the cost model's best config that can.
+  EpilogueOp epilogue_op = EpilogueOp::kNone;
 };
 
 /// Throws Error(kInvalidArgument) naming the size at fault when gemm()/batched_gemm() would

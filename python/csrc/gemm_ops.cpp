@@ -53,6 +53,8 @@ struct GemmArgs {
   bool batched;
   f8gemm::Pdl pdl;  ///< the op's `pdl` (to_pdl): GemmOptions::pdl
   bool prefetch_w;  ///< the op's `prefetch_w` (false for ops without one): GemmOptions::prefetch_w
+  /// GemmOptions::epilogue_op: kSiluMul for the _silu_mul ops (output [..., N / 2]).
+  f8gemm::EpilogueOp epilogue_op = f8gemm::EpilogueOp::kNone;
 };
 
 /// The hint added to a rank/shape error when a weight of the other layout was passed.
@@ -88,6 +90,7 @@ void check_capture(const GemmArgs& a, const GemmCall& c, const OnDevice& on) {
       a.batched ? f8gemm::batched_gemm_problem(c.x, c.w, a.layout, c.xs, c.ws, c.y, c.options)
                 : f8gemm::gemm_problem(c.x, c.w, a.layout, c.xs, c.ws, c.y, c.options);
   if (f8gemm::is_ready(p)) return;
+  const bool silu_mul = p.epilogue_op == f8gemm::EpilogueOp::kSiluMul;
   const std::string shape =
       a.batched ? c10::str("(", p.batch, ", ", p.m, ", ", p.n, ", ", p.k, ")")
                 : c10::str("(", p.m, ", ", p.n, ", ", p.k, ")");
@@ -104,6 +107,7 @@ void check_capture(const GemmArgs& a, const GemmCall& c, const OnDevice& on) {
                a.use_fast_accum ? "True" : "False", ", out_dtype=",
                dtype_torch_name(p.out_dtype), ", bias_dtype=",
                p.has_bias ? dtype_torch_name(p.bias_dtype) : "None", ", device='cuda:", on.device,
+               silu_mul ? "', epilogue='silu_mul" : "",
                "') or run the op once with these shapes (if the arguments are invalid, running "
                "it outside the capture says why)"));
 }
@@ -111,7 +115,8 @@ void check_capture(const GemmArgs& a, const GemmCall& c, const OnDevice& on) {
 /// The output's shape for valid inputs; {0} when XQ's rank is wrong (the library rejects XQ
 /// before it looks at the output).
 std::vector<int64_t> gemm_out_shape(const GemmArgs& a) {
-  const int64_t n = weight_rows(a.WQ, a.layout, a.batched);
+  const int64_t w_rows = weight_rows(a.WQ, a.layout, a.batched);
+  const int64_t n = a.epilogue_op == f8gemm::EpilogueOp::kSiluMul ? w_rows / 2 : w_rows;
   if (a.batched) {
     if (a.XQ.dim() != 3) return {0};
     return {a.XQ.size(0), a.XQ.size(1), n};
@@ -175,6 +180,7 @@ void run_gemm(const GemmArgs& a, const at::Tensor& out) {
   c.options.fast_accum = a.use_fast_accum;
   c.options.pdl = a.pdl;
   c.options.prefetch_w = a.prefetch_w;
+  c.options.epilogue_op = a.epilogue_op;
   c.options.names = &kGemmNames;
   OnDevice on(a.XQ);
   c.options.stream = on.stream;
@@ -335,6 +341,28 @@ void f8f8bf16_rowwise_preshuffled_out(const at::Tensor& XQ, const at::Tensor& WQ
   run_gemm(a, output);
 }
 
+at::Tensor f8f8bf16_rowwise_silu_mul(const at::Tensor& XQ, const at::Tensor& WQ,
+                                     const at::Tensor& x_scale, const at::Tensor& w_scale,
+                                     const std::optional<at::Tensor>& bias, bool use_fast_accum,
+                                     std::optional<bool> pdl) {
+  return gemm_functional({"f8f8bf16_rowwise_silu_mul", XQ, WQ, x_scale, w_scale, bias,
+                          use_fast_accum, WeightLayout::kPlain, false, to_pdl(pdl), false,
+                          f8gemm::EpilogueOp::kSiluMul},
+                         at::ScalarType::BFloat16);
+}
+
+at::Tensor f8f8bf16_rowwise_preshuffled_silu_mul(const at::Tensor& XQ, const at::Tensor& WQ,
+                                                 const at::Tensor& x_scale,
+                                                 const at::Tensor& w_scale,
+                                                 const std::optional<at::Tensor>& bias,
+                                                 bool use_fast_accum, std::optional<bool> pdl,
+                                                 bool prefetch_w) {
+  return gemm_functional({"f8f8bf16_rowwise_preshuffled_silu_mul", XQ, WQ, x_scale, w_scale, bias,
+                          use_fast_accum, WeightLayout::kPreshuffled, false, to_pdl(pdl),
+                          prefetch_w, f8gemm::EpilogueOp::kSiluMul},
+                         at::ScalarType::BFloat16);
+}
+
 }  // namespace
 
 /// The batched GEMMs are two internal ops: _rowwise_batched (functional) and _rowwise_batched_out
@@ -360,7 +388,10 @@ const char* batched_name(bool preshuffled) {
          TORCH_FN(f8gemm_torch::f8f8bf16_rowwise_preshuffled_out));                            \
   m.impl("f8f8f16_rowwise_preshuffled", TORCH_FN(f8gemm_torch::f8f8f16_rowwise_preshuffled));  \
   m.impl("f8f8bf16_rowwise_preshuffle", TORCH_FN(f8gemm_torch::f8f8bf16_rowwise_preshuffled));  \
-  m.impl("f8f8f16_rowwise_preshuffle", TORCH_FN(f8gemm_torch::f8f8f16_rowwise_preshuffled))
+  m.impl("f8f8f16_rowwise_preshuffle", TORCH_FN(f8gemm_torch::f8f8f16_rowwise_preshuffled));  \
+  m.impl("f8f8bf16_rowwise_silu_mul", TORCH_FN(f8gemm_torch::f8f8bf16_rowwise_silu_mul));      \
+  m.impl("f8f8bf16_rowwise_preshuffled_silu_mul",                                              \
+         TORCH_FN(f8gemm_torch::f8f8bf16_rowwise_preshuffled_silu_mul))
 
 TORCH_LIBRARY_IMPL(f8gemm, CUDA, m) { F8GEMM_TORCH_GEMM_IMPLS(m); }
 

@@ -51,9 +51,12 @@ c10::SymInt meta_weight_rows(const char* op, const at::Tensor& WQ, WeightLayout 
   return WQ.sym_size(lead + 1) * f8gemm::kShuffleSlabRows;
 }
 
+/// silu_mul: the _silu_mul ops (f8gemm::EpilogueOp::kSiluMul), whose output has N / 2 columns.
 at::Tensor meta_gemm(const char* op, const at::Tensor& XQ, const at::Tensor& WQ,
-                     WeightLayout layout, bool batched, at::ScalarType out_dtype) {
+                     WeightLayout layout, bool batched, at::ScalarType out_dtype,
+                     bool silu_mul = false) {
   c10::SymInt n = meta_weight_rows(op, WQ, layout, batched);
+  if (silu_mul) n = n / 2;
   std::vector<c10::SymInt> shape;
   if (batched) {
     if (XQ.dim() != 3) {
@@ -116,6 +119,22 @@ at::Tensor f8f8f16_rowwise_preshuffled_meta(const at::Tensor& XQ, const at::Tens
                                             std::optional<bool>, bool) {
   return meta_gemm("f8f8f16_rowwise_preshuffled", XQ, WQ, WeightLayout::kPreshuffled, false,
                    at::ScalarType::Half);
+}
+
+at::Tensor f8f8bf16_rowwise_silu_mul_meta(const at::Tensor& XQ, const at::Tensor& WQ,
+                                          const at::Tensor&, const at::Tensor&,
+                                          const std::optional<at::Tensor>&, bool,
+                                          std::optional<bool>) {
+  return meta_gemm("f8f8bf16_rowwise_silu_mul", XQ, WQ, WeightLayout::kPlain, false,
+                   at::ScalarType::BFloat16, true);
+}
+
+at::Tensor f8f8bf16_rowwise_preshuffled_silu_mul_meta(const at::Tensor& XQ, const at::Tensor& WQ,
+                                                      const at::Tensor&, const at::Tensor&,
+                                                      const std::optional<at::Tensor>&, bool,
+                                                      std::optional<bool>, bool) {
+  return meta_gemm("f8f8bf16_rowwise_preshuffled_silu_mul", XQ, WQ, WeightLayout::kPreshuffled,
+                   false, at::ScalarType::BFloat16, true);
 }
 
 void f8f8bf16_rowwise_preshuffled_out_meta(const at::Tensor&, const at::Tensor&,
@@ -250,6 +269,9 @@ TORCH_LIBRARY_IMPL(f8gemm, Meta, m) {
   m.impl("f8f8bf16_rowwise_preshuffled_out",
          TORCH_FN(f8gemm_torch::f8f8bf16_rowwise_preshuffled_out_meta));
   m.impl("f8f8f16_rowwise_preshuffled", TORCH_FN(f8gemm_torch::f8f8f16_rowwise_preshuffled_meta));
+  m.impl("f8f8bf16_rowwise_silu_mul", TORCH_FN(f8gemm_torch::f8f8bf16_rowwise_silu_mul_meta));
+  m.impl("f8f8bf16_rowwise_preshuffled_silu_mul",
+         TORCH_FN(f8gemm_torch::f8f8bf16_rowwise_preshuffled_silu_mul_meta));
   m.impl("preshuffle", TORCH_FN(f8gemm_torch::preshuffle_meta));
   m.impl("unshuffle", TORCH_FN(f8gemm_torch::unshuffle_meta));
   m.impl("quantize_fp8_row", TORCH_FN(f8gemm_torch::quantize_fp8_row_meta));

@@ -70,9 +70,10 @@ void select_device(const char* op, const std::optional<at::Device>& device,
 /// Compiles (disk-cached) and, on an sm_90 GPU, loads the kernel of one problem so that calls
 /// with it need no compilation: what CUDA-graph capture requires. shape is [M, N, K] for the
 /// single ops (M = the product of XQ's leading dimensions) or [B, M, N, K] for the batched ones.
+/// epilogue: 'none', or 'silu_mul' for the _silu_mul ops (N: the merged weight's 2I rows).
 void precompile(at::IntArrayRef shape, c10::string_view layout, bool use_fast_accum,
                 std::optional<at::ScalarType> out_dtype, std::optional<at::ScalarType> bias_dtype,
-                std::optional<at::Device> device) {
+                std::optional<at::Device> device, c10::string_view epilogue) {
   if (shape.size() != 3 && shape.size() != 4) {
     C10_THROW_ERROR(ValueError, c10::str("f8gemm.precompile: invalid argument: shape must be "
                                          "[M, N, K] or [B, M, N, K], got ", shape));
@@ -84,6 +85,12 @@ void precompile(at::IntArrayRef shape, c10::string_view layout, bool use_fast_ac
   p.n = shape[o + 1];
   p.k = shape[o + 2];
   p.w_layout = layout_of("precompile", layout);
+  if (epilogue == "silu_mul") {
+    p.epilogue_op = f8gemm::EpilogueOp::kSiluMul;
+  } else if (epilogue != "none") {
+    C10_THROW_ERROR(ValueError, c10::str("f8gemm.precompile: invalid argument: epilogue must be "
+                                         "'none' or 'silu_mul', got '", epilogue, "'"));
+  }
   p.fast_accum = use_fast_accum;
   p.out_dtype = out_dtype_of(out_dtype);
   set_bias("precompile", bias_dtype, p);

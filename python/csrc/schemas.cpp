@@ -59,7 +59,8 @@ TORCH_LIBRARY(f8gemm, m) {
   m.def("quantize_fp8_row(Tensor a, Tensor? scale_ub=None, bool use_triton=True, "
         "Tensor(a!)? output=None, bool? pdl=None) -> (Tensor, Tensor)");
   m.def("precompile(int[] shape, str layout='preshuffled', bool use_fast_accum=True, "
-        "ScalarType? out_dtype=None, ScalarType? bias_dtype=None, Device? device=None) -> ()");
+        "ScalarType? out_dtype=None, ScalarType? bias_dtype=None, Device? device=None, "
+        "str epilogue='none') -> ()");
   // shape: [G, total_M, N, K] (stacked), or [G, M_max, N, K] with padded=True.
   m.def("precompile_grouped(int[] shape, str layout='preshuffled', bool padded=False, "
         "bool use_fast_accum=True, ScalarType? bias_dtype=None, Device? device=None) -> ()");
@@ -92,6 +93,14 @@ TORCH_LIBRARY(f8gemm, m) {
   m.def("f8f8bf16_rowwise_grouped_stacked_preshuffled_out(Tensor XQ, Tensor WQ, Tensor x_scale, "
         "Tensor w_scale, Tensor M_sizes, Tensor(a!) output, Tensor? bias=None, "
         "bool use_fast_accum=True) -> ()");
+  // The gated MLP's gate|up GEMM with SiLU(gate) * up in its epilogue (gemm_ops.cpp):
+  // WQ is [gate; up] (2I rows, plain [2I, K] or preshuffle of it), the output [..., I] bf16
+  // (f8gemm::EpilogueOp::kSiluMul). Ours: FBGEMM has no such op.
+  m.def("f8f8bf16_rowwise_silu_mul(Tensor XQ, Tensor WQ, Tensor x_scale, Tensor w_scale, "
+        "Tensor? bias=None, bool use_fast_accum=True, bool? pdl=None) -> Tensor", tags);
+  m.def("f8f8bf16_rowwise_preshuffled_silu_mul(Tensor XQ, Tensor WQ, Tensor x_scale, "
+        "Tensor w_scale, Tensor? bias=None, bool use_fast_accum=True, bool? pdl=None, "
+        "bool prefetch_w=False) -> Tensor", tags);
   // The fused activation of a gated MLP (fused_ops.cpp).
   m.def("silu_mul_quantize_fp8_row(Tensor gate_up, Tensor? scale_ub=None, bool? pdl=None) -> "
         "(Tensor, Tensor)", tags);

@@ -31,6 +31,10 @@ The ops (schemas follow FBGEMM/MSLK; XQ [..., K] e4m3fn, WQ [N, K] e4m3fn, fp32 
     precompile_grouped(shape, layout='preshuffled', padded=False, use_fast_accum=True,
                        bias_dtype=None, device=None)   (shape [G, total_M or M_max, N, K])
     silu_mul_quantize_fp8_row(gate_up, scale_ub=None) -> (Tensor, Tensor)
+    f8f8bf16_rowwise_silu_mul(XQ, WQ, x_scale, w_scale, bias=None, use_fast_accum=True)
+        -> Tensor [..., N/2]: WQ [N = 2I, K] is gate then up (torch.cat([gate, up])), and the
+        epilogue computes SiLU(gate) * up in fp32 and rounds it once into bf16 (ours);
+        f8f8bf16_rowwise_preshuffled_silu_mul takes preshuffle(WQ) and prefetch_w
 
 Each of these but preshuffle, unshuffle and the precompiles takes an argument of ours after
 FBGEMM's, pdl=None: programmatic dependent launch of its kernel (True), never (False), or the
@@ -84,6 +88,8 @@ __all__ = [
     "f8f8bf16_rowwise_batched_preshuffled",
     "f8f8bf16_rowwise_preshuffle",
     "f8f8f16_rowwise_preshuffle",
+    "f8f8bf16_rowwise_silu_mul",
+    "f8f8bf16_rowwise_preshuffled_silu_mul",
     "preshuffle",
     "unshuffle",
     "quantize_fp8_row",
@@ -163,6 +169,8 @@ f8f8f16_rowwise_preshuffled = _ops.f8f8f16_rowwise_preshuffled
 f8f8bf16_rowwise_batched_preshuffled = _ops.f8f8bf16_rowwise_batched_preshuffled
 f8f8bf16_rowwise_preshuffle = _ops.f8f8bf16_rowwise_preshuffle
 f8f8f16_rowwise_preshuffle = _ops.f8f8f16_rowwise_preshuffle
+f8f8bf16_rowwise_silu_mul = _ops.f8f8bf16_rowwise_silu_mul
+f8f8bf16_rowwise_preshuffled_silu_mul = _ops.f8f8bf16_rowwise_preshuffled_silu_mul
 preshuffle = _ops.preshuffle
 unshuffle = _ops.unshuffle
 quantize_fp8_row = _ops.quantize_fp8_row
@@ -197,7 +205,7 @@ def _resolve_device(device):
 
 
 def precompile(shapes, layout="preshuffled", use_fast_accum=True, out_dtype=torch.bfloat16,
-               bias_dtype=None, device=None):
+               bias_dtype=None, device=None, epilogue="none"):
     """Compiles (disk-cached) and, on an sm_90 GPU, loads the kernels for these problems, so that
     calls with them compile nothing: required before capturing them in a CUDA graph.
 
@@ -205,14 +213,16 @@ def precompile(shapes, layout="preshuffled", use_fast_accum=True, out_dtype=torc
     dimensions, exactly as it will be called) or (B, M, N, K) for the batched ones.
     layout: 'preshuffled' (the _preshuffled ops) or 'plain'. out_dtype: torch.bfloat16 or
     torch.float16. bias_dtype: None (no bias), torch.float32 or torch.bfloat16. device: the CUDA
-    device (default: the current one). Each distinct combination is a separate kernel plan.
+    device (default: the current one). epilogue: 'none', or 'silu_mul' for
+    f8f8bf16_rowwise[_preshuffled]_silu_mul (N is then the merged gate|up weight's 2I rows).
+    Each distinct combination is a separate kernel plan.
     """
     if len(shapes) in (3, 4) and all(isinstance(s, int) for s in shapes):
         shapes = [shapes]
     device = _resolve_device(device)
     for shape in shapes:
         _ops.precompile([int(s) for s in shape], layout, use_fast_accum, out_dtype, bias_dtype,
-                        device)
+                        device, epilogue)
 
 
 def precompile_grouped(shapes, layout="preshuffled", padded=False, use_fast_accum=True,

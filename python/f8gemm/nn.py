@@ -209,6 +209,14 @@ class FP8GatedMLP(torch.nn.Module):
     3. silu_mul_quantize_fp8_row(gate_up): SiLU(gate) * up in fp32, quantised per row;
     4. the down GEMM, [M, I] x [H, I]^T.
 
+    From FUSED_ACTIVATION_MIN_ROWS rows of x on, steps 2 and 3 are instead
+    f8f8bf16_rowwise_preshuffled_silu_mul (the GEMM's epilogue computes SiLU(gate) * up from
+    its fp32 values and writes h [M, I] in bf16: half the bytes of gate_up) and
+    quantize_fp8_row(h). h is rounded once into bf16 before its quantisation, which the
+    unfused path does not do (it quantises the fp32 product); the per-linear swap rounds gate,
+    up and h into bf16. Below it, the swap-AB decode tiles (which cannot pair gate and up
+    columns) keep the unfused path. The threshold is measured: docs/perf-log.md, card 75.
+
     Merging gate and up changes no number: rowwise weight quantisation treats each output row
     alone, so the merged weight and scales are exactly the two stacked. Buffers: gate_up_weight
     (preshuffled e4m3fn [ceil(H/128), 2I/8, 1024]), gate_up_scale (fp32 [2I]), down_weight
@@ -226,6 +234,7 @@ class FP8GatedMLP(torch.nn.Module):
     """
 
     pdl = True  # the default, also for a module pickled whole before pdl existed
+    FUSED_ACTIVATION_MIN_ROWS = 512
 
     def __init__(self, hidden, intermediate, bias=False, device=None, out_dtype=None,
                  use_fast_accum=True, activation_scale_ub=None, intermediate_scale_ub=None,
@@ -324,9 +333,16 @@ class FP8GatedMLP(torch.nn.Module):
         # follows a quantisation kernel, which lets it start only after its own grid-dependency
         # wait, so no kernel still running then writes the weight. Without PDL it changes
         # nothing.
-        gate_up = gemm(xq, self.gate_up_weight, xs, self.gate_up_scale, self.gate_up_bias,
-                       self.use_fast_accum, pdl=self.pdl, prefetch_w=True)
-        hq, hs = _OPS.silu_mul_quantize_fp8_row(gate_up, self.intermediate_scale_ub, pdl=self.pdl)
+        if xq.shape[0] >= self.FUSED_ACTIVATION_MIN_ROWS:
+            h = _OPS.f8f8bf16_rowwise_preshuffled_silu_mul(
+                xq, self.gate_up_weight, xs, self.gate_up_scale, self.gate_up_bias,
+                self.use_fast_accum, pdl=self.pdl, prefetch_w=True)
+            hq, hs = _OPS.quantize_fp8_row(h, self.intermediate_scale_ub, pdl=self.pdl)
+        else:
+            gate_up = gemm(xq, self.gate_up_weight, xs, self.gate_up_scale, self.gate_up_bias,
+                           self.use_fast_accum, pdl=self.pdl, prefetch_w=True)
+            hq, hs = _OPS.silu_mul_quantize_fp8_row(gate_up, self.intermediate_scale_ub,
+                                                    pdl=self.pdl)
         y = gemm(hq, self.down_weight, hs, self.down_scale, self.down_bias, self.use_fast_accum,
                  pdl=self.pdl, prefetch_w=True)
         return y.view(*lead, self.hidden)

@@ -107,6 +107,43 @@ std::map<std::string, InstanceSpec> shipped_specs() {
       }
     }
   }
+  // The SiLU·mul epilogue (EpilogueOp::kSiluMul): the gated MLP's gate|up GEMM (Llama's
+  // 4096 -> 2 x 14336) as FP8GatedMLP calls it at the sizes where it fuses the activation, and
+  // every store kind and W load it has on its own: tiled whole blocks (128x256, 128x128), tiled
+  // 32-column chunks (128x192: 96 output columns), ping-pong 64- and 128-row tiles, 2x1 pairs
+  // (one CTA loads the gate half, the other the up half), both layouts, both modes, bias, fp16.
+  for (int64_t m : {128, 2048}) {
+    for (WeightLayout layout : {WeightLayout::kPreshuffled, WeightLayout::kPlain}) {
+      for (bool fast : {true, false}) {
+        ProblemShape p = problem({1, m, 28672, 4096}, layout, fast);
+        p.epilogue_op = EpilogueOp::kSiluMul;
+        add(p);
+        p.chained = true;
+        add(p);
+      }
+    }
+  }
+  for (const char* name :
+       {"sm90_tiled_128x256x128_s3_c1x1_r8", "sm90_tiled_128x128x128_s5_c2x1_r8",
+        "sm90_tiled_128x192x128_s4_c1x1_r8", "sm90_pingpong_64x128x128_s6_c2x1_r8",
+        "sm90_pingpong_128x128x128_s6_c1x1_r8", "sm90_pingpong_64x256x128_s5_c1x1_r8",
+        "sm90_tiled_64x64x128_s8_c1x1_r8"}) {
+    for (WeightLayout layout : {WeightLayout::kPreshuffled, WeightLayout::kPlain}) {
+      for (bool fast : {true, false}) {
+        ProblemShape p = problem({1, 200, 1040, 512}, layout, fast);
+        p.epilogue_op = EpilogueOp::kSiluMul;
+        const Config c = Config::parse(name);
+        if (!detail::config_illegal_reason(c, p).empty()) continue;
+        specs.emplace(detail::make_spec(c, p).label(), detail::make_spec(c, p));
+        if (layout == WeightLayout::kPreshuffled && fast) {
+          p.has_bias = true;
+          p.bias_dtype = DType::kBF16;
+          p.out_dtype = DType::kF16;
+          specs.emplace(detail::make_spec(c, p).label(), detail::make_spec(c, p));
+        }
+      }
+    }
+  }
   // Grouped GEMM instances (group tables in shared memory, masked stores at group ends) of
   // every kernel family: swap-AB, tiled, ping-pong and a 2x1 pair, both layouts and modes.
   for (const char* name : {"sm90_swap_128x16x128_s10_c1x1_r0", "sm90_tiled_128x192x128_s4_c1x1_r8",

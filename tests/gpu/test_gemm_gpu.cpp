@@ -285,6 +285,59 @@ TEST(HostChecker, AcceptsCorrectRoundingAndCatchesErrors) {
   }
 }
 
+TEST(HostChecker, SiluMulCheckerAcceptsCorrectRoundingAndCatchesASwappedPair) {
+  std::mt19937_64 rng(8);
+  // 40 rows of I = 24 outputs from a merged GEMM of 2I = 48 rows (gate, then up), with a bias.
+  HostGemm h = random_gemm(rng, 1, 40, 48, 256, true, DType::kF32);
+  h.reference();
+  const int64_t rows = h.m, cols = h.n / 2;
+  for (DType out : {DType::kBF16, DType::kF16}) {
+    std::vector<double> want(size_t(rows * cols));
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t i = 0; i < cols; ++i) {
+        want[size_t(r * cols + i)] = numerics::silu_mul_reference(h.ref[size_t(r * 2 * cols + i)],
+                                                                  h.ref[size_t(r * 2 * cols + cols + i)]);
+      }
+    }
+    std::vector<uint16_t> y(want.size());
+    numerics::round_output(want.data(), want.size(), out, y.data());
+    CheckStats s = test::compare_silu_mul_to_reference(h.ref, h.abs_ref, rows, cols, y.data(), out, 0.0);
+    EXPECT_LE(s.max_ratio, 1.0) << s;
+    EXPECT_EQ(s.nonfinite, 0);
+    // With the accumulation term of K = 256 in fast mode (what the GPU test allows), one element
+    // whose gate and up trade places, SiLU(u) * g, breaks its bound wherever they differ much:
+    // the bound is tight enough to catch a single misplaced column.
+    const double gamma = gamma_for(h.k, true);
+    size_t worst = 0;
+    double worst_gap = 0.0;
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t i = 0; i < cols; ++i) {
+        const double g = h.ref[size_t(r * 2 * cols + i)], u = h.ref[size_t(r * 2 * cols + cols + i)];
+        const double gap = std::fabs(numerics::silu_mul_reference(u, g) - numerics::silu_mul_reference(g, u)) /
+                           numerics::silu_mul_bound(g, u, h.abs_ref[size_t(r * 2 * cols + i)],
+                                                    h.abs_ref[size_t(r * 2 * cols + cols + i)], out, gamma);
+        if (gap > worst_gap) {
+          worst_gap = gap;
+          worst = size_t(r * 2 * cols + i);
+        }
+      }
+    }
+    ASSERT_GT(worst_gap, 2.0);
+    const int64_t r = int64_t(worst) / (2 * cols), i = int64_t(worst) % (2 * cols);
+    std::vector<uint16_t> bad = y;
+    double swapped = numerics::silu_mul_reference(h.ref[worst + size_t(cols)], h.ref[worst]);
+    numerics::round_output(&swapped, 1, out, &bad[size_t(r * cols + i)]);
+    EXPECT_GT(test::compare_silu_mul_to_reference(h.ref, h.abs_ref, rows, cols, bad.data(), out, gamma)
+                  .max_ratio,
+              1.0);
+    bad = y;
+    bad[5] = 0xFFFF;  // the poison value
+    EXPECT_EQ(test::compare_silu_mul_to_reference(h.ref, h.abs_ref, rows, cols, bad.data(), out, gamma)
+                  .nonfinite,
+              1);
+  }
+}
+
 // ---- random shapes against the host fp64 reference ------------------------------------------
 
 TEST(GemmGpu, RandomShapesBothLayoutsBothModes) {
@@ -576,6 +629,127 @@ TEST(GemmGpu, EveryConfigFamilyForcedOnARaggedShape) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kUnsupported) << e.what();
     EXPECT_NE(std::string(e.what()).find(wide.name()), std::string::npos) << e.what();
+  }
+}
+
+// ---- the SiLU·mul epilogue -------------------------------------------------------------------
+
+/// Runs the SiLU·mul epilogue (EpilogueOp::kSiluMul) of d's merged weight [B, 2I, K] into a
+/// poisoned [B, M, I] output with a guard tail, and returns its bits (the guard checked).
+std::vector<uint16_t> run_silu_mul(DeviceGemm& d, WeightLayout layout, DType out_dtype, bool fast,
+                                   const Config* config) {
+  const HostGemm& h = d.host;
+  const int64_t count = h.b * h.m * (h.n / 2);
+  DeviceBuffer out(size_t(count) * 2 + test::kGuardBytes);
+  test::poison(out);
+  const test::HangLabel label(test::current_test_name() + " silu_mul " +
+                              (config ? config->name() : std::string("(the chosen config)")));
+  const TensorView b = h.has_bias ? d.bias_view() : TensorView{};
+  GemmOptions o;
+  o.bias = h.has_bias ? &b : nullptr;
+  o.fast_accum = fast;
+  o.config = config;
+  o.epilogue_op = EpilogueOp::kSiluMul;
+  batched_gemm(d.x_view(), d.w_for(layout), layout, d.xs_view(), d.ws_view(),
+               out.view(out_dtype, {h.b, h.m, h.n / 2}), o);
+  return test::output_bits(out, size_t(count), nullptr);
+}
+
+TEST(GemmGpu, SiluMulEpilogueEveryStoreKindAndWLoadOnARaggedShape) {
+  F8GEMM_SKIP_WITHOUT_SM90();
+  std::mt19937_64 rng(91);
+  // B = 2, M = 77, I = 136 (N = 2I = 272), K = 272: no size is a multiple of a tile (the last
+  // tile of bn = 256 holds 8 gate and 8 up rows; K's last k-block is 16 bytes).
+  std::vector<HostGemm> hosts;
+  hosts.push_back(random_gemm(rng, 2, 77, 272, 272));
+  hosts.push_back(random_gemm(rng, 2, 77, 272, 272, true, DType::kBF16));
+  hosts.push_back(random_gemm(rng, 2, 77, 272, 272, true, DType::kF32));
+  // Whole-block stores (tiled 128x256 and 128x128, alone and paired: a pair's CTAs load the gate
+  // and the up half), 32-column chunks (tiled 128x192: 96 output columns; tiled 64x64: one
+  // chunk, one buffer), ping-pong 64- and 128-row tiles, alone and paired; and the choice.
+  std::vector<Config> configs;
+  for (const char* name :
+       {"sm90_tiled_128x256x128_s3_c1x1_r8", "sm90_tiled_128x128x128_s5_c2x1_r8",
+        "sm90_tiled_128x256x128_s3_c2x1_r1", "sm90_tiled_128x192x128_s4_c1x1_r0",
+        "sm90_tiled_64x64x128_s8_c1x1_r3", "sm90_pingpong_64x128x128_s6_c1x1_r8",
+        "sm90_pingpong_64x128x128_s6_c2x1_r8", "sm90_pingpong_128x128x128_s6_c1x1_r8",
+        "sm90_pingpong_64x256x128_s5_c1x1_r64"}) {
+    configs.push_back(Config::parse(name));
+  }
+  std::vector<std::pair<Config, ProblemShape>> work;
+  for (size_t hi = 0; hi < hosts.size(); ++hi) {
+    for (const Config& c : configs) {
+      for (WeightLayout layout : {WeightLayout::kPreshuffled, WeightLayout::kPlain}) {
+        for (bool fast : {false, true}) {
+          for (DType out : {DType::kBF16, DType::kF16}) {
+            // Bias and fp16 on the first two configs and the preshuffled layout, fast mode.
+            if ((hi > 0 || out == DType::kF16) &&
+                (layout == WeightLayout::kPlain || !fast || (&c - configs.data()) > 1)) {
+              continue;
+            }
+            ProblemShape p = shape_of(hosts[hi], layout, fast, out);
+            p.epilogue_op = EpilogueOp::kSiluMul;
+            if (detail::config_illegal_reason(c, p).empty()) work.emplace_back(c, p);
+          }
+        }
+      }
+    }
+  }
+  warm_instances(work);
+  for (size_t hi = 0; hi < hosts.size(); ++hi) {
+    HostGemm& h = hosts[hi];
+    h.reference();
+    DeviceGemm d(h);
+    for (const auto& [c, p] : work) {
+      if (p.has_bias != h.has_bias || p.bias_dtype != h.bias_dtype) continue;
+      const std::string what = c.name() + " silu_mul " +
+                               describe(p.batch, p.m, p.n, p.k, p.w_layout, p.fast_accum,
+                                        p.out_dtype) +
+                               (p.has_bias ? std::string(" bias ") + to_string(p.bias_dtype) : "");
+      SCOPED_TRACE(what);
+      const auto y = run_silu_mul(d, p.w_layout, p.out_dtype, p.fast_accum, &c);
+      const CheckStats s = test::compare_silu_mul_to_reference(
+          h.ref, h.abs_ref, h.b * h.m, h.n / 2, y.data(), p.out_dtype, gamma_for(h.k, p.fast_accum));
+      EXPECT_EQ(s.nonfinite, 0) << what << " " << s;
+      EXPECT_LE(s.max_ratio, 1.0) << what << " " << s;
+    }
+    // The choice (cost model or table), both layouts.
+    for (WeightLayout layout : {WeightLayout::kPreshuffled, WeightLayout::kPlain}) {
+      const auto y = run_silu_mul(d, layout, DType::kBF16, true, nullptr);
+      const CheckStats s = test::compare_silu_mul_to_reference(
+          h.ref, h.abs_ref, h.b * h.m, h.n / 2, y.data(), DType::kBF16, gamma_for(h.k, true));
+      EXPECT_EQ(s.nonfinite, 0) << s;
+      EXPECT_LE(s.max_ratio, 1.0) << s;
+    }
+  }
+  // A forced swap-AB config cannot pair gate and up columns: refused before any launch.
+  HostGemm& h = hosts[0];
+  DeviceGemm d(h);
+  const Config swap = Config::parse("sm90_swap_64x16x128_s12_c1x1_r0");
+  try {
+    run_silu_mul(d, WeightLayout::kPreshuffled, DType::kBF16, true, &swap);
+    ADD_FAILURE() << "a swap-AB config ran the SiLU·mul epilogue";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported) << e.what();
+    EXPECT_NE(std::string(e.what()).find("swap-AB"), std::string::npos) << e.what();
+  }
+}
+
+TEST(GemmGpu, SiluMulEpilogueAtTheLlamaMlpShape) {
+  F8GEMM_SKIP_WITHOUT_SM90();
+  std::mt19937_64 rng(92);
+  // The gated MLP's gate|up GEMM as FP8GatedMLP fuses it (hidden 4096, intermediate 14336), at
+  // 300 rows: the chosen config of the preshuffled layout in both modes, checked on the GPU's
+  // fp64 reference would take long on the host, so the rows are few and the check is the host's.
+  HostGemm h = random_gemm(rng, 1, 300, 28672, 4096);
+  h.reference();
+  DeviceGemm d(h);
+  for (bool fast : {true, false}) {
+    const auto y = run_silu_mul(d, WeightLayout::kPreshuffled, DType::kBF16, fast, nullptr);
+    const CheckStats s = test::compare_silu_mul_to_reference(
+        h.ref, h.abs_ref, h.m, h.n / 2, y.data(), DType::kBF16, gamma_for(h.k, fast));
+    EXPECT_EQ(s.nonfinite, 0) << s;
+    EXPECT_LE(s.max_ratio, 1.0) << (fast ? "fast " : "precise ") << s;
   }
 }
 
