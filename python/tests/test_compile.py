@@ -102,6 +102,14 @@ def _opcheck_cases():
         ("quantize pdl", ops.quantize_fp8_row.default, (a,), {"pdl": True}),
         ("quantize pdl off", ops.quantize_fp8_row.default, (a, None, True, None, False), {}),
         ("quantize pdl None", ops.quantize_fp8_row.default, (a,), {"pdl": None}),
+        # The SiLU·mul epilogue: WQ is [gate; up] (256 rows: I = 128), the output [..., 128].
+        ("silu_mul", ops.f8f8bf16_rowwise_silu_mul.default, (xq, wq, xs, ws, bias), {}),
+        ("silu_mul 3-D pdl", ops.f8f8bf16_rowwise_silu_mul.default, (x3, wq, xs3, ws),
+         {"pdl": True}),
+        ("preshuffled silu_mul", ops.f8f8bf16_rowwise_preshuffled_silu_mul.default,
+         (xq, wp, xs, ws, bias_bf, False), {}),
+        ("preshuffled silu_mul prefetch_w", ops.f8f8bf16_rowwise_preshuffled_silu_mul.default,
+         (xq, wp, xs, ws), {"pdl": True, "prefetch_w": True}),
     ]
 
 
@@ -128,7 +136,8 @@ def test_every_op_has_an_opcheck_case():
                 "f8f8bf16_rowwise_batched", "f8f8bf16_rowwise_preshuffled",
                 "f8f8bf16_rowwise_preshuffled_out", "f8f8f16_rowwise_preshuffled",
                 "f8f8bf16_rowwise_batched_preshuffled", "preshuffle", "unshuffle",
-                "quantize_fp8_row", "_rowwise_batched", "_rowwise_batched_out"}
+                "quantize_fp8_row", "_rowwise_batched", "_rowwise_batched_out",
+                "f8f8bf16_rowwise_silu_mul", "f8f8bf16_rowwise_preshuffled_silu_mul"}
     assert expected <= covered, expected - covered
 
 

@@ -49,7 +49,8 @@ PDL_OPS = ("f8f8bf16_rowwise", "f8f8bf16_rowwise_out", "f8f8f16_rowwise",
            "f8f8f16_rowwise_preshuffled", "f8f8bf16_rowwise_preshuffle",
            "f8f8f16_rowwise_preshuffle", "f8f8bf16_rowwise_batched",
            "f8f8bf16_rowwise_batched_preshuffled", "_rowwise_batched", "_rowwise_batched_out",
-           "quantize_fp8_row", "silu_mul_quantize_fp8_row")
+           "quantize_fp8_row", "silu_mul_quantize_fp8_row", "f8f8bf16_rowwise_silu_mul",
+           "f8f8bf16_rowwise_preshuffled_silu_mul")
 GROUPED_OPS = ("f8f8bf16_rowwise_grouped_stacked", "f8f8bf16_rowwise_grouped_stacked_preshuffled",
                "f8f8bf16_rowwise_grouped_stacked_out",
                "f8f8bf16_rowwise_grouped_stacked_preshuffled_out",
@@ -58,7 +59,7 @@ GROUPED_OPS = ("f8f8bf16_rowwise_grouped_stacked", "f8f8bf16_rowwise_grouped_sta
 # preshuffled GEMMs, whose weight is typically quantised and preshuffled once.
 PREFETCH_W_OPS = ("f8f8bf16_rowwise_preshuffled", "f8f8bf16_rowwise_preshuffled_out",
                   "f8f8f16_rowwise_preshuffled", "f8f8bf16_rowwise_preshuffle",
-                  "f8f8f16_rowwise_preshuffle")
+                  "f8f8f16_rowwise_preshuffle", "f8f8bf16_rowwise_preshuffled_silu_mul")
 GEMM_OPS = tuple(n for n in PDL_OPS if "quantize" not in n) + GROUPED_OPS
 
 

@@ -444,6 +444,19 @@ def test_gated_mlp_threshold_counts_the_flattened_rows():
                 (lead, names)
 
 
+def test_gated_mlp_fused_path_with_an_fp16_input():
+    """h is bf16 on the fused path whatever the input (there is no fp16 SiLU * up op); the
+    output keeps the input's dtype."""
+    need_gpu()
+    with torch.inference_mode():
+        ref = LlamaMLP(HIDDEN, INTER, seed=45)
+        mlp = FP8GatedMLP.from_module(ref)
+        x = torch.randn(2, 300, HIDDEN, generator=gen(46)).to("cuda", torch.float16)
+        y = mlp(x)
+        assert y.shape == (2, 300, HIDDEN) and y.dtype == torch.float16
+        assert rel_rms(y, copy.deepcopy(ref).double()(x.double())) < 0.08
+
+
 @torch.no_grad()
 def test_compiled_gated_mlp_fused_path_is_eager_bit_for_bit():
     need_gpu()
