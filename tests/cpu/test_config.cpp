@@ -427,6 +427,29 @@ TEST(ConfigLegality, EachRule) {
 // run) is for 64-row, non-swap blocks of 96 to 192 columns: the H200 measured it faster from 128
 // columns up, level at 96, and slower at 64 (perf log, card 54). The register budget follows:
 // half the block in the slice sums' two sets beside the total.
+TEST(ConfigLegality, SiluMulEpilogueNeedsAWholeSumOfWholeOutputChunks) {
+  ProblemShape p = problem(1, 2048, 28672, 4096, true);
+  p.epilogue_op = EpilogueOp::kSiluMul;
+  auto reason = [&](const char* name) { return config_illegal_reason(Config::parse(name), p); };
+  for (const char* ok : {"sm90_tiled_128x256x128_s3_c1x1_r8", "sm90_tiled_64x64x128_s8_c1x1_r8",
+                         "sm90_tiled_128x192x128_s4_c1x1_r8", "sm90_tiled_128x128x128_s5_c2x1_r8",
+                         "sm90_pingpong_128x128x128_s6_c1x1_r8",
+                         "sm90_pingpong_64x256x128_s5_c2x1_r8"}) {
+    EXPECT_EQ(reason(ok), "") << ok;
+  }
+  EXPECT_NE(reason("sm90_swap_64x16x128_s12_c1x1_r0").find("not on the swap-AB path"),
+            std::string::npos);
+  EXPECT_NE(reason("sm90_tiled_64x64x128_s8_c1x1_r0_k2").find("no split of K"), std::string::npos);
+  for (const char* odd : {"sm90_tiled_128x160x128_s4_c1x1_r8", "sm90_pingpong_128x96x128_s7_c1x1_r8",
+                          "sm90_pingpong_64x176x128_s5_c1x1_r8"}) {
+    EXPECT_NE(reason(odd).find("bn % 64 == 0"), std::string::npos) << odd;
+  }
+  // The same configs without the epilogue operation are legal.
+  p.epilogue_op = EpilogueOp::kNone;
+  EXPECT_EQ(reason("sm90_tiled_128x160x128_s4_c1x1_r8"), "");
+  EXPECT_EQ(reason("sm90_swap_64x16x128_s12_c1x1_r0"), "");
+}
+
 TEST(ConfigLegality, PreciseSlicePipelineOnlyWhereItWasMeasuredToPay) {
   for (int bn : {96, 112, 128, 160, 176, 192}) {
     EXPECT_TRUE(dev::gemm_promote_pipelined(bn, false, 1, false)) << bn;
@@ -744,6 +767,29 @@ TEST_F(DecideTest, ChainedCallsTakeTheirOwnEntryFirstThenTheUnchainedOnes) {
   no_tuned_.set("1");
   EXPECT_EQ(decide(kTestGpu, kTestSms, chained_problem()),
             candidates(chained_problem(), kTestSms).front());
+}
+
+TEST_F(DecideTest, SiluMulCallsTakeTheSameGemmsEntryWhereItCanRunElseTheModelsBestLegalConfig) {
+  // tuned_problem()'s entry (tiled 128x64) can run the SiLU·mul epilogue: the call takes it.
+  ProblemShape p = tuned_problem();
+  p.epilogue_op = EpilogueOp::kSiluMul;
+  EXPECT_EQ(decide(kTestGpu, kTestSms, p), tuned_pick());
+  // chained_problem()'s entry is a swap-AB tile, which cannot pair gate and up columns: the
+  // SiLU·mul call of that problem takes the model's best config that can.
+  ProblemShape chained = chained_problem();
+  ASSERT_EQ(decide(kTestGpu, kTestSms, chained), chained_pick());
+  chained.epilogue_op = EpilogueOp::kSiluMul;
+  EXPECT_FALSE(tuned_config(kTestGpu, kTestSms, chained).has_value());
+  const Config model = decide(kTestGpu, kTestSms, chained);
+  EXPECT_EQ(model, candidates(chained, kTestSms).front());
+  EXPECT_EQ(config_illegal_reason(model, chained), "");
+  // The shipped table's gate|up entry of the Llama MLP block at M = 2048 runs it.
+  ProblemShape mlp = problem(1, 2048, 28672, 4096);
+  const auto entry = tuned_config("NVIDIA H200", 132, mlp);
+  ASSERT_TRUE(entry.has_value());
+  mlp.epilogue_op = EpilogueOp::kSiluMul;
+  EXPECT_EQ(tuned_config("NVIDIA H200", 132, mlp), entry);
+  EXPECT_EQ(decide("NVIDIA H200", 132, mlp), *entry);
 }
 
 TEST_F(DecideTest, NoTunedIgnoresTheTables) {

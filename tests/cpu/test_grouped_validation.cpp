@@ -172,6 +172,21 @@ TEST(GroupedValidation, ATraceIsRefused) {
   }
 }
 
+TEST(GroupedValidation, AnEpilogueOperationIsRefused) {
+  for (Args a : all_forms()) {
+    SCOPED_TRACE(form_name(a));
+    expect_error([&] {
+      GemmOptions o = a.options();
+      o.epilogue_op = EpilogueOp::kSiluMul;
+      if (a.padded) {
+        grouped_gemm_padded(a.x, a.w, a.layout, a.xs, a.ws, a.sizes, a.out, o);
+      } else {
+        grouped_gemm(a.x, a.w, a.layout, a.xs, a.ws, a.sizes, a.out, o);
+      }
+    }, ErrorCode::kUnsupported, "grouped_gemm() has no epilogue operation (got silu_mul)");
+  }
+}
+
 TEST(GroupedValidation, RaggedEdgesAreValid) {
   // N a multiple of 8 but not of 128, K a multiple of 16 but not of 128, odd row counts.
   for (Args a : {grouped_args(3, 7, 8, 16), grouped_args(3, 1, 24, 48, true),

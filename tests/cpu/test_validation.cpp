@@ -324,6 +324,43 @@ TEST(Validation, NMustBeAPositiveMultipleOf8) {
   EXPECT_INVALID(p.batched(), "N (w's rows) must be a positive multiple of 8, got 0");
 }
 
+TEST(Validation, SiluMulEpilogueTakesHalfTheColumnsAndAnEvenGateUpSplit) {
+  // The output is [.., N/2] (gate then up in W's 2I rows): the full N is refused, N/2 passes.
+  for (WeightLayout layout : {WeightLayout::kPlain, WeightLayout::kPreshuffled}) {
+    SCOPED_TRACE(int(layout));
+    Args t = batched_args(B, M, N, K, layout);
+    GemmOptions o = t.options();
+    o.epilogue_op = EpilogueOp::kSiluMul;
+    EXPECT_INVALID(batched_gemm(t.x, t.w, t.layout, t.xs, t.ws, t.out, o),
+                   "out must have shape [2, 64, 64] ([B, M, N/2])");
+    const TensorView half = dev_view(kOut, DType::kBF16, {B, M, N / 2});
+    EXPECT_PASSES_VALIDATION(batched_gemm(t.x, t.w, t.layout, t.xs, t.ws, half, o));
+    Args s = single_args({3, 5}, N, K, layout);
+    o = s.options();
+    o.epilogue_op = EpilogueOp::kSiluMul;
+    EXPECT_INVALID(gemm(s.x, s.w, s.layout, s.xs, s.ws, s.out, o),
+                   "out must have shape x.shape[:-1] + [N/2] (N/2 = 64), got [3, 5, 128]");
+    const TensorView half_single = dev_view(kOut, DType::kBF16, {3, 5, N / 2});
+    EXPECT_PASSES_VALIDATION(gemm(s.x, s.w, s.layout, s.xs, s.ws, half_single, o));
+  }
+  // 2I = 136: I = 68 is not a multiple of 8 (the output's 16-byte rows).
+  Args t = batched_args(B, M, 136, K);
+  t.out = dev_view(kOut, DType::kBF16, {B, M, 68});
+  GemmOptions o = t.options();
+  o.epilogue_op = EpilogueOp::kSiluMul;
+  EXPECT_INVALID(batched_gemm(t.x, t.w, t.layout, t.xs, t.ws, t.out, o),
+                 "with the SiLU·mul epilogue, N (w's rows: gate then up, 2I) must be a multiple "
+                 "of 16, got 136");
+  o.epilogue_op = EpilogueOp(7);
+  EXPECT_INVALID(batched_gemm(t.x, t.w, t.layout, t.xs, t.ws, t.out, o),
+                 "epilogue_op must be kNone or kSiluMul, got 7");
+  ProblemShape p;
+  p.n = 136;
+  p.k = K;
+  p.epilogue_op = EpilogueOp::kSiluMul;
+  EXPECT_INVALID(validate_problem(p), "multiple of 16, got 136");
+}
+
 // ---- memory: alignment, contiguity, null -------------------------------------------------
 
 TEST(Validation, MisalignedPointers) {
