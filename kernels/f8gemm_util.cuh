@@ -6,3 +6,4 @@
 #include "quantize_rows.cuh"
 #include "reference_check.cuh"
 #include "silu_mul_quantize.cuh"
+#include "silu_sfu_check.cuh"

@@ -21,9 +21,9 @@
 /// - kRows: rows padded by 16 bytes (conflict-free writes), one bulk copy per row.
 /// The tensor map clips rows past M and columns past N. With SiLU·mul (T::kSiluMul) a block's
 /// B-side columns are kBN / 2 gate columns, then the matching up columns: the thread that holds
-/// gate unit u holds up unit u + kBN / 16 too, and it stages SiLU(gate) * up (rowq::silu_mul, the
-/// exact fp32 SiLU that the row-quantisation kernels and the CPU reference share) as output unit
-/// u: the staging and the stores then see a block of kOutBN = kBN / 2 columns.
+/// gate unit u holds up unit u + kBN / 16 too, and it stages SiLU(gate) * up (silu_mul_sfu: two
+/// MUFU operations a value, within its bound in silu_sfu.cuh) as output unit u: the staging and
+/// the stores then see a block of kOutBN = kBN / 2 columns.
 /// In a grouped GEMM, a block whose group
 /// ends inside it (with kTmaCols32: a warp's 16 rows) is copied out by the threads with 16-byte
 /// stores of the group's rows only (the rows after them belong to the next group, or to none).
@@ -31,7 +31,7 @@
 
 #include "f8gemm_ptx.cuh"
 #include "gemm_tile_scheduler.cuh"
-#include "quantize_shared.cuh"
+#include "silu_sfu.cuh"
 
 namespace f8gemm {
 namespace dev {
@@ -203,7 +203,7 @@ struct Epilogue {
     const float2 v = scaled_pair(acc, unit, half, s_a, scales_b, sb_bias, b_col0);
     if constexpr (T::kSiluMul) {
       const float2 up = scaled_pair(acc, unit + kBN / 16, half, s_a, scales_b, sb_bias, b_col0);
-      return pack2(rowq::silu_mul(v.x, up.x), rowq::silu_mul(v.y, up.y));
+      return pack2(silu_mul_sfu(v.x, up.x), silu_mul_sfu(v.y, up.y));
     }
     return pack2(v.x, v.y);
   }

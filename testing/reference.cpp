@@ -9,6 +9,7 @@
 #include "check.hpp"
 #include "numerics.hpp"
 #include "parallel.hpp"
+#include "../kernels/silu_sfu.cuh"
 
 namespace f8gemm::numerics {
 
@@ -49,9 +50,10 @@ double silu_mul_bound(double g, double u, double abs_g, double abs_u, DType out_
   const double r = unit_roundoff(out_dtype);
   const double h = std::fabs(silu_mul_reference(g, u));
   const double e_g = gamma * abs_g, e_u = gamma * abs_u;
-  return r * h +
-         (1.0 + r) * ((std::fabs(g) + e_g) * e_u + 1.1 * std::fabs(u) * e_g + 0x1p-20 * h) +
-         subnormal_slack(out_dtype);
+  const double d = (std::fabs(g) + e_g) * e_u + 1.1 * std::fabs(u) * e_g;
+  const double sfu = (dev::kSiluSfuRel + dev::kSiluSfuRelPerG * (std::fabs(g) + e_g)) * (h + d) +
+                     dev::kSiluSfuAbs * (std::fabs(u) + e_u);
+  return r * h + (1.0 + r) * (d + sfu) + subnormal_slack(out_dtype);
 }
 
 double rel_rms_bound(int64_t k, bool fast_accum, DType out_dtype) {

@@ -72,10 +72,12 @@ double silu_mul_reference(double g, double u);
 /// (element_bound's accumulation term, before the output's rounding), so with |SiLU(x)| <= |x|
 /// and |SiLU'(x)| <= 1.1 (its maximum is 1.0998):
 ///   |SiLU(g')u' - SiLU(g)u| <= |SiLU(g')| e_u + |u| |SiLU(g') - SiLU(g)|
-///                           <= (|g| + e_g) e_u + 1.1 |u| e_g.
-/// The fp32 SiLU·mul itself (the library's exp within 2 ulp, then an add, a division and a
-/// multiply, each rounded) adds at most 2^-20 |h|, and the output's rounding u |h|:
-///   bound = u |h| + (1 + u) ((|g| + e_g) e_u + 1.1 |u| e_g + 2^-20 |h|) + subnormal_slack.
+///                           <= (|g| + e_g) e_u + 1.1 |u| e_g = D.
+/// The epilogue's SiLU·mul on g', u' (kernels/silu_sfu.cuh) is within
+/// (kSiluSfuRel + kSiluSfuRelPerG |g'|) |SiLU(g')u'| + kSiluSfuAbs |u'| of the exact one, with
+/// |g'| <= |g| + e_g, |SiLU(g')u'| <= |h| + D and |u'| <= |u| + e_u; then the output's rounding:
+///   bound = r |h| + (1 + r) (D + (kSiluSfuRel + kSiluSfuRelPerG (|g| + e_g)) (|h| + D)
+///                            + kSiluSfuAbs (|u| + e_u)) + subnormal_slack,   r = unit_roundoff.
 double silu_mul_bound(double g, double u, double abs_g, double abs_u, DType out_dtype,
                       double gamma);
 

@@ -57,4 +57,23 @@ CheckResult reference_check(const TensorView& x, const TensorView& w, const Tens
   return result;
 }
 
+SiluSfuCheck silu_sfu_check(uint64_t first, uint64_t count, int device) {
+  require_sm90(device);
+  auto instance = util_instance();
+  cudaKernel_t kernel = instance->kernel("f8gemm_silu_sfu_check");
+  DeviceGuard guard(device);
+  double* stats = nullptr;
+  F8GEMM_CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&stats), 3 * sizeof(double)));
+  F8GEMM_CHECK_CUDA(cudaMemset(stats, 0, 3 * sizeof(double)));
+  unsigned long long f = first, c = count;
+  void* args[] = {&f, &c, &stats};
+  F8GEMM_CHECK_CUDA(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(132 * 16),
+                                     dim3(256), args, 0, nullptr));
+  F8GEMM_CHECK_CUDA(cudaGetLastError());
+  double host[3] = {0, 0, 0};
+  F8GEMM_CHECK_CUDA(cudaMemcpy(host, stats, sizeof(host), cudaMemcpyDeviceToHost));
+  F8GEMM_CHECK_CUDA(cudaFree(stats));
+  return SiluSfuCheck{host[0], host[1], int64_t(host[2])};
+}
+
 }  // namespace f8gemm::detail

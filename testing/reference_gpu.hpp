@@ -26,4 +26,13 @@ CheckResult reference_check(const TensorView& x, const TensorView& w, const Tens
                             const TensorView& ws, const TensorView* bias, const TensorView& y,
                             double gamma, cudaStream_t stream);
 
+/// The epilogue's SiLU (kernels/silu_sfu.cuh) on every fp32 input with bits in [first, first +
+/// count), against fp64 (f8gemm_silu_sfu_check): the worst ratio to its bound, the worst plain
+/// relative error where |g| <= 16, and the inputs whose special values differ.
+struct SiluSfuCheck {
+  double max_ratio = 0.0, max_rel = 0.0;
+  int64_t special_mismatches = 0;
+};
+SiluSfuCheck silu_sfu_check(uint64_t first, uint64_t count, int device);
+
 }  // namespace f8gemm::detail

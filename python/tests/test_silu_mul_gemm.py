@@ -10,9 +10,11 @@ the extension loads; the GPU tests skip without an sm_90 GPU.
 Element bound (numerics::silu_mul_bound, testing/reference.hpp, where it is derived): the
 kernel's fp32 g and u are within e_g = gamma * abs_g and e_u = gamma * abs_u of the fp64 ones
 (abs_* = |xs| * |ws| * sum |x * w| + |bias|, gamma = numerics::accumulation_gamma), and with
-|SiLU(x)| <= |x| and |SiLU'(x)| <= 1.1 the product moves by at most (|g| + e_g) e_u + 1.1 |u| e_g;
-the fp32 SiLU * up adds 2^-20 |h| and the bf16 rounding u_r |h| (u_r = 2^-8):
-    bound = u_r |h| + (1 + u_r) ((|g| + e_g) e_u + 1.1 |u| e_g + 2^-20 |h|) + 2^-133."""
+|SiLU(x)| <= |x| and |SiLU'(x)| <= 1.1 the product moves by at most
+D = (|g| + e_g) e_u + 1.1 |u| e_g; the epilogue's SiLU * up (kernels/silu_sfu.cuh, checked on
+every fp32 input by GemmGpu.EpilogueSiluWithinItsBoundOnEveryFloat) adds
+(2^-20 + 2^-22 (|g| + e_g)) (|h| + D) + 2^-119 (|u| + e_u), and the bf16 rounding u_r |h|:
+    bound = u_r |h| + (1 + u_r) (D + that) + 2^-133   (u_r = 2^-8)."""
 
 import copy
 
@@ -28,6 +30,8 @@ ops = torch.ops.f8gemm
 E4M3 = torch.float8_e4m3fn
 BF16_U = 2.0 ** -8            # numerics::unit_roundoff(kBF16)
 BF16_SUBNORMAL = 2.0 ** -133  # numerics::subnormal_slack(kBF16)
+# The epilogue SiLU's own bound (kernels/silu_sfu.cuh: kSiluSfuRel, kSiluSfuRelPerG, kSiluSfuAbs).
+SFU_REL, SFU_REL_PER_G, SFU_ABS = 2.0 ** -20, 2.0 ** -22, 2.0 ** -119
 
 
 def need_gpu():
@@ -67,8 +71,9 @@ def silu_mul_reference(xq, wq, xs, ws, bias=None):
 
     def bound(gamma):
         e_g, e_u = gamma * abs_gu[..., :inter], gamma * abs_gu[..., inter:]
-        return (BF16_U * h.abs() + (1.0 + BF16_U) * (
-            (g.abs() + e_g) * e_u + 1.1 * u.abs() * e_g + 2.0 ** -20 * h.abs()) + BF16_SUBNORMAL)
+        d = (g.abs() + e_g) * e_u + 1.1 * u.abs() * e_g
+        sfu = (SFU_REL + SFU_REL_PER_G * (g.abs() + e_g)) * (h.abs() + d) + SFU_ABS * (u.abs() + e_u)
+        return BF16_U * h.abs() + (1.0 + BF16_U) * (d + sfu) + BF16_SUBNORMAL
 
     return h, bound
 

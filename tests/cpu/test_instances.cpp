@@ -285,7 +285,7 @@ TEST_F(InstanceTest, UtilityModuleCompilesWithoutSpills) {
   EXPECT_EQ(inst->spill_bytes(), 0) << inst->log();
   for (const char* entry : {"f8gemm_preshuffle", "f8gemm_unshuffle", "f8gemm_quantize_f32",
                             "f8gemm_quantize_bf16", "f8gemm_quantize_f16",
-                            "f8gemm_reference_check"}) {
+                            "f8gemm_reference_check", "f8gemm_silu_sfu_check"}) {
     const int regs = check_resources("util", *inst, entry);
     std::cout << "[ instance ] util." << entry << " regs=" << regs << "\n";
     RecordProperty(std::string("util.") + entry, regs);
