@@ -216,8 +216,9 @@ class FP8GatedMLP(torch.nn.Module):
     which the unfused path does not do (it quantises the fp32 product of gate and up rounded
     into the output dtype); the per-linear swap rounds gate, up and h. Below it the swap-AB
     decode tiles, which cannot pair gate and up columns, keep the unfused path. The threshold
-    is measured (docs/perf-log.md, card 75): the block 6-15% faster from 128 rows on, level at
-    1 and 16 rows.
+    is measured on the H100 (docs/perf-log.md, card 75): with the activation in the GEMM the
+    block took 0.88-0.98x the time from 32 rows on, 0.98-1.00x at 1 and 16 rows, where the
+    decode tiles' tuned entries stay.
 
     Merging gate and up changes no number: rowwise weight quantisation treats each output row
     alone, so the merged weight and scales are exactly the two stacked. Buffers: gate_up_weight
@@ -236,7 +237,7 @@ class FP8GatedMLP(torch.nn.Module):
     """
 
     pdl = True  # the default, also for a module pickled whole before pdl existed
-    FUSED_ACTIVATION_MIN_ROWS = 128
+    FUSED_ACTIVATION_MIN_ROWS = 32
 
     def __init__(self, hidden, intermediate, bias=False, device=None, out_dtype=None,
                  use_fast_accum=True, activation_scale_ub=None, intermediate_scale_ub=None,
