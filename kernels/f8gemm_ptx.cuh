@@ -314,6 +314,18 @@ __device__ __forceinline__ u16 to_f16(float v) {
   asm("cvt.rn.f16.f32 %0, %1;" : "=h"(out) : "f"(v));
   return out;
 }
+/// The special-function unit's 2^x and 1/x (one MUFU each; subnormal inputs and results flush
+/// to zero): their error in use is bounded where they are used (silu_sfu.cuh).
+__device__ __forceinline__ float ex2_approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+__device__ __forceinline__ float rcp_approx(float x) {
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
 __device__ __forceinline__ float bf16_to_float(u16 v) { return __uint_as_float(u32(v) << 16); }
 __device__ __forceinline__ float f16_to_float(u16 v) {
   float out;

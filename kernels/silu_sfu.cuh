@@ -16,6 +16,9 @@
 #pragma once
 
 #include "dev_types.cuh"
+#if defined(__CUDACC_RTC__) || defined(__CUDACC__)
+#include "f8gemm_ptx.cuh"
+#endif
 
 namespace f8gemm {
 namespace dev {
@@ -26,17 +29,6 @@ constexpr double kSiluSfuRelPerG = 0x1p-22;
 constexpr double kSiluSfuAbs = 0x1p-119;
 
 #if defined(__CUDACC_RTC__) || defined(__CUDACC__)
-__device__ __forceinline__ float ex2_approx(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
-__device__ __forceinline__ float rcp_approx(float x) {
-  float y;
-  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
-
 __device__ __forceinline__ float silu_mul_sfu(float g, float u) {
   return g * rcp_approx(1.0f + ex2_approx(g * -1.44269502162933349609375f)) * u;
 }

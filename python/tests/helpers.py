@@ -133,6 +133,21 @@ def make_linear(k, n, bias=True, dtype=torch.bfloat16, seed=0, device=DEVICE):
     return lin.to(device, dtype)
 
 
+class LlamaMLP(torch.nn.Module):
+    """down(SiLU(gate(x)) * up(x)) with seeded make_linear projections: the bf16 block that
+    FP8GatedMLP stands for (act_fn as Llama's, which fuse_gate_up checks)."""
+
+    def __init__(self, hidden, inter, bias=False, seed=0):
+        super().__init__()
+        self.gate_proj = make_linear(hidden, inter, bias=bias, seed=seed)
+        self.up_proj = make_linear(hidden, inter, bias=bias, seed=seed + 1)
+        self.down_proj = make_linear(inter, hidden, bias=bias, seed=seed + 2)
+        self.act_fn = torch.nn.SiLU()
+
+    def forward(self, x):
+        return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
+
+
 @contextlib.contextmanager
 def pdl_switch(value):
     """F8GEMM_PDL set to `value` ("0" or "1"; None: unset) while the block runs, then restored.

@@ -14,7 +14,7 @@ import copy
 import math
 
 import helpers
-from helpers import gen, make_linear, pytest, same_bits
+from helpers import LlamaMLP, gen, pytest, same_bits
 
 import torch  # noqa: E402
 
@@ -272,18 +272,6 @@ def test_cuda_graph_capture_reads_scale_ub_at_replay():
     xq_ref, xs_ref = ops.quantize_fp8_row(fresh[:, :4096].cpu(), torch.tensor(0.5))
     assert same_bits(q, q_ref) and same_bits(sc, s_ref)
     assert same_bits(xq, xq_ref) and same_bits(xs, xs_ref)
-
-
-class LlamaMLP(torch.nn.Module):
-    def __init__(self, hidden, inter, bias=False, seed=0):
-        super().__init__()
-        self.gate_proj = make_linear(hidden, inter, bias=bias, seed=seed)
-        self.up_proj = make_linear(hidden, inter, bias=bias, seed=seed + 1)
-        self.down_proj = make_linear(inter, hidden, bias=bias, seed=seed + 2)
-        self.act_fn = torch.nn.SiLU()
-
-    def forward(self, x):
-        return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
 
 
 def rel_err(y, ref):

@@ -19,7 +19,7 @@ every fp32 input by GemmGpu.EpilogueSiluWithinItsBoundOnEveryFloat) adds
 import copy
 
 import helpers
-from helpers import gen, make_linear, make_single, pytest, reference, rel_rms, same_bits
+from helpers import LlamaMLP, gen, make_single, pytest, reference, rel_rms, same_bits
 
 import torch  # noqa: E402
 
@@ -354,19 +354,6 @@ def test_capture_without_precompile_names_the_epilogue():
 # --------------------------------------------------------------------------- FP8GatedMLP
 
 HIDDEN, INTER = 1024, 2816
-
-
-class LlamaMLP(torch.nn.Module):
-    """down(SiLU(gate(x)) * up(x)) in bf16: the block FP8GatedMLP stands for."""
-
-    def __init__(self, hidden, inter, bias=False, seed=0):
-        super().__init__()
-        self.gate_proj = make_linear(hidden, inter, bias=bias, seed=seed)
-        self.up_proj = make_linear(hidden, inter, bias=bias, seed=seed + 1)
-        self.down_proj = make_linear(inter, hidden, bias=bias, seed=seed + 2)
-
-    def forward(self, x):
-        return self.down_proj(torch.nn.functional.silu(self.gate_proj(x)) * self.up_proj(x))
 
 
 def _input(*shape, seed):
