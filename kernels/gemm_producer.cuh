@@ -164,16 +164,15 @@ struct Producer {
     for (int h = 0; h < 2; ++h) {
       if (T::kClusterM == 2 && h != rank) continue;
       u8* dst = w_tile + h * (T::kWRows / 2) * 128;
-      const i64 row = tile.n0 + h * T::kOutN;
+      const int row = tile.n0 + h * int(T::kOutN);  // N < 2^28 (validate.hpp kMaxN)
       if (T::kPlainW) {
         if (T::kClusterM == 1) {
-          tma_load_3d(dst, &p.w_map, bar, kb * 128, int(row), tile.b);
+          tma_load_3d(dst, &p.w_map, bar, kb * 128, row, tile.b);
         } else {
-          tma_load_3d_multicast(dst, &p.w_map, bar, kb * 128, int(row), tile.b, kClusterMask);
+          tma_load_3d_multicast(dst, &p.w_map, bar, kb * 128, row, tile.b, kClusterMask);
         }
       } else {
-        const u8* src =
-            p.w_shuffled + ((i64(tile.b) * T::kKBlocks + kb) * (T::kN / 8) + row / 8) * 1024;
+        const u8* src = shuffled_rows(p, tile.b, kb, row);
         if (T::kClusterM == 1) {
           bulk_load(dst, src, u32(rows) * 128u, bar);
         } else {
@@ -181,6 +180,13 @@ struct Producer {
         }
       }
     }
+  }
+
+  /// Preshuffled W: the first byte of k-block kb's slab that holds W row `row` (a multiple of 8)
+  /// of batch b.
+  static __device__ __forceinline__ const u8* shuffled_rows(const GemmParams& p, int b, int kb,
+                                                            int row) {
+    return p.w_shuffled + ((i64(b) * T::kKBlocks + kb) * (T::kN / 8) + row / 8) * 1024;
   }
 
   /// Plain W in a pair: the map's box is half a tile (rows past N are zero-filled and counted).
@@ -197,8 +203,7 @@ struct Producer {
   static __device__ __forceinline__ ShuffledShare shuffled_share(const GemmParams& p,
                                                                  const Tile& tile, int kb,
                                                                  int w_rows, int rank) {
-    const u8* base =
-        p.w_shuffled + ((i64(tile.b) * T::kKBlocks + kb) * (T::kN / 8) + tile.n0 / 8) * 1024;
+    const u8* base = shuffled_rows(p, tile.b, kb, tile.n0);
     if (T::kClusterM == 1) return {base, 0u, u32(w_rows) * 128u};
     const int slabs = w_rows / 8, first_half = (slabs + 1) / 2;
     const int begin = rank == 0 ? 0 : first_half;

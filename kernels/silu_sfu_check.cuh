@@ -33,13 +33,13 @@ extern "C" __global__ void f8gemm_silu_sfu_check(u64 first, u64 count, double* s
                                            kSiluSfuAbs));
     if (fabs(ref) >= 0x1p-100 && ag <= 16.0) worst_rel = fmax(worst_rel, err / fabs(ref));
   }
-  // Non-negative doubles order like their bit patterns, so an integer max is a float max.
   for (int off = 16; off > 0; off /= 2) {
     worst_ratio = fmax(worst_ratio, __shfl_xor_sync(0xffffffffu, worst_ratio, off));
     worst_rel = fmax(worst_rel, __shfl_xor_sync(0xffffffffu, worst_rel, off));
     bad += __shfl_xor_sync(0xffffffffu, bad, off);
   }
   if (threadIdx.x % 32 == 0) {
+    // Non-negative doubles order like their bit patterns, so an integer max is a float max.
     atomicMax(reinterpret_cast<unsigned long long*>(&stats[0]),
               static_cast<unsigned long long>(__double_as_longlong(worst_ratio)));
     atomicMax(reinterpret_cast<unsigned long long*>(&stats[1]),

@@ -394,9 +394,14 @@ std::optional<Config> tuned_config(const std::string& gpu_name, int sm_count,
   if (p.epilogue_op != EpilogueOp::kNone) {
     // The same GEMM's entry, when its config can run the operation (table keys carry no
     // epilogue operation: the mainloop's work is the same).
+    // A chained call whose chained entry cannot run it tries the unchained entry next.
     ProblemShape plain = p;
     plain.epilogue_op = EpilogueOp::kNone;
     std::optional<Config> c = tuned_config(gpu_name, sm_count, plain);
+    if (c && config_illegal_reason(*c, p).empty()) return c;
+    if (!plain.chained) return std::nullopt;
+    plain.chained = false;
+    c = tuned_config(gpu_name, sm_count, plain);
     if (c && config_illegal_reason(*c, p).empty()) return c;
     return std::nullopt;
   }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <vector>
 
 #include "check.hpp"
@@ -45,12 +46,35 @@ double element_bound(double ref, double abs_ref, DType out_dtype, double gamma) 
 
 double silu_mul_reference(double g, double u) { return g / (1.0 + std::exp(-g)) * u; }
 
+namespace {
+
+double silu(double x) { return x / (1.0 + std::exp(-x)); }
+double silu_slope(double x) {
+  const double s = 1.0 / (1.0 + std::exp(-x));
+  return s * (1.0 + x * (1.0 - s));
+}
+/// The largest |f| over [a, b] for a smooth f whose extrema are at `points`: at an end or there.
+template <class F>
+double max_abs_over(F f, double a, double b, std::initializer_list<double> points) {
+  double m = std::max(std::fabs(f(a)), std::fabs(f(b)));
+  for (double x : points) {
+    if (a < x && x < b) m = std::max(m, std::fabs(f(x)));
+  }
+  return m;
+}
+
+}  // namespace
+
 double silu_mul_bound(double g, double u, double abs_g, double abs_u, DType out_dtype,
                       double gamma) {
   const double r = unit_roundoff(out_dtype);
   const double h = std::fabs(silu_mul_reference(g, u));
   const double e_g = gamma * abs_g, e_u = gamma * abs_u;
-  const double d = (std::fabs(g) + e_g) * e_u + 1.1 * std::fabs(u) * e_g;
+  // SiLU' = 0 at -1.278464542761074 (SiLU's minimum); SiLU'' = 0 at -+2.399357280515467.
+  const double s_max = max_abs_over(silu, g - e_g, g + e_g, {-1.278464542761074});
+  const double l_max =
+      max_abs_over(silu_slope, g - e_g, g + e_g, {-2.399357280515467, 2.399357280515467});
+  const double d = s_max * e_u + l_max * std::fabs(u) * e_g;
   const double sfu = (dev::kSiluSfuRel + dev::kSiluSfuRelPerG * (std::fabs(g) + e_g)) * (h + d) +
                      dev::kSiluSfuAbs * (std::fabs(u) + e_u);
   return r * h + (1.0 + r) * (d + sfu) + subnormal_slack(out_dtype);

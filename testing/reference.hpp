@@ -69,10 +69,11 @@ double silu_mul_reference(double g, double u);
 
 /// The element bound of a SiLU·mul output against silu_mul_reference(g, u). The kernel's fp32
 /// gate and up values g', u' are within e_g = gamma * abs_g and e_u = gamma * abs_u of g and u
-/// (element_bound's accumulation term, before the output's rounding), so with |SiLU(x)| <= |x|
-/// and |SiLU'(x)| <= 1.1 (its maximum is 1.0998):
-///   |SiLU(g')u' - SiLU(g)u| <= |SiLU(g')| e_u + |u| |SiLU(g') - SiLU(g)|
-///                           <= (|g| + e_g) e_u + 1.1 |u| e_g = D.
+/// (element_bound's accumulation term, before the output's rounding), so with S and L the
+/// largest |SiLU| and |SiLU'| over [g - e_g, g + e_g] (at its ends or at the extrema inside it:
+/// SiLU's minimum at -1.2785, SiLU''s at -2.3994 and 2.3994):
+///   |SiLU(g')u' - SiLU(g)u| <= |SiLU(g')| e_u + |u| |SiLU(g') - SiLU(g)| <= S e_u + L |u| e_g = D.
+/// For a very negative g both S and L are tiny, so the bound stays near |h| there too.
 /// The epilogue's SiLU·mul on g', u' (kernels/silu_sfu.cuh) is within
 /// (kSiluSfuRel + kSiluSfuRelPerG |g'|) |SiLU(g')u'| + kSiluSfuAbs |u'| of the exact one, with
 /// |g'| <= |g| + e_g, |SiLU(g')u'| <= |h| + D and |u'| <= |u| + e_u; then the output's rounding:

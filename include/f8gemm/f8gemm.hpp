@@ -144,8 +144,10 @@ enum class EpilogueOp : int {
   /// silu_mul_quantize_rows() reads from a GEMM's output), and Y is [..., I]:
   ///   Y[b,m,i] = out( SiLU(g) * u ), g = Y_none[b,m,i], u = Y_none[b,m,I+i]
   /// with g and u the fp32 values (scales and bias applied) that kNone would round, and
-  /// SiLU(g) = g / (1 + exp(-g)) in fp32 as silu_mul_quantize_rows() computes it: one rounding,
-  /// into Y's dtype, and half of kNone's output bytes. N must be a multiple of 16 (I of 8).
+  /// SiLU(g) = g / (1 + exp(-g)) in fp32 through the special-function unit (2^x and 1/x
+  /// approximations, within (2^-20 + 2^-22 |g|) |h| + 2^-119 |u| of the exact value:
+  /// kernels/silu_sfu.cuh), then one rounding into Y's dtype: half of kNone's output bytes.
+  /// N must be a multiple of 16 (I of 8).
   /// gemm() and batched_gemm() only, on the non-swap paths (tiled and ping-pong tiles with
   /// bn % 64 == 0, no split of K): the choice takes the best such config.
   kSiluMul = 1,

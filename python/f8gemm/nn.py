@@ -217,7 +217,7 @@ class FP8GatedMLP(torch.nn.Module):
     into the output dtype); the per-linear swap rounds gate, up and h. Below it the swap-AB
     decode tiles, which cannot pair gate and up columns, keep the unfused path. The threshold
     is measured on the H100 (docs/perf-log.md, card 75): with the activation in the GEMM the
-    block took 0.85-0.98x the time from 32 rows on, 0.98-1.00x at 1 and 16 rows, where the
+    block took 0.88-0.98x the time from 32 rows on, 0.98-1.01x at 1 and 16 rows, where the
     decode tiles' tuned entries stay.
 
     Merging gate and up changes no number: rowwise weight quantisation treats each output row

@@ -9,9 +9,9 @@ the extension loads; the GPU tests skip without an sm_90 GPU.
 
 Element bound (numerics::silu_mul_bound, testing/reference.hpp, where it is derived): the
 kernel's fp32 g and u are within e_g = gamma * abs_g and e_u = gamma * abs_u of the fp64 ones
-(abs_* = |xs| * |ws| * sum |x * w| + |bias|, gamma = numerics::accumulation_gamma), and with
-|SiLU(x)| <= |x| and |SiLU'(x)| <= 1.1 the product moves by at most
-D = (|g| + e_g) e_u + 1.1 |u| e_g; the epilogue's SiLU * up (kernels/silu_sfu.cuh, checked on
+(abs_* = |xs| * |ws| * sum |x * w| + |bias|, gamma = numerics::accumulation_gamma), so with S
+and L the largest |SiLU| and |SiLU'| over [g - e_g, g + e_g] the product moves by at most
+D = S e_u + L |u| e_g; the epilogue's SiLU * up (kernels/silu_sfu.cuh, checked on
 every fp32 input by GemmGpu.EpilogueSiluWithinItsBoundOnEveryFloat) adds
 (2^-20 + 2^-22 (|g| + e_g)) (|h| + D) + 2^-119 (|u| + e_u), and the bf16 rounding u_r |h|:
     bound = u_r |h| + (1 + u_r) (D + that) + 2^-133   (u_r = 2^-8)."""
@@ -60,6 +60,24 @@ def abs_reference(xq, wq, xs, ws, bias=None):
     return y if bias is None else y + bias.double().abs()
 
 
+def _max_abs_over(f, a, b, points):
+    """The largest |f| over [a, b] (elementwise) for a smooth f with its extrema at `points`."""
+    m = torch.maximum(f(a).abs(), f(b).abs())
+    for x in points:
+        inside = (a < x) & (x < b)
+        m = torch.where(inside, torch.maximum(m, f(a.new_tensor(x)).abs()), m)
+    return m
+
+
+def _silu(x):
+    return x / (1.0 + torch.exp(-x))
+
+
+def _silu_slope(x):
+    s = torch.sigmoid(x)
+    return s * (1.0 + x * (1.0 - s))
+
+
 def silu_mul_reference(xq, wq, xs, ws, bias=None):
     """fp64 h = SiLU(g) * u of the merged GEMM (g: its columns [0, I), u: [I, 2I)), and a
     function of gamma that gives each element's bound (numerics::silu_mul_bound, bf16)."""
@@ -71,7 +89,12 @@ def silu_mul_reference(xq, wq, xs, ws, bias=None):
 
     def bound(gamma):
         e_g, e_u = gamma * abs_gu[..., :inter], gamma * abs_gu[..., inter:]
-        d = (g.abs() + e_g) * e_u + 1.1 * u.abs() * e_g
+        # The largest |SiLU| and |SiLU'| over [g - e_g, g + e_g]: SiLU's minimum at -1.2785,
+        # SiLU''s extrema at -+2.3994.
+        s_max = _max_abs_over(_silu, g - e_g, g + e_g, [-1.278464542761074])
+        l_max = _max_abs_over(_silu_slope, g - e_g, g + e_g,
+                              [-2.399357280515467, 2.399357280515467])
+        d = s_max * e_u + l_max * u.abs() * e_g
         sfu = (SFU_REL + SFU_REL_PER_G * (g.abs() + e_g)) * (h.abs() + d) + SFU_ABS * (u.abs() + e_u)
         return BF16_U * h.abs() + (1.0 + BF16_U) * (d + sfu) + BF16_SUBNORMAL
 

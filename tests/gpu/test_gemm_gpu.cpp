@@ -304,32 +304,63 @@ TEST(HostChecker, SiluMulCheckerAcceptsCorrectRoundingAndCatchesASwappedPair) {
     CheckStats s = test::compare_silu_mul_to_reference(h.ref, h.abs_ref, rows, cols, y.data(), out, 0.0);
     EXPECT_LE(s.max_ratio, 1.0) << s;
     EXPECT_EQ(s.nonfinite, 0);
-    // With the accumulation term of K = 256 in fast mode (what the GPU test allows), one element
-    // whose gate and up trade places, SiLU(u) * g, breaks its bound wherever they differ much:
-    // the bound is tight enough to catch a single misplaced column.
+    // With the accumulation term of K = 256 in fast mode (what the GPU test allows), one wrong
+    // element breaks its bound wherever the GEMM resolves it: where g, u and SiLU(g) are each
+    // over eight times their accumulation error (e_g, e_u, and max |SiLU'| e_g), D <= |h| / 4
+    // and the bound is under |h| / 2, so a zero fails there, and so does gate and up trading
+    // places (SiLU(u) * g) wherever that moves h by more than |h| / 2. (Elsewhere the GEMM's own bound cannot tell the
+    // value from its neighbours either; fp16 also flushes |h| < 2^-25 to zero.)
     const double gamma = gamma_for(h.k, true);
-    size_t worst = 0;
-    double worst_gap = 0.0;
+    int64_t resolved = 0, zero_passed = 0, swaps = 0, swap_passed = 0;
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t i = 0; i < cols; ++i) {
-        const double g = h.ref[size_t(r * 2 * cols + i)], u = h.ref[size_t(r * 2 * cols + cols + i)];
-        const double gap = std::fabs(numerics::silu_mul_reference(u, g) - numerics::silu_mul_reference(g, u)) /
-                           numerics::silu_mul_bound(g, u, h.abs_ref[size_t(r * 2 * cols + i)],
-                                                    h.abs_ref[size_t(r * 2 * cols + cols + i)], out, gamma);
-        if (gap > worst_gap) {
-          worst_gap = gap;
-          worst = size_t(r * 2 * cols + i);
+        const size_t gate = size_t(r * 2 * cols + i), up = gate + size_t(cols);
+        const double g = h.ref[gate], u = h.ref[up];
+        const double e_g = gamma * h.abs_ref[gate], e_u = gamma * h.abs_ref[up];
+        const double silu_g = g / (1.0 + std::exp(-g));
+        if (std::fabs(g) <= 8 * e_g || std::fabs(u) <= 8 * e_u || std::fabs(silu_g) <= 8.8 * e_g) {
+          continue;
+        }
+        ++resolved;
+        const double want = numerics::silu_mul_reference(g, u);
+        const double bound =
+            numerics::silu_mul_bound(g, u, h.abs_ref[gate], h.abs_ref[up], out, gamma);
+        zero_passed += std::fabs(want) <= bound;
+        const double swapped = numerics::silu_mul_reference(u, g);
+        if (std::fabs(swapped - want) > std::fabs(want) / 2) {
+          ++swaps;
+          swap_passed += std::fabs(swapped - want) <= bound;
         }
       }
     }
-    ASSERT_GT(worst_gap, 2.0);
-    const int64_t r = int64_t(worst) / (2 * cols), i = int64_t(worst) % (2 * cols);
-    std::vector<uint16_t> bad = y;
-    double swapped = numerics::silu_mul_reference(h.ref[worst + size_t(cols)], h.ref[worst]);
-    numerics::round_output(&swapped, 1, out, &bad[size_t(r * cols + i)]);
-    EXPECT_GT(test::compare_silu_mul_to_reference(h.ref, h.abs_ref, rows, cols, bad.data(), out, gamma)
-                  .max_ratio,
-              1.0);
+    std::cout << "[ silu checker ] " << to_string(out) << ": " << resolved << " of " << rows * cols
+              << " elements resolved, " << swaps << " of them with a swap that moves h\n";
+    EXPECT_GE(resolved, rows * cols / 3) << to_string(out);
+    EXPECT_GE(swaps, resolved / 4) << to_string(out);
+    EXPECT_EQ(zero_passed, 0) << "of " << resolved << " " << to_string(out);
+    EXPECT_EQ(swap_passed, 0) << "of " << swaps << " " << to_string(out);
+    // And through the checker: one swapped element, the first that its bound catches.
+    size_t first = 0;
+    for (size_t e = 0; e < size_t(rows * cols); ++e) {
+      const size_t gate = (e / size_t(cols)) * size_t(2 * cols) + e % size_t(cols);
+      const size_t up = gate + size_t(cols);
+      const double want = numerics::silu_mul_reference(h.ref[gate], h.ref[up]);
+      const double swapped = numerics::silu_mul_reference(h.ref[up], h.ref[gate]);
+      if (std::fabs(swapped - want) > 2.0 * numerics::silu_mul_bound(h.ref[gate], h.ref[up],
+                                                                     h.abs_ref[gate],
+                                                                     h.abs_ref[up], out, gamma)) {
+        first = e;
+        std::vector<uint16_t> bad = y;
+        numerics::round_output(&swapped, 1, out, &bad[e]);
+        EXPECT_GT(test::compare_silu_mul_to_reference(h.ref, h.abs_ref, rows, cols, bad.data(),
+                                                      out, gamma)
+                      .max_ratio,
+                  1.0)
+            << "element " << first;
+        break;
+      }
+    }
+    std::vector<uint16_t> bad;
     bad = y;
     bad[5] = 0xFFFF;  // the poison value
     EXPECT_EQ(test::compare_silu_mul_to_reference(h.ref, h.abs_ref, rows, cols, bad.data(), out, gamma)
