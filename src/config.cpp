@@ -309,8 +309,9 @@ std::string table_key(const std::string& gpu_name, int sm_count, const ProblemSh
   std::ostringstream os;
   os << gpu_name << "|" << sm_count << "|" << kVersion << "|" << p.batch << "," << p.m << ","
      << p.n << "," << p.k << "|" << (p.w_layout == WeightLayout::kPlain ? "plain" : "preshuffled")
-     << "|" << to_string(p.out_dtype) << "|" << (p.fast_accum ? "fast" : "precise")
-     << (p.chained ? "|chained" : "");
+     << "|" << to_string(p.out_dtype) << "|" << (p.fast_accum ? "fast" : "precise");
+  if (p.epilogue_op != EpilogueOp::kNone) os << "|" << to_string(p.epilogue_op);
+  if (p.chained) os << "|chained";
   return os.str();
 }
 
@@ -322,9 +323,20 @@ bool parse_table_key(const std::string& key, TableKeyParts& parts) {
     if (bar == std::string::npos) break;
     at = bar + 1;
   }
-  if (f.size() != 7 && !(f.size() == 8 && f[7] == "chained")) return false;
+  if (f.size() < 7 || f.size() > 9) return false;
   if (f[2] != kVersion) return false;
   ProblemShape p;
+  // The optional fields, in table_key()'s order: the epilogue's operation, then "chained".
+  size_t next = 7;
+  if (next < f.size() && f[next] == to_string(EpilogueOp::kSiluMul)) {
+    p.epilogue_op = EpilogueOp::kSiluMul;
+    ++next;
+  }
+  if (next < f.size() && f[next] == "chained") {
+    p.chained = true;
+    ++next;
+  }
+  if (next != f.size()) return false;
   long long b = 0, m = 0, n = 0, k = 0;
   char tail = 0;
   if (std::sscanf(f[1].c_str(), "%d%c", &parts.sm_count, &tail) != 1) return false;
@@ -340,7 +352,6 @@ bool parse_table_key(const std::string& key, TableKeyParts& parts) {
   else return false;
   if (f[6] != "fast" && f[6] != "precise") return false;
   p.fast_accum = f[6] == "fast";
-  p.chained = f.size() == 8;
   parts.gpu_name = f[0];
   parts.problem = p;
   // Exactly what table_key() writes (no leading zeros, signs or spaces in the numbers).
@@ -386,15 +397,30 @@ const std::vector<std::pair<std::string, Config>>& all_tables() {
   return entries;
 }
 
+/// The first entry of exactly this problem's key that can run it.
+std::optional<Config> entry_of(const std::string& gpu_name, int sm_count, const ProblemShape& p) {
+  const std::string key = table_key(gpu_name, sm_count, p);
+  for (const auto& [k, c] : all_tables()) {
+    if (k == key && config_illegal_reason(c, p).empty()) return c;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<Config> tuned_config(const std::string& gpu_name, int sm_count,
                                    const ProblemShape& p) {
   if (get_env<bool>("F8GEMM_NO_TUNED")) return std::nullopt;
+  if (auto c = entry_of(gpu_name, sm_count, p)) return c;
+  ProblemShape unchained = p;
+  unchained.chained = false;
   if (p.epilogue_op != EpilogueOp::kNone) {
-    // The same GEMM's entry, when its config can run the operation (table keys carry no
-    // epilogue operation: the mainloop's work is the same).
-    // A chained call whose chained entry cannot run it tries the unchained entry next.
+    // An operation's own entries (`f8gemm tune --epilogue`), chained then unchained; without
+    // one, the same GEMM's entry where that config can run the operation: the mainloop's work
+    // is the same. A chained call whose chained entry cannot run it tries the unchained entry.
+    if (p.chained) {
+      if (auto c = entry_of(gpu_name, sm_count, unchained)) return c;
+    }
     ProblemShape plain = p;
     plain.epilogue_op = EpilogueOp::kNone;
     std::optional<Config> c = tuned_config(gpu_name, sm_count, plain);
@@ -405,16 +431,8 @@ std::optional<Config> tuned_config(const std::string& gpu_name, int sm_count,
     if (c && config_illegal_reason(*c, p).empty()) return c;
     return std::nullopt;
   }
-  const std::string key = table_key(gpu_name, sm_count, p);
-  for (const auto& [k, c] : all_tables()) {
-    if (k == key && config_illegal_reason(c, p).empty()) return c;
-  }
   // A chained call without an entry of its own takes the entry of the same call unchained.
-  if (p.chained) {
-    ProblemShape unchained = p;
-    unchained.chained = false;
-    return tuned_config(gpu_name, sm_count, unchained);
-  }
+  if (p.chained) return tuned_config(gpu_name, sm_count, unchained);
   return std::nullopt;
 }
 

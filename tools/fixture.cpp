@@ -25,6 +25,10 @@ void random_quantised(int64_t rows, int64_t cols, float range, bool normal, uint
   quantize_rows(in, qv, sv);
   F8GEMM_CHECK_CUDA(cudaDeviceSynchronize());
 }
+/// The output's columns of a spec (Fixture::out_cols).
+int64_t out_cols_of(const FixtureSpec& s) {
+  return s.epilogue == EpilogueOp::kSiluMul ? s.n / 2 : s.n;
+}
 }  // namespace
 
 FixtureSpec fixture_spec(const Shape& shape) {
@@ -47,7 +51,7 @@ Fixture::Fixture(const FixtureSpec& s)
       xs_(size_t(s.b * s.m) * 4),
       ws_(size_t(s.b * s.n) * 4),
       bias_(s.bias ? size_t(s.b * s.n) * dtype_size(s.bias_dtype) : 0),
-      y_(size_t(s.b * s.m * s.n) * 2) {
+      y_(size_t(s.b * s.m * out_cols_of(s)) * 2) {
   int device = 0;
   F8GEMM_CHECK_CUDA(cudaGetDevice(&device));
   xv_ = make_view(x_.get(), DType::kE4M3, {s.b, s.m, s.k}, device);
@@ -55,7 +59,7 @@ Fixture::Fixture(const FixtureSpec& s)
   wsv_ = make_view(w_shuffled_.get(), DType::kE4M3, preshuffled_shape(s.b, s.n, s.k), device);
   xsv_ = make_view(xs_.get(), DType::kF32, {s.b, s.m}, device);
   wscale_v_ = make_view(ws_.get(), DType::kF32, {s.b, s.n}, device);
-  yv_ = make_view(y_.get(), s.out_dtype, {s.b, s.m, s.n}, device);
+  yv_ = make_view(y_.get(), s.out_dtype, {s.b, s.m, out_cols_of(s)}, device);
   // Activations of order 1 and weights of order 0.01, as in a trained linear layer.
   if (s.m > 0) random_quantised(s.b * s.m, s.k, 1.0f, s.normal, s.seed, xv_, xsv_);
   random_quantised(s.b * s.n, s.k, 0.02f, s.normal, s.seed + 1, wv_, wscale_v_);
@@ -85,6 +89,7 @@ ProblemShape problem_of(const FixtureSpec& spec, bool plain_w, bool fast_accum) 
   p.has_bias = spec.bias;
   p.bias_dtype = spec.bias_dtype;
   p.fast_accum = fast_accum;
+  p.epilogue_op = spec.epilogue;
   return p;
 }
 
@@ -102,6 +107,7 @@ GemmOptions Fixture::options(bool fast_accum, const Config* config, cudaStream_t
   opt.stream = stream;
   opt.config = config;
   opt.prefetch_w = spec_.prefetch_w;
+  opt.epilogue_op = spec_.epilogue;
   return opt;
 }
 
@@ -111,7 +117,11 @@ double Fixture::input_bytes() const {
                         (s.bias ? dtype_size(s.bias_dtype) * double(s.n) : 0.0));
 }
 
-double Fixture::bytes() const { return input_bytes() + 2.0 * double(spec_.b) * spec_.m * spec_.n; }
+int64_t Fixture::out_cols() const { return out_cols_of(spec_); }
+
+double Fixture::bytes() const {
+  return input_bytes() + 2.0 * double(spec_.b) * spec_.m * double(out_cols());
+}
 
 void Fixture::run(bool plain_w, bool fast_accum, const Config* config, cudaStream_t stream,
                   const GemmTrace* trace) const {
@@ -135,6 +145,10 @@ void Fixture::poison(cudaStream_t stream) const {
 }
 
 detail::CheckResult Fixture::verify(bool fast_accum, cudaStream_t stream) const {
+  if (spec_.epilogue == EpilogueOp::kSiluMul) {
+    F8GEMM_CHECK_CUDA(cudaStreamSynchronize(stream));
+    return verify_cpu_sample(fast_accum, kSiluMulSampleRows);
+  }
   return detail::reference_check(xv_, wv_, xsv_, wscale_v_, spec_.bias ? &biasv_ : nullptr, yv_,
                                  numerics::accumulation_gamma(spec_.k, fast_accum), stream);
 }
@@ -143,28 +157,47 @@ detail::CheckResult Fixture::verify_cpu_sample(bool fast_accum, int64_t rows) co
   const FixtureSpec& s = spec_;
   rows = std::min(rows, s.m);
   detail::CheckResult r;
-  if (rows == 0) return r;
+  if (rows <= 0) return r;
+  const int64_t cols = out_cols();
+  // Rows 0 and M - 1 and others evenly between them: every part of M's tiles is sampled.
+  std::vector<int64_t> picked(static_cast<size_t>(rows));
+  for (int64_t i = 0; i < rows; ++i) picked[size_t(i)] = rows == 1 ? 0 : i * (s.m - 1) / (rows - 1);
   std::vector<uint8_t> x(size_t(rows * s.k)), w(size_t(s.n * s.k));
   std::vector<float> xs(static_cast<size_t>(rows)), ws(static_cast<size_t>(s.n));
   std::vector<uint8_t> bias(s.bias ? size_t(s.n) * dtype_size(s.bias_dtype) : 0);
-  std::vector<uint16_t> y(size_t(rows * s.n));
-  F8GEMM_CHECK_CUDA(cudaMemcpy(x.data(), x_.get(), x.size(), cudaMemcpyDeviceToHost));
+  std::vector<uint16_t> y(size_t(rows * cols));
+  for (int64_t i = 0; i < rows; ++i) {
+    const int64_t row = picked[size_t(i)];
+    F8GEMM_CHECK_CUDA(cudaMemcpy(x.data() + i * s.k, x_.as<uint8_t>() + row * s.k, size_t(s.k),
+                                 cudaMemcpyDeviceToHost));
+    F8GEMM_CHECK_CUDA(cudaMemcpy(&xs[size_t(i)], xs_.as<float>() + row, 4, cudaMemcpyDeviceToHost));
+    F8GEMM_CHECK_CUDA(cudaMemcpy(y.data() + i * cols, y_.as<uint16_t>() + row * cols,
+                                 size_t(cols) * 2, cudaMemcpyDeviceToHost));
+  }
   F8GEMM_CHECK_CUDA(cudaMemcpy(w.data(), w_.get(), w.size(), cudaMemcpyDeviceToHost));
-  F8GEMM_CHECK_CUDA(cudaMemcpy(xs.data(), xs_.get(), xs.size() * 4, cudaMemcpyDeviceToHost));
   F8GEMM_CHECK_CUDA(cudaMemcpy(ws.data(), ws_.get(), ws.size() * 4, cudaMemcpyDeviceToHost));
   if (s.bias) F8GEMM_CHECK_CUDA(cudaMemcpy(bias.data(), bias_.get(), bias.size(), cudaMemcpyDeviceToHost));
-  F8GEMM_CHECK_CUDA(cudaMemcpy(y.data(), y_.get(), y.size() * 2, cudaMemcpyDeviceToHost));
-  const test::CheckStats stats = test::check_against_reference(
-      1, rows, s.n, s.k, x.data(), w.data(), xs.data(), ws.data(), s.bias ? bias.data() : nullptr,
-      s.bias_dtype, y.data(), s.out_dtype, numerics::accumulation_gamma(s.k, fast_accum));
+  const double gamma = numerics::accumulation_gamma(s.k, fast_accum);
+  test::CheckStats stats;
+  if (s.epilogue == EpilogueOp::kSiluMul) {
+    std::vector<double> ref(size_t(rows * s.n)), abs_ref(size_t(rows * s.n));
+    numerics::reference_gemm(1, rows, s.n, s.k, x.data(), w.data(), xs.data(), ws.data(),
+                             s.bias ? bias.data() : nullptr, s.bias_dtype, ref.data(), abs_ref.data());
+    stats = test::compare_silu_mul_to_reference(ref, abs_ref, rows, cols, y.data(), s.out_dtype, gamma);
+  } else {
+    stats = test::check_against_reference(1, rows, s.n, s.k, x.data(), w.data(), xs.data(), ws.data(),
+                                          s.bias ? bias.data() : nullptr, s.bias_dtype, y.data(),
+                                          s.out_dtype, gamma);
+  }
   r.rel_rms = stats.rel_rms;
   r.max_ratio = stats.max_ratio;
   r.nonfinite = stats.nonfinite;
-  r.count = rows * s.n;
+  r.count = rows * cols;
   return r;
 }
 
 bool Fixture::passes(const detail::CheckResult& r, bool fast_accum) const {
+  if (spec_.epilogue == EpilogueOp::kSiluMul) return r.nonfinite == 0 && r.max_ratio <= 1.0;
   return numerics::within_bounds(r.rel_rms, r.max_ratio, r.nonfinite, r.count, spec_.k, fast_accum,
                                  spec_.out_dtype);
 }

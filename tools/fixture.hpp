@@ -28,6 +28,9 @@ struct FixtureSpec : Shape {
   /// GemmOptions::prefetch_w on every run: the fixture's W is written once, before any run, so
   /// no kernel of a chain of runs writes it (`tune --prefetch-w`, with F8GEMM_PDL=1).
   bool prefetch_w = false;
+  /// GemmOptions::epilogue_op on every run (`tune --epilogue`): with kSiluMul, W's N rows are
+  /// [gate; up] and the output has N / 2 columns.
+  EpilogueOp epilogue = EpilogueOp::kNone;
 };
 
 /// A spec of `shape` with the defaults otherwise (bf16 output, no bias, seed 1).
@@ -52,20 +55,28 @@ class Fixture {
   uint64_t output_hash(cudaStream_t stream) const;
   /// Sets every output element to NaN (0xFFFF), so that an unwritten one fails the check.
   void poison(cudaStream_t stream) const;
-  /// Checks the output against the GPU fp64 reference with the mode's element bound.
+  /// Checks the output against the GPU fp64 reference with the mode's element bound. With a
+  /// SiLU·mul epilogue, which the GPU reference does not compute, it is verify_cpu_sample() of
+  /// kSiluMulSampleRows rows.
   detail::CheckResult verify(bool fast_accum, cudaStream_t stream) const;
-  /// Checks up to `rows` rows of batch 0 against the CPU fp64 reference (reference.hpp).
+  /// Checks up to `rows` rows of batch 0, spread evenly over M (the first and the last among
+  /// them), against the CPU fp64 reference (reference.hpp); a SiLU·mul output against
+  /// numerics::silu_mul_reference and its bound.
   detail::CheckResult verify_cpu_sample(bool fast_accum, int64_t rows) const;
+  static constexpr int64_t kSiluMulSampleRows = 8;
   /// The acceptance test of `run --verify` and `demo`, numerics::within_bounds for this K and
   /// output type: no non-finite output, every element within its bound, and from
   /// kMinCountForRms outputs on the relative RMS error within the mode's bound (README
-  /// "Accuracy"; the same test `tune` applies to its winners).
+  /// "Accuracy"; the same test `tune` applies to its winners). A SiLU·mul output, whose relative
+  /// RMS error has no bound of its own, passes on the first two.
   bool passes(const detail::CheckResult& result, bool fast_accum) const;
 
   const FixtureSpec& spec() const { return spec_; }
   /// The problem a run() with these arguments solves (for configuration choice and tables).
   ProblemShape problem(bool plain_w, bool fast_accum) const;
   double flops() const { return 2.0 * spec_.b * spec_.m * spec_.n * spec_.k; }
+  /// The output's columns: N, or N / 2 with the SiLU·mul epilogue.
+  int64_t out_cols() const;
   /// Bytes a call must move at least: X + W + Y + scales (+ bias).
   double bytes() const;
   /// The bytes a call reads: X + W + scales (+ bias); what L2 rotation is sized by.

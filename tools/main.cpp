@@ -23,6 +23,7 @@ constexpr const char* kUsage =
     "                                  with PDL and prefetch_w, ProblemShape::chained)\n"
     "  tune --shapes FILE [--out FILE] [--log CSV] [--precise|--both] [--plain] [--iters N]\n"
     "      [--prefetch-w]             (GemmOptions::prefetch_w; with F8GEMM_PDL=1: decode chains)\n"
+    "      [--epilogue none|silu_mul] (silu_mul: N is the merged [gate; up] rows; its own entries)\n"
     "  help                       this text\n";
 }
 

@@ -49,6 +49,17 @@ TEST(TuneCli, UnwritableOutOrLogExitsTwoBeforeTheRun) {
   EXPECT_FALSE(fs::exists(dir.path() + "/t.tsv")) << "a refused run leaves no table behind";
 }
 
+TEST(TuneCli, EpilogueOtherThanNoneOrSiluMulOrAnNTheOperationCannotSplitExitsTwo) {
+  const f8gemm::test::TempDir dir("f8gemm_tune_cli");
+  const std::string shapes = dir.path() + "/shapes.txt";
+  std::ofstream(shapes) << "1,16,256,256\n1,16,264,256\n";
+  const std::string tune = "tune --shapes '" + shapes + "' --out " + dir.path() + "/t.tsv ";
+  expect_refusal(dir, tune + "--epilogue silu", "--epilogue must be none or silu_mul, got 'silu'");
+  // 264 gate|up rows are not 2 x a multiple of 8: refused before any shape is timed.
+  expect_refusal(dir, tune + "--epilogue silu_mul", "1,16,264,256 is not");
+  EXPECT_FALSE(fs::exists(dir.path() + "/t.tsv")) << "a refused run leaves no table behind";
+}
+
 TEST(BenchCli, RotateL2OutsideItsRangeExitsTwoWithOneLine) {
   const f8gemm::test::TempDir dir("f8gemm_bench_cli");
   // Refused before the shapes file is read (it does not exist) or a GPU is looked for.

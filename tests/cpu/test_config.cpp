@@ -88,6 +88,24 @@ const Config& chained_pick() {
   static const Config c = make(KernelPath::kSwapAB, 64, 24, 3, 0);
   return c;
 }
+/// A gate|up GEMM whose SiLU·mul call has an entry of its own (`f8gemm tune --epilogue
+/// silu_mul`); the same GEMM without the operation has another, unchained and chained.
+ProblemShape silu_problem(bool chained = false) {
+  ProblemShape p = problem(1, 256, 2048, 4096);
+  p.epilogue_op = EpilogueOp::kSiluMul;
+  p.chained = chained;
+  return p;
+}
+const Config& silu_pick() {
+  static const Config c = make(KernelPath::kTiled, 128, 128, 2, 0);  // never a candidate
+  return c;
+}
+const Config& silu_gemm_pick(bool chained) {
+  // Both can run the operation (bn % 64 == 0), so only the order of the lookup keeps them out.
+  static const Config unchained = make(KernelPath::kTiled, 128, 64, 2, 0);
+  static const Config chained_c = make(KernelPath::kTiled, 64, 128, 2, 0);
+  return chained ? chained_c : unchained;
+}
 const Config& tuned_pick() {
   // Two stages with no rasterisation: never a candidate (the candidates take the deepest ring
   // that fits, 8 stages for 128x64, and raster 8 for tiled), so a decision that returns it can
@@ -112,6 +130,12 @@ class TuneFileEnvironment : public ::testing::Environment {
       << table_key(kTestGpu, kTestSms, illegal_tuned_problem()) << "\t"
       << make(KernelPath::kPingPong, 64, 256, 4).name() << "\n"
       << table_key(kTestGpu, kTestSms, chained_problem()) << "\t" << chained_pick().name() << "\n";
+    for (bool chained : {false, true}) {
+      ProblemShape gemm = silu_problem(chained);
+      gemm.epilogue_op = EpilogueOp::kNone;
+      f << table_key(kTestGpu, kTestSms, gemm) << "\t" << silu_gemm_pick(chained).name() << "\n";
+    }
+    f << table_key(kTestGpu, kTestSms, silu_problem()) << "\t" << silu_pick().name() << "\n";
     f.close();
     env_ = std::make_unique<ScopedEnv>("F8GEMM_TUNE_FILE");
     env_->set(path);
@@ -595,32 +619,40 @@ TEST(ConfigTable, KeyNamesGpuSmsVersionAndProblem) {
     (i == 0 ? q.batch : i == 1 ? q.m : i == 2 ? q.n : q.k) += 8;
     keys.insert(table_key("NVIDIA H200", 132, q));
   }
-  EXPECT_EQ(keys.size(), 10u);
+  q = p;
+  q.epilogue_op = EpilogueOp::kSiluMul;
+  keys.insert(table_key("NVIDIA H200", 132, q));
+  EXPECT_EQ(keys.size(), 11u);
 }
 
 TEST(ConfigTable, KeysParseBackToTheirProblem) {
-  for (bool chained : {false, true}) {
-    for (WeightLayout layout : {WeightLayout::kPlain, WeightLayout::kPreshuffled}) {
-      ProblemShape p = problem(16, 1, 1280, 8192, chained, layout);
-      p.out_dtype = chained ? DType::kF16 : DType::kBF16;
-      p.chained = chained;
-      const std::string key = table_key("NVIDIA H200", kH200Sms, p);
-      detail::TableKeyParts parts;
-      ASSERT_TRUE(detail::parse_table_key(key, parts)) << key;
-      EXPECT_EQ(parts.gpu_name, "NVIDIA H200");
-      EXPECT_EQ(parts.sm_count, kH200Sms);
-      EXPECT_EQ(table_key(parts.gpu_name, parts.sm_count, parts.problem), key);
-      EXPECT_EQ(parts.problem.chained, chained);
-      EXPECT_EQ(parts.problem.w_layout, layout);
-      EXPECT_EQ(parts.problem.out_dtype, p.out_dtype);
-      EXPECT_EQ(parts.problem.fast_accum, chained);
-    }
+  for (int variant = 0; variant < 8; ++variant) {
+    const bool chained = variant & 1;
+    const EpilogueOp op = variant & 2 ? EpilogueOp::kSiluMul : EpilogueOp::kNone;
+    const WeightLayout layout = variant & 4 ? WeightLayout::kPlain : WeightLayout::kPreshuffled;
+    ProblemShape p = problem(16, 1, 1280, 8192, chained, layout);
+    p.out_dtype = chained ? DType::kF16 : DType::kBF16;
+    p.chained = chained;
+    p.epilogue_op = op;
+    const std::string key = table_key("NVIDIA H200", kH200Sms, p);
+    detail::TableKeyParts parts;
+    ASSERT_TRUE(detail::parse_table_key(key, parts)) << key;
+    EXPECT_EQ(parts.gpu_name, "NVIDIA H200");
+    EXPECT_EQ(parts.sm_count, kH200Sms);
+    EXPECT_EQ(table_key(parts.gpu_name, parts.sm_count, parts.problem), key);
+    EXPECT_EQ(parts.problem.chained, chained);
+    EXPECT_EQ(parts.problem.w_layout, layout);
+    EXPECT_EQ(parts.problem.out_dtype, p.out_dtype);
+    EXPECT_EQ(parts.problem.fast_accum, chained);
+    EXPECT_EQ(parts.problem.epilogue_op, op);
   }
   const std::string good = table_key("NVIDIA H200", kH200Sms, problem(1, 1, 4096, 4096));
   detail::TableKeyParts parts;
   EXPECT_TRUE(detail::parse_table_key(good, parts));
   for (const std::string& bad :
        {good + "|chain", good + "|chained|chained", good.substr(0, good.size() - 5),
+        good + "|none", good + "|chained|silu_mul", good + "|silu_mul|silu_mul",
+        good + "|silu_mul|chained|chained", good + "|silu_mul|", good + "|SiLU_mul",
         std::string("NVIDIA H200|132|0.0.9|1,1,4096,4096|plain|bfloat16|fast"),
         std::string("NVIDIA H200|132|") + "x|1,1,4096,4096|plain|bfloat16|fast",
         std::string("NVIDIA H200|13x|0.1.0|1,1,4096,4096|plain|bfloat16|fast"),
@@ -790,6 +822,32 @@ TEST_F(DecideTest, SiluMulCallsTakeTheSameGemmsEntryWhereItCanRunElseTheModelsBe
   mlp.epilogue_op = EpilogueOp::kSiluMul;
   EXPECT_EQ(tuned_config("NVIDIA H200", 132, mlp), entry);
   EXPECT_EQ(decide("NVIDIA H200", 132, mlp), *entry);
+}
+
+TEST_F(DecideTest, SiluMulCallsTakeTheirOwnEntryFirstChainedThenUnchained) {
+  // Its key: the GEMM's key with "|silu_mul" after the accumulation, before "|chained".
+  ProblemShape gemm = silu_problem(true);
+  gemm.epilogue_op = EpilogueOp::kNone;
+  ProblemShape gemm_unchained = gemm;
+  gemm_unchained.chained = false;
+  EXPECT_EQ(table_key(kTestGpu, kTestSms, silu_problem()),
+            table_key(kTestGpu, kTestSms, gemm_unchained) + "|silu_mul");
+  EXPECT_EQ(table_key(kTestGpu, kTestSms, silu_problem(true)),
+            table_key(kTestGpu, kTestSms, gemm_unchained) + "|silu_mul|chained");
+  // The operation's own entry wins over the GEMM's, unchained and chained (it has no chained
+  // entry of its own: its unchained one comes before the GEMM's chained one).
+  EXPECT_EQ(decide(kTestGpu, kTestSms, silu_problem()), silu_pick());
+  EXPECT_EQ(decide(kTestGpu, kTestSms, silu_problem(true)), silu_pick());
+  // The GEMM without the operation keeps its own entries.
+  EXPECT_EQ(decide(kTestGpu, kTestSms, gemm_unchained), silu_gemm_pick(false));
+  EXPECT_EQ(decide(kTestGpu, kTestSms, gemm), silu_gemm_pick(true));
+  // Another M has no SiLU·mul entry: the GEMM's.
+  ProblemShape other = silu_problem();
+  other.m = 512;
+  EXPECT_FALSE(tuned_config(kTestGpu, kTestSms, other).has_value());
+  other.m = 256;
+  other.fast_accum = false;  // the precise key has no entry either
+  EXPECT_FALSE(tuned_config(kTestGpu, kTestSms, other).has_value());
 }
 
 TEST_F(DecideTest, NoTunedIgnoresTheTables) {
