@@ -452,11 +452,10 @@ Config decide(const std::string& gpu_name, int sm_count, const ProblemShape& p) 
     chosen = model_pick(p, sm_count);
   }
   if (get_env<bool>("F8GEMM_LOG")) {
-    std::fprintf(stderr, "f8gemm: %s%s%s -> %s (%s, model %.1f us)\n",
-                 table_key(gpu_name, sm_count, p).c_str(),
-                 p.epilogue_op == EpilogueOp::kNone ? "" : " epilogue ",
-                 p.epilogue_op == EpilogueOp::kNone ? "" : to_string(p.epilogue_op),
-                 chosen.name().c_str(), source, estimate_us(chosen, p, sm_count));
+    // The key names the epilogue's operation and a chained call.
+    std::fprintf(stderr, "f8gemm: %s -> %s (%s, model %.1f us)\n",
+                 table_key(gpu_name, sm_count, p).c_str(), chosen.name().c_str(), source,
+                 estimate_us(chosen, p, sm_count));
   }
   return chosen;
 }

@@ -56,13 +56,14 @@ class Fixture {
   /// Sets every output element to NaN (0xFFFF), so that an unwritten one fails the check.
   void poison(cudaStream_t stream) const;
   /// Checks the output against the GPU fp64 reference with the mode's element bound. With a
-  /// SiLU·mul epilogue, which the GPU reference does not compute, it is verify_cpu_sample() of
-  /// kSiluMulSampleRows rows.
+  /// SiLU·mul epilogue, which the GPU reference does not compute: every output element finite
+  /// (a poisoned one left unwritten is NaN), and verify_cpu_sample() of kSiluMulSampleRows rows
+  /// in the first and in the last batch.
   detail::CheckResult verify(bool fast_accum, cudaStream_t stream) const;
-  /// Checks up to `rows` rows of batch 0, spread evenly over M (the first and the last among
-  /// them), against the CPU fp64 reference (reference.hpp); a SiLU·mul output against
+  /// Checks up to `rows` rows of batch `batch`, spread evenly over M (the first and the last
+  /// among them), against the CPU fp64 reference (reference.hpp); a SiLU·mul output against
   /// numerics::silu_mul_reference and its bound.
-  detail::CheckResult verify_cpu_sample(bool fast_accum, int64_t rows) const;
+  detail::CheckResult verify_cpu_sample(bool fast_accum, int64_t rows, int64_t batch = 0) const;
   static constexpr int64_t kSiluMulSampleRows = 8;
   /// The acceptance test of `run --verify` and `demo`, numerics::within_bounds for this K and
   /// output type: no non-finite output, every element within its bound, and from

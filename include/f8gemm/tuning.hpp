@@ -52,7 +52,8 @@ double model_estimate_us(const Config& config, const ProblemShape& problem, int 
 std::string config_unfit_reason(const Config& config, const ProblemShape& problem);
 
 /// The key of `problem` in a tuning table (tables/*.tsv, F8GEMM_TUNE_FILE):
-/// "<gpu>|<sms>|<version>|B,M,N,K|<layout>|<out>|<accum>", then "|chained" for a chained problem.
+/// "<gpu>|<sms>|<version>|B,M,N,K|<layout>|<out>|<accum>", then "|<op>" for an epilogue operation
+/// (ProblemShape::epilogue_op, e.g. "|silu_mul") and "|chained" for a chained problem.
 std::string tuning_table_key(const TargetGpu& gpu, const ProblemShape& problem);
 
 /// Where a described instance came from in this process.

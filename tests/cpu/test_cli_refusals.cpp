@@ -55,9 +55,16 @@ TEST(TuneCli, EpilogueOtherThanNoneOrSiluMulOrAnNTheOperationCannotSplitExitsTwo
   std::ofstream(shapes) << "1,16,256,256\n1,16,264,256\n";
   const std::string tune = "tune --shapes '" + shapes + "' --out " + dir.path() + "/t.tsv ";
   expect_refusal(dir, tune + "--epilogue silu", "--epilogue must be none or silu_mul, got 'silu'");
-  // 264 gate|up rows are not 2 x a multiple of 8: refused before any shape is timed.
-  expect_refusal(dir, tune + "--epilogue silu_mul", "1,16,264,256 is not");
+  // 264 gate|up rows are not 2 x a multiple of 8: the library's refusal, before any shape is
+  // timed and before the log is opened (an existing log keeps its text).
+  const std::string log = dir.path() + "/t.csv";
+  std::ofstream(log) << "an earlier run's log\n";
+  expect_refusal(dir, tune + "--log " + log + " --epilogue silu_mul",
+                 "with the SiLU·mul epilogue N (gate then up rows, 2I) must be a multiple of 16, "
+                 "got 264");
   EXPECT_FALSE(fs::exists(dir.path() + "/t.tsv")) << "a refused run leaves no table behind";
+  std::ifstream in(log);
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(in)), {}), "an earlier run's log\n");
 }
 
 TEST(BenchCli, RotateL2OutsideItsRangeExitsTwoWithOneLine) {

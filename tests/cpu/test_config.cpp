@@ -96,9 +96,17 @@ ProblemShape silu_problem(bool chained = false) {
   p.chained = chained;
   return p;
 }
-const Config& silu_pick() {
-  static const Config c = make(KernelPath::kTiled, 128, 128, 2, 0);  // never a candidate
-  return c;
+const Config& silu_pick(bool chained = false) {
+  // Never candidates (two stages, no rasterisation).
+  static const Config unchained = make(KernelPath::kTiled, 128, 128, 2, 0);
+  static const Config chained_c = make(KernelPath::kTiled, 128, 192, 2, 0);
+  return chained ? chained_c : unchained;
+}
+/// Another gate|up GEMM whose SiLU·mul call has an unchained entry only.
+ProblemShape silu_unchained_only_problem(bool chained = false) {
+  ProblemShape p = silu_problem(chained);
+  p.m = 128;
+  return p;
 }
 const Config& silu_gemm_pick(bool chained) {
   // Both can run the operation (bn % 64 == 0), so only the order of the lookup keeps them out.
@@ -135,7 +143,15 @@ class TuneFileEnvironment : public ::testing::Environment {
       gemm.epilogue_op = EpilogueOp::kNone;
       f << table_key(kTestGpu, kTestSms, gemm) << "\t" << silu_gemm_pick(chained).name() << "\n";
     }
-    f << table_key(kTestGpu, kTestSms, silu_problem()) << "\t" << silu_pick().name() << "\n";
+    for (bool chained : {false, true}) {
+      f << table_key(kTestGpu, kTestSms, silu_problem(chained)) << "\t" << silu_pick(chained).name()
+        << "\n";
+      ProblemShape gemm = silu_unchained_only_problem(chained);
+      gemm.epilogue_op = EpilogueOp::kNone;
+      f << table_key(kTestGpu, kTestSms, gemm) << "\t" << silu_gemm_pick(chained).name() << "\n";
+    }
+    f << table_key(kTestGpu, kTestSms, silu_unchained_only_problem()) << "\t" << silu_pick().name()
+      << "\n";
     f.close();
     env_ = std::make_unique<ScopedEnv>("F8GEMM_TUNE_FILE");
     env_->set(path);
@@ -834,14 +850,17 @@ TEST_F(DecideTest, SiluMulCallsTakeTheirOwnEntryFirstChainedThenUnchained) {
             table_key(kTestGpu, kTestSms, gemm_unchained) + "|silu_mul");
   EXPECT_EQ(table_key(kTestGpu, kTestSms, silu_problem(true)),
             table_key(kTestGpu, kTestSms, gemm_unchained) + "|silu_mul|chained");
-  // The operation's own entry wins over the GEMM's, unchained and chained (it has no chained
-  // entry of its own: its unchained one comes before the GEMM's chained one).
+  // The operation's own entries win over the GEMM's, the chained one for a chained call.
   EXPECT_EQ(decide(kTestGpu, kTestSms, silu_problem()), silu_pick());
-  EXPECT_EQ(decide(kTestGpu, kTestSms, silu_problem(true)), silu_pick());
+  EXPECT_EQ(decide(kTestGpu, kTestSms, silu_problem(true)), silu_pick(true));
+  // With no chained entry of its own, a chained call takes the operation's unchained entry
+  // before the GEMM's chained one.
+  EXPECT_EQ(decide(kTestGpu, kTestSms, silu_unchained_only_problem(true)), silu_pick());
+  EXPECT_EQ(decide(kTestGpu, kTestSms, silu_unchained_only_problem()), silu_pick());
   // The GEMM without the operation keeps its own entries.
   EXPECT_EQ(decide(kTestGpu, kTestSms, gemm_unchained), silu_gemm_pick(false));
   EXPECT_EQ(decide(kTestGpu, kTestSms, gemm), silu_gemm_pick(true));
-  // Another M has no SiLU·mul entry: the GEMM's.
+  // Another M has no entry at all, with or without the operation.
   ProblemShape other = silu_problem();
   other.m = 512;
   EXPECT_FALSE(tuned_config(kTestGpu, kTestSms, other).has_value());
