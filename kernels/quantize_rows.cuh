@@ -268,7 +268,7 @@ __device__ __forceinline__ void quantize_rows_entry(const Params& p) {
   // Launched to overlap the previous kernel (programmatic launch), the input may still be in
   // the making: wait for it before the first load (f8gemm_ptx.cuh).
   grid_dependency_wait();
-  allow_dependent_launch();
+  if (p.early_dependents) allow_dependent_launch();
   if constexpr (kWide) {
     quantize_rows_engine<Op, kPackValues, Op::kWidePacks, Op::kWideKeep>(p);
   } else if (p.vectorized) {
@@ -276,6 +276,9 @@ __device__ __forceinline__ void quantize_rows_entry(const Params& p) {
   } else {
     quantize_rows_engine<Op, 1, 4>(p);
   }
+  // A larger grid lets its dependents in only now: a persistent GEMM scheduled while it was
+  // still running ran its whole course up to 1.5x slower (perf log, card 77).
+  if (!p.early_dependents) allow_dependent_launch();
 }
 
 }  // namespace rowq

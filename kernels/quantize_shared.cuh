@@ -48,6 +48,11 @@ struct Params {
   float eps;
   float scale_ub_value;   ///< the bound when scale_ub is null (<= 0: none)
   int vectorized;         ///< 1: packs of 16 values (16-byte loads and stores), 0: of 1 value
+  /// 1: each CTA lets the dependent grid (programmatic launch) be scheduled as it starts, so
+  /// that the next kernel's launch and prologue overlap this one; 0: once it has written its
+  /// rows. The host's choice (RowQuantizePlan::early_dependents): early only for a grid of at
+  /// most one CTA an SM (perf log, card 77).
+  int early_dependents;
 };
 
 /// Values per pack on the vectorised path: 16 e4m3 codes are one 16-byte store.

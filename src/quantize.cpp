@@ -46,6 +46,7 @@ RowQuantizePlan shape_plan(int64_t rows, int64_t packs, int64_t per_thread, int 
   // 16 CTAs per SM is more than can be resident: the grid is never the limit, and a huge M is
   // walked grid-stride rather than launched as billions of CTAs.
   plan.clusters = std::min<int64_t>(rows, std::max<int64_t>(1, int64_t(sm_count) * 16 / cluster));
+  plan.early_dependents = plan.clusters * cluster <= sm_count;
   return plan;
 }
 
@@ -106,6 +107,7 @@ void launch_rows(RowOp op, const TensorView& input, int64_t rows, int64_t cols,
   p.eps = opt.eps;
   p.scale_ub_value = opt.scale_ub;
   p.vectorized = plan.vectorized ? 1 : 0;
+  p.early_dependents = plan.early_dependents ? 1 : 0;
   cudaKernel_t kernel = util_instance()->kernel(entry_name(input.dtype, op, plan.wide));
   void* args[] = {&p};
   DeviceGuard guard(input.device);

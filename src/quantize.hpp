@@ -16,6 +16,11 @@ struct RowQuantizePlan {
   int threads = 32;         ///< per CTA (a multiple of 32, at most 256)
   int64_t chunk = 0;        ///< packs of a row per CTA
   int64_t clusters = 0;     ///< clusters in the grid (they walk the rows grid-stride)
+  /// The grid lets the next kernel (programmatic launch) be scheduled as its CTAs start, not
+  /// once they are done (rowq::Params::early_dependents): only a grid of at most one CTA an SM.
+  /// A GEMM launched early after a larger one, on the SMs its CTAs left one by one, ran its
+  /// whole course up to 1.5x slower on an H100 (perf log, card 77).
+  bool early_dependents = true;
 };
 
 /// The row engine's two ops: quantize_fp8_row's and silu_mul_quantize_fp8_row's.
