@@ -276,8 +276,8 @@ __device__ __forceinline__ void quantize_rows_entry(const Params& p) {
   } else {
     quantize_rows_engine<Op, 1, 4>(p);
   }
-  // A larger grid lets its dependents in only now: a persistent GEMM scheduled while it was
-  // still running ran its whole course up to 1.5x slower (perf log, card 77).
+  // More rows let their dependents in only now: a persistent GEMM scheduled while a large
+  // quantisation was still running ran its whole course up to 1.5x slower (perf log, card 77).
   if (!p.early_dependents) allow_dependent_launch();
 }
 

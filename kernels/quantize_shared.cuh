@@ -50,8 +50,8 @@ struct Params {
   int vectorized;         ///< 1: packs of 16 values (16-byte loads and stores), 0: of 1 value
   /// 1: each CTA lets the dependent grid (programmatic launch) be scheduled as it starts, so
   /// that the next kernel's launch and prologue overlap this one; 0: once it has written its
-  /// rows. The host's choice (RowQuantizePlan::early_dependents): early only for a grid of at
-  /// most one CTA an SM (perf log, card 77).
+  /// rows. The host's choice (RowQuantizePlan::early_dependents): early only for up to 128 rows
+  /// (perf log, card 77).
   int early_dependents;
 };
 

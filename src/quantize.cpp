@@ -27,6 +27,13 @@ int register_packs(bool vectorized) {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+/// Rows up to which a grid lets its dependents in as its CTAs start (RowQuantizePlan::
+/// early_dependents): the decode rows, where the next kernel's launch and prologue under this
+/// one's work were worth about 2 µs at 16 rows on an H100, and where the block measured level
+/// either way at 128 and 256 rows; from 512 rows the early trigger slowed a persistent GEMM
+/// after it by up to 1.5x (perf log, card 77).
+constexpr int64_t kEarlyDependentsMaxRows = 128;
+
 /// The cluster, chunk, threads and grid of one engine form that keeps per_thread packs a thread
 /// in registers.
 RowQuantizePlan shape_plan(int64_t rows, int64_t packs, int64_t per_thread, int sm_count) {
@@ -46,7 +53,7 @@ RowQuantizePlan shape_plan(int64_t rows, int64_t packs, int64_t per_thread, int 
   // 16 CTAs per SM is more than can be resident: the grid is never the limit, and a huge M is
   // walked grid-stride rather than launched as billions of CTAs.
   plan.clusters = std::min<int64_t>(rows, std::max<int64_t>(1, int64_t(sm_count) * 16 / cluster));
-  plan.early_dependents = plan.clusters * cluster <= sm_count;
+  plan.early_dependents = rows <= kEarlyDependentsMaxRows;
   return plan;
 }
 

@@ -17,9 +17,10 @@ struct RowQuantizePlan {
   int64_t chunk = 0;        ///< packs of a row per CTA
   int64_t clusters = 0;     ///< clusters in the grid (they walk the rows grid-stride)
   /// The grid lets the next kernel (programmatic launch) be scheduled as its CTAs start, not
-  /// once they are done (rowq::Params::early_dependents): only a grid of at most one CTA an SM.
-  /// A GEMM launched early after a larger one, on the SMs its CTAs left one by one, ran its
-  /// whole course up to 1.5x slower on an H100 (perf log, card 77).
+  /// once they are done (rowq::Params::early_dependents): only for up to 128 rows (the decode
+  /// rows). A persistent GEMM scheduled while a quantisation of 512 or 2048 rows still ran, on
+  /// the SMs its CTAs left one by one, was slow in every tile, up to 1.5x, on an H100 (perf
+  /// log, card 77).
   bool early_dependents = true;
 };
 

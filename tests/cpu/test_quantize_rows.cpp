@@ -320,12 +320,15 @@ TEST(RowQuantizePlan, SmallMSpreadsARowLargeMGoesWideAndEveryPlanCoversTheRow) {
   // SiLU·mul's wide entry keeps two packs a thread: a cluster of 2 for 14336 values, not 4.
   expect_plan(128, 14336, RowOp::kSiluMul, true, 2, 224);
   expect_plan(127, 14336, RowOp::kSiluMul, false, 4, 224);
-  // The dependents (programmatic launch) are let in early only by a grid of at most one CTA an
-  // SM: the decode rows; from 256 rows of 4096 (256 CTAs) once each CTA is done (card 77).
+  // The dependents (programmatic launch) are let in as the CTAs start up to 128 rows, whatever
+  // the grid (64 rows of 14336 are 256 CTAs in clusters of 4), and from 129 rows once each CTA
+  // is done (card 77).
   EXPECT_TRUE(plan_row_quantize(1, 4096, true, 132).early_dependents);
-  EXPECT_TRUE(plan_row_quantize(16, 14336, true, 132).early_dependents);  // 64 CTAs
-  EXPECT_TRUE(expect_plan(128, 14336, RowOp::kPlain, true, 1, 224).early_dependents);
-  EXPECT_FALSE(expect_plan(128, 14336, RowOp::kSiluMul, true, 2, 224).early_dependents);  // 256
+  EXPECT_TRUE(plan_row_quantize(16, 14336, true, 132).early_dependents);
+  EXPECT_TRUE(expect_plan(64, 14336, RowOp::kPlain, false, 4, 224).early_dependents);
+  EXPECT_TRUE(expect_plan(127, 14336, RowOp::kSiluMul, false, 4, 224).early_dependents);
+  EXPECT_TRUE(expect_plan(128, 14336, RowOp::kSiluMul, true, 2, 224).early_dependents);
+  EXPECT_FALSE(plan_row_quantize(129, 4096, true, 132).early_dependents);
   EXPECT_FALSE(expect_plan(512, 4096, RowOp::kPlain, false, 1, 256).early_dependents);
   EXPECT_FALSE(expect_plan(2048, 4096, RowOp::kPlain, true, 1, 64).early_dependents);
   for (RowOp op : {RowOp::kPlain, RowOp::kSiluMul}) {
@@ -346,7 +349,7 @@ TEST(RowQuantizePlan, SmallMSpreadsARowLargeMGoesWideAndEveryPlanCoversTheRow) {
             EXPECT_GE(q.threads, 32);
             EXPECT_LE(q.threads, 256);
             EXPECT_GE(q.clusters, 1);
-            EXPECT_EQ(q.early_dependents, q.clusters * q.cluster <= 132);
+            EXPECT_EQ(q.early_dependents, rows <= 128);
             EXPECT_LE(q.clusters, rows);
           }
         }
