@@ -3,13 +3,19 @@
 # benchmark with its peers and the plot, and prints a short table last. Logs go to $OUT (or
 # ./device-out). Usage: scripts/device-check.sh [build] [tests] [demo] [bench] [peers] [tune]
 #                       [sanitize] [hostcost] [torch] [tp] [graphs] [pdl] [trace] [mlp-ab]
-#                       [table-ab]
+#                       [table-ab] [silu-tune]
 #                       (no argument: build tests hostcost demo bench peers torch)
 # trace: GemmGpu.Trace*, a memcheck of one instrumented call, and `run --trace` of the schedules
 # that perf-log card 56 asks about (TRACES="name:B,M,N,K:config ..." replaces them).
 # mlp-ab: the Llama MLP block (examples/llama_mlp.py --cuda-graph --pdl) in rounds a b b a, where
 # a runs with F8GEMM_TUNE_FILE=$MLP_AB_TABLE (a user table that pins the entries under test) and
-# b with the shipped tables; the torch extension must be built (the build step).
+# b with the shipped tables; the torch extension must be built (the build step). MLP_M="1 16 ..."
+# replaces the script's rows (M).
+# silu-tune: `f8gemm tune --epilogue silu_mul` of the block's gate|up GEMM (N = 28672, K = 4096)
+# at the rows $MLP_M (default 32 64 128 192 256 512 1024 2048), as the block calls it
+# (F8GEMM_PDL=1, --prefetch-w: chained keys), into $OUT/silu-tune.tsv. The tune alone misleads
+# (perf log, card 76): keep an entry only after the block's A/B, e.g. in the same call
+# `MLP_AB_TABLE=$OUT/silu-tune.tsv scripts/device-check.sh build silu-tune mlp-ab`.
 # table-ab: `f8gemm bench --no-peak` over $SHAPES in rounds a b b a, where a runs with
 # F8GEMM_TUNE_FILE=$TABLE_AB (a user table pinning the entries under test) and b with the shipped
 # tables, then each shape's mean graph time per round kind and b / a (f8gemm_preshuffled and
@@ -343,6 +349,17 @@ in_round() {
   if [ "$round" = a ]; then F8GEMM_TUNE_FILE=$table "$@"; else "$@"; fi
 }
 
+if has silu-tune; then
+  {
+    echo "# B,M,N,K: the Llama MLP block's gate|up GEMM (hidden 4096, intermediate 14336)"
+    for m in ${MLP_M:-32 64 128 192 256 512 1024 2048}; do echo "1,$m,28672,4096"; done
+  } >"$OUT/silu-shapes.txt"
+  F8GEMM_PDL=1 timeout 400 "$B" tune --shapes "$OUT/silu-shapes.txt" --epilogue silu_mul \
+    --prefetch-w --out "$OUT/silu-tune.tsv" --log "$OUT/silu-tune.csv" >"$OUT/silu-tune.log" 2>&1
+  check "SiLU·mul tune (chained)" $?
+  cat "$OUT/silu-tune.log"
+fi
+
 if has mlp-ab; then
   export PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH} F8GEMM_TORCH_LIB=$PWD/$BUILD_DIR
   export PYTHONUNBUFFERED=1
@@ -354,8 +371,9 @@ if has mlp-ab; then
     : >"$OUT/mlp-ab.log"
     for round in a b b a; do
       echo "## round $round" >>"$OUT/mlp-ab.log"
+      # shellcheck disable=SC2086  # MLP_M is a list of rows
       in_round $round "$table" timeout 150 python3 examples/llama_mlp.py --cuda-graph --pdl \
-        >>"$OUT/mlp-ab.log" 2>&1 || rc=$?
+        ${MLP_M:+--m $MLP_M} >>"$OUT/mlp-ab.log" 2>&1 || rc=$?
     done
     check "MLP block A/B (a: $(basename "$table"), b: shipped tables)" $rc
     grep -E '^## round|^ +[0-9]+ \|' "$OUT/mlp-ab.log"
