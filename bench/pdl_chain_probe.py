@@ -28,9 +28,11 @@ import sys
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                "python"))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "examples"))
+sys.path.insert(0, os.path.join(ROOT, "python"))
 import f8gemm  # noqa: E402,F401  (loads the ops)
+from llama_mlp import capture  # noqa: E402
 
 OPS = torch.ops.f8gemm
 HIDDEN, INTERMEDIATE = 4096, 14336
@@ -83,21 +85,6 @@ def variants(x, gate_up, gate_up_scale, down, down_scale):
     }
 
 
-def capture(fn):
-    """A CUDA graph of one call of fn, after three calls on a side stream."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        fn()
-    return g
-
-
 def last_replay(g, replays):
     """The kernels of the last of `replays` profiled replays (after 20 unprofiled ones)."""
     for _ in range(20):
@@ -128,7 +115,7 @@ def main():
         for m in args.m:
             x = torch.randn(m, HIDDEN, device="cuda", dtype=torch.bfloat16)
             for name, fn in variants(x, *w).items():
-                kernels = last_replay(capture(fn), args.replays)
+                kernels = last_replay(capture(fn, 3)[0], args.replays)
                 t0 = kernels[0].time_range.start
                 span = kernels[-1].time_range.end - t0
                 parts = "  ".join(f"{k.name.replace('f8gemm_', '')[:22]} +{k.time_range.start - t0:.0f} "
