@@ -234,10 +234,11 @@ std::vector<Config> candidates(const ProblemShape& p, int sm_count, CandidateSet
     }
     if (!config_illegal_reason(c, p).empty()) return;
     // The model credits a 2x1 cluster with reading each W tile once for two X tiles. Where the
-    // pair leaves one of one or three X tiles empty that credit is not there: a 1x1 tile gets
-    // the same W sharing from its placement (perf log, card 78), and in the H100's tunes at 32-192
-    // rows every such pair ran 1.01-1.64x its 1x1 twin (card 79; three 128-row X tiles, 257-384
-    // rows, were not measured). The tune still times them.
+    // pair leaves one of one or three X tiles empty, its partner computes nothing with that read,
+    // and 1x1 tiles get part of the sharing from their placement (perf log, card 78: at three X
+    // tiles two of every three TPC pairs share a W tile). In the H100's tunes at 32-192 rows every
+    // such pair ran 1.01-1.64x its 1x1 twin (card 79; three 128-row X tiles, 257-384 rows, were
+    // not measured). The tune still times them.
     const int64_t x_tiles = ceil_div(p.m, bm);
     if (!tune && cluster_m == 2 && x_tiles <= 3 && x_tiles % 2 == 1) return;
     for (const auto& s : scored) {
