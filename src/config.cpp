@@ -1,4 +1,4 @@
-/// \brief Config names, legality, the cost model, the tuned tables and the decision order.
+/// \brief Config names, legality, the cost model and the decision order (the tables: tuned_tables.cpp).
 #include "config.hpp"
 
 #include <algorithm>
@@ -7,14 +7,12 @@
 #include <cstring>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <mutex>
 #include <sstream>
 
 #include "check.hpp"
 #include "codegen.hpp"
 #include "env.hpp"
-#include "jit/embedded.hpp"
+#include "tuned_tables.hpp"
 
 namespace f8gemm {
 
@@ -313,139 +311,9 @@ Config model_pick(const ProblemShape& p, int sm_count) {
   return list.front();
 }
 
-std::string table_key(const std::string& gpu_name, int sm_count, const ProblemShape& p) {
-  std::ostringstream os;
-  os << gpu_name << "|" << sm_count << "|" << kVersion << "|" << p.batch << "," << p.m << ","
-     << p.n << "," << p.k << "|" << (p.w_layout == WeightLayout::kPlain ? "plain" : "preshuffled")
-     << "|" << to_string(p.out_dtype) << "|" << (p.fast_accum ? "fast" : "precise");
-  if (p.epilogue_op != EpilogueOp::kNone) os << "|" << to_string(p.epilogue_op);
-  if (p.chained) os << "|chained";
-  return os.str();
-}
-
-bool parse_table_key(const std::string& key, TableKeyParts& parts) {
-  std::vector<std::string> f;
-  for (size_t at = 0;;) {
-    const size_t bar = key.find('|', at);
-    f.push_back(key.substr(at, bar == std::string::npos ? std::string::npos : bar - at));
-    if (bar == std::string::npos) break;
-    at = bar + 1;
-  }
-  if (f.size() < 7 || f.size() > 9) return false;
-  if (f[2] != kVersion) return false;
-  ProblemShape p;
-  // The optional fields, in table_key()'s order: the epilogue's operation, then "chained".
-  size_t next = 7;
-  if (next < f.size() && f[next] == to_string(EpilogueOp::kSiluMul)) {
-    p.epilogue_op = EpilogueOp::kSiluMul;
-    ++next;
-  }
-  if (next < f.size() && f[next] == "chained") {
-    p.chained = true;
-    ++next;
-  }
-  if (next != f.size()) return false;
-  long long b = 0, m = 0, n = 0, k = 0;
-  char tail = 0;
-  if (std::sscanf(f[1].c_str(), "%d%c", &parts.sm_count, &tail) != 1) return false;
-  if (std::sscanf(f[3].c_str(), "%lld,%lld,%lld,%lld%c", &b, &m, &n, &k, &tail) != 4) return false;
-  p.batch = b;
-  p.m = m;
-  p.n = n;
-  p.k = k;
-  if (f[4] != "plain" && f[4] != "preshuffled") return false;
-  p.w_layout = f[4] == "plain" ? WeightLayout::kPlain : WeightLayout::kPreshuffled;
-  if (f[5] == to_string(DType::kBF16)) p.out_dtype = DType::kBF16;
-  else if (f[5] == to_string(DType::kF16)) p.out_dtype = DType::kF16;
-  else return false;
-  if (f[6] != "fast" && f[6] != "precise") return false;
-  p.fast_accum = f[6] == "fast";
-  parts.gpu_name = f[0];
-  parts.problem = p;
-  // Exactly what table_key() writes (no leading zeros, signs or spaces in the numbers).
-  return table_key(parts.gpu_name, parts.sm_count, p) == key;
-}
-
-void parse_table(const std::string& text, const std::string& origin,
-                 std::vector<std::pair<std::string, Config>>& entries) {
-  std::istringstream in(text);
-  std::string line;
-  int line_no = 0;
-  while (std::getline(in, line)) {
-    ++line_no;
-    if (line.empty() || line[0] == '#') continue;
-    const size_t tab = line.find('\t');
-    F8GEMM_REQUIRE(tab != std::string::npos, kInvalidArgument, origin, ":", line_no,
-                   ": expected '<key><TAB><config>'");
-    try {
-      entries.emplace_back(line.substr(0, tab), Config::parse(line.substr(tab + 1)));
-    } catch (const Error& e) {
-      throw Error(ErrorCode::kInvalidArgument, concat(origin, ":", line_no, ": ", e.what()));
-    }
-  }
-}
-
-namespace {
-const std::vector<std::pair<std::string, Config>>& all_tables() {
-  static const std::vector<std::pair<std::string, Config>> entries = [] {
-    std::vector<std::pair<std::string, Config>> e;
-    // The user's file first: the lookup takes the first match.
-    if (const std::string path = get_env<std::string>("F8GEMM_TUNE_FILE"); !path.empty()) {
-      std::ifstream f(path);
-      F8GEMM_REQUIRE(f.good(), kIo, "cannot read F8GEMM_TUNE_FILE '", path, "'");
-      std::stringstream ss;
-      ss << f.rdbuf();
-      parse_table(ss.str(), path, e);
-    }
-    for (int i = 0; i < jit::kNumEmbeddedTables; ++i) {
-      parse_table(jit::kEmbeddedTables[i].text, jit::kEmbeddedTables[i].name, e);
-    }
-    return e;
-  }();
-  return entries;
-}
-
-/// The first entry of exactly this problem's key that can run it.
-std::optional<Config> entry_of(const std::string& gpu_name, int sm_count, const ProblemShape& p) {
-  const std::string key = table_key(gpu_name, sm_count, p);
-  for (const auto& [k, c] : all_tables()) {
-    if (k == key && config_illegal_reason(c, p).empty()) return c;
-  }
-  return std::nullopt;
-}
-
-}  // namespace
-
-std::optional<Config> tuned_config(const std::string& gpu_name, int sm_count,
-                                   const ProblemShape& p) {
-  if (get_env<bool>("F8GEMM_NO_TUNED")) return std::nullopt;
-  if (auto c = entry_of(gpu_name, sm_count, p)) return c;
-  ProblemShape unchained = p;
-  unchained.chained = false;
-  if (p.epilogue_op != EpilogueOp::kNone) {
-    // An operation's own entries (`f8gemm tune --epilogue`), chained then unchained; without
-    // one, the same GEMM's entry where that config can run the operation: the mainloop's work
-    // is the same. A chained call whose chained entry cannot run it tries the unchained entry.
-    if (p.chained) {
-      if (auto c = entry_of(gpu_name, sm_count, unchained)) return c;
-    }
-    ProblemShape plain = p;
-    plain.epilogue_op = EpilogueOp::kNone;
-    std::optional<Config> c = tuned_config(gpu_name, sm_count, plain);
-    if (c && config_illegal_reason(*c, p).empty()) return c;
-    if (!plain.chained) return std::nullopt;
-    plain.chained = false;
-    c = tuned_config(gpu_name, sm_count, plain);
-    if (c && config_illegal_reason(*c, p).empty()) return c;
-    return std::nullopt;
-  }
-  // A chained call without an entry of its own takes the entry of the same call unchained.
-  if (p.chained) return tuned_config(gpu_name, sm_count, unchained);
-  return std::nullopt;
-}
-
 Config decide(const std::string& gpu_name, int sm_count, const ProblemShape& p) {
   const char* source = "model";
+  int64_t entry_rows = p.m;
   Config chosen;
   if (const std::string forced = get_env<std::string>("F8GEMM_CONFIG"); !forced.empty()) {
     chosen = Config::parse(forced);
@@ -453,17 +321,19 @@ Config decide(const std::string& gpu_name, int sm_count, const ProblemShape& p) 
     F8GEMM_REQUIRE(why.empty(), kUnsupported, "F8GEMM_CONFIG=", forced, " cannot run B,M,N,K=",
                    p.batch, ",", p.m, ",", p.n, ",", p.k, ": ", why);
     source = "F8GEMM_CONFIG";
-  } else if (auto tuned = tuned_config(gpu_name, sm_count, p)) {
-    chosen = *tuned;
-    source = "table";
+  } else if (auto tuned = tuned_entry(gpu_name, sm_count, p)) {
+    chosen = tuned->config;
+    source = tuned->m == p.m ? "table" : "table, the entry of more rows";
+    entry_rows = tuned->m;
   } else {
     chosen = model_pick(p, sm_count);
   }
   if (get_env<bool>("F8GEMM_LOG")) {
     // The key names the epilogue's operation and a chained call.
-    std::fprintf(stderr, "f8gemm: %s -> %s (%s, model %.1f us)\n",
+    const std::string rows = entry_rows == p.m ? "" : concat(" M = ", entry_rows);
+    std::fprintf(stderr, "f8gemm: %s -> %s (%s%s, model %.1f us)\n",
                  table_key(gpu_name, sm_count, p).c_str(), chosen.name().c_str(), source,
-                 estimate_us(chosen, p, sm_count));
+                 rows.c_str(), estimate_us(chosen, p, sm_count));
   }
   return chosen;
 }

@@ -44,31 +44,6 @@ std::vector<Config> candidates(const ProblemShape& problem, int sm_count,
 /// or F8GEMM_CONFIG). Throws kInternal when no config is legal.
 Config model_pick(const ProblemShape& problem, int sm_count);
 
-/// Key of a problem in the tuning tables: "<gpu>|<sms>|<version>|B,M,N,K|<layout>|<out>|<accum>",
-/// then "|<op>" for an epilogue operation (ProblemShape::epilogue_op, e.g. "|silu_mul"; N is W's
-/// rows) and "|chained" for a chained problem (ProblemShape::chained), in that order.
-std::string table_key(const std::string& gpu_name, int sm_count, const ProblemShape& problem);
-
-/// A table key's parts, the inverse of table_key(): false when `key` is not one (another
-/// version's key included). The problem's bias fields keep their defaults (keys carry no bias).
-struct TableKeyParts {
-  std::string gpu_name;
-  int sm_count = 0;
-  ProblemShape problem;
-};
-bool parse_table_key(const std::string& key, TableKeyParts& parts);
-
-/// A tuned config for this problem, from $F8GEMM_TUNE_FILE first, then the checked-in tables;
-/// ignored when F8GEMM_NO_TUNED=1. A chained problem without an entry of its own takes the
-/// unchained problem's entry. A problem with an epilogue operation takes its own entry (chained,
-/// then unchained), else the same GEMM's entry without the operation where that config can run it.
-std::optional<Config> tuned_config(const std::string& gpu_name, int sm_count,
-                                   const ProblemShape& problem);
-
-/// Parses table text (lines "key<TAB>config", '#' comments) and appends to entries.
-void parse_table(const std::string& text, const std::string& origin,
-                 std::vector<std::pair<std::string, Config>>& entries);
-
 /// The full decision: F8GEMM_CONFIG, then the tables, then the model. Logs with F8GEMM_LOG=1.
 Config decide(const std::string& gpu_name, int sm_count, const ProblemShape& problem);
 

@@ -7,6 +7,7 @@
 #include "check.hpp"
 #include "codegen.hpp"
 #include "config.hpp"
+#include "tuned_tables.hpp"
 #include "device.hpp"
 #include "jit/ptxas_report.hpp"
 #include "parallel.hpp"

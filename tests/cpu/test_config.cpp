@@ -11,6 +11,7 @@
 
 #include "common/test_util.hpp"
 #include "config.hpp"
+#include "tuned_tables.hpp"
 #include "f8gemm/f8gemm.hpp"
 #include "f8gemm/tuning.hpp"
 #include "grouped.hpp"
@@ -29,6 +30,7 @@ using detail::kMaxSmemBytes;
 using detail::parse_table;
 using detail::table_key;
 using detail::tuned_config;
+using detail::tuned_entry;
 using test::ScopedEnv;
 
 constexpr int kH200Sms = 132;
@@ -114,6 +116,22 @@ const Config& silu_gemm_pick(bool chained) {
   static const Config chained_c = make(KernelPath::kTiled, 64, 128, 2, 0);
   return chained ? chained_c : unchained;
 }
+/// Entries of one GEMM at 48, 128, 196, 200 and 208 rows: from 65 rows an entry also serves fewer
+/// rows in the same number of 64-row blocks (perf log, card 80).
+ProblemShape rows_problem(int64_t m) { return problem(1, m, 3072, 2048); }
+const Config& rows_pick(int64_t tuned_m) {
+  // Two stages with no rasterisation: never candidates.
+  static const Config at48 = make(KernelPath::kTiled, 128, 64, 3, 0);
+  static const Config at128 = make(KernelPath::kTiled, 64, 64, 2, 0);
+  static const Config at196 = make(KernelPath::kTiled, 64, 128, 2, 0);
+  static const Config at200 = make(KernelPath::kTiled, 128, 128, 2, 0);
+  static const Config at208 = make(KernelPath::kTiled, 128, 192, 2, 0);
+  return tuned_m == 48    ? at48
+         : tuned_m == 128 ? at128
+         : tuned_m == 196 ? at196
+         : tuned_m == 200 ? at200
+                          : at208;
+}
 const Config& tuned_pick() {
   // Two stages with no rasterisation: never a candidate (the candidates take the deepest ring
   // that fits, 8 stages for 128x64, and raster 8 for tiled), so a decision that returns it can
@@ -152,6 +170,10 @@ class TuneFileEnvironment : public ::testing::Environment {
     }
     f << table_key(kTestGpu, kTestSms, silu_unchained_only_problem()) << "\t" << silu_pick().name()
       << "\n";
+    // Out of order: the lookup takes the fewest rows above M, not the first line.
+    for (int64_t m : {208, 128, 200, 196, 48}) {
+      f << table_key(kTestGpu, kTestSms, rows_problem(m)) << "\t" << rows_pick(m).name() << "\n";
+    }
     f.close();
     env_ = std::make_unique<ScopedEnv>("F8GEMM_TUNE_FILE");
     env_->set(path);
@@ -912,6 +934,51 @@ TEST_F(DecideTest, SiluMulCallsTakeTheirOwnEntryFirstChainedThenUnchained) {
   other.m = 256;
   other.fast_accum = false;  // the precise key has no entry either
   EXPECT_FALSE(tuned_config(kTestGpu, kTestSms, other).has_value());
+}
+
+TEST_F(DecideTest, AnEntryServesFewerRowsInTheSameNumberOf64RowBlocks) {
+  auto entry_rows = [](int64_t m, bool chained = false) -> int64_t {
+    ProblemShape p = rows_problem(m);
+    p.chained = chained;
+    const auto e = tuned_entry(kTestGpu, kTestSms, p);
+    if (!e) return 0;
+    EXPECT_EQ(e->config, rows_pick(e->m)) << m;
+    return e->m;
+  };
+  // Rows 193-256 are four 64-row blocks: 196, 200 and 208 serve them, each the rows up to it.
+  EXPECT_EQ(entry_rows(193), 196);
+  EXPECT_EQ(entry_rows(196), 196);  // its own entry
+  EXPECT_EQ(entry_rows(197), 200);
+  EXPECT_EQ(entry_rows(200), 200);
+  EXPECT_EQ(entry_rows(201), 208);
+  EXPECT_EQ(entry_rows(208), 208);
+  EXPECT_EQ(entry_rows(209), 0);  // nothing above it in its block: the model decides
+  EXPECT_EQ(entry_rows(256), 0);
+  // Another block: 65-128 rows take 128's entry; 129-192 have none.
+  EXPECT_EQ(entry_rows(65), 128);
+  EXPECT_EQ(entry_rows(127), 128);
+  EXPECT_EQ(entry_rows(129), 0);
+  EXPECT_EQ(entry_rows(192), 0);
+  EXPECT_EQ(entry_rows(64), 0);
+  // The first block (the decode rows) looks up its own rows only.
+  EXPECT_EQ(entry_rows(48), 48);
+  EXPECT_EQ(entry_rows(47), 0);
+  EXPECT_EQ(entry_rows(1), 0);
+  // A chained call without chained entries takes the unchained key's, rounded the same way.
+  EXPECT_EQ(entry_rows(201, /*chained=*/true), 208);
+  // The rest of the key must match: another N, batch or accumulation has no entry.
+  ProblemShape other = rows_problem(201);
+  other.n = 4096;
+  EXPECT_FALSE(tuned_entry(kTestGpu, kTestSms, other).has_value());
+  other = rows_problem(201);
+  other.batch = 2;
+  EXPECT_FALSE(tuned_entry(kTestGpu, kTestSms, other).has_value());
+  other = rows_problem(201);
+  other.fast_accum = false;
+  EXPECT_FALSE(tuned_entry(kTestGpu, kTestSms, other).has_value());
+  // decide() takes it, and the model is not consulted.
+  EXPECT_EQ(decide(kTestGpu, kTestSms, rows_problem(205)), rows_pick(208));
+  EXPECT_EQ(tuned_config(kTestGpu, kTestSms, rows_problem(199)), rows_pick(200));
 }
 
 TEST_F(DecideTest, NoTunedIgnoresTheTables) {

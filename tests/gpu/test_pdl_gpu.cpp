@@ -22,6 +22,7 @@
 #include "check.hpp"
 #include "common/test_util.hpp"
 #include "config.hpp"
+#include "tuned_tables.hpp"
 #include "f8gemm/f8gemm.hpp"
 #include "f8gemm/tuning.hpp"
 #include "jit/embedded.hpp"

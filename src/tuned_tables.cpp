@@ -1,0 +1,175 @@
+/// \brief The tuned tables: keys, parsing, and the lookup that lets an entry override the cost
+/// model ($F8GEMM_TUNE_FILE first, then tables/*.tsv embedded at build time).
+#include "tuned_tables.hpp"
+
+#include <fstream>
+#include <sstream>
+
+#include "check.hpp"
+#include "env.hpp"
+#include "jit/embedded.hpp"
+
+namespace f8gemm::detail {
+
+std::string table_key(const std::string& gpu_name, int sm_count, const ProblemShape& p) {
+  std::ostringstream os;
+  os << gpu_name << "|" << sm_count << "|" << kVersion << "|" << p.batch << "," << p.m << ","
+     << p.n << "," << p.k << "|" << (p.w_layout == WeightLayout::kPlain ? "plain" : "preshuffled")
+     << "|" << to_string(p.out_dtype) << "|" << (p.fast_accum ? "fast" : "precise");
+  if (p.epilogue_op != EpilogueOp::kNone) os << "|" << to_string(p.epilogue_op);
+  if (p.chained) os << "|chained";
+  return os.str();
+}
+
+bool parse_table_key(const std::string& key, TableKeyParts& parts) {
+  std::vector<std::string> f;
+  for (size_t at = 0;;) {
+    const size_t bar = key.find('|', at);
+    f.push_back(key.substr(at, bar == std::string::npos ? std::string::npos : bar - at));
+    if (bar == std::string::npos) break;
+    at = bar + 1;
+  }
+  if (f.size() < 7 || f.size() > 9) return false;
+  if (f[2] != kVersion) return false;
+  ProblemShape p;
+  // The optional fields, in table_key()'s order: the epilogue's operation, then "chained".
+  size_t next = 7;
+  if (next < f.size() && f[next] == to_string(EpilogueOp::kSiluMul)) {
+    p.epilogue_op = EpilogueOp::kSiluMul;
+    ++next;
+  }
+  if (next < f.size() && f[next] == "chained") {
+    p.chained = true;
+    ++next;
+  }
+  if (next != f.size()) return false;
+  long long b = 0, m = 0, n = 0, k = 0;
+  char tail = 0;
+  if (std::sscanf(f[1].c_str(), "%d%c", &parts.sm_count, &tail) != 1) return false;
+  if (std::sscanf(f[3].c_str(), "%lld,%lld,%lld,%lld%c", &b, &m, &n, &k, &tail) != 4) return false;
+  p.batch = b;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  if (f[4] != "plain" && f[4] != "preshuffled") return false;
+  p.w_layout = f[4] == "plain" ? WeightLayout::kPlain : WeightLayout::kPreshuffled;
+  if (f[5] == to_string(DType::kBF16)) p.out_dtype = DType::kBF16;
+  else if (f[5] == to_string(DType::kF16)) p.out_dtype = DType::kF16;
+  else return false;
+  if (f[6] != "fast" && f[6] != "precise") return false;
+  p.fast_accum = f[6] == "fast";
+  parts.gpu_name = f[0];
+  parts.problem = p;
+  // Exactly what table_key() writes (no leading zeros, signs or spaces in the numbers).
+  return table_key(parts.gpu_name, parts.sm_count, p) == key;
+}
+
+void parse_table(const std::string& text, const std::string& origin,
+                 std::vector<std::pair<std::string, Config>>& entries) {
+  std::istringstream in(text);
+  std::string line;
+  int line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (line.empty() || line[0] == '#') continue;
+    const size_t tab = line.find('\t');
+    F8GEMM_REQUIRE(tab != std::string::npos, kInvalidArgument, origin, ":", line_no,
+                   ": expected '<key><TAB><config>'");
+    try {
+      entries.emplace_back(line.substr(0, tab), Config::parse(line.substr(tab + 1)));
+    } catch (const Error& e) {
+      throw Error(ErrorCode::kInvalidArgument, concat(origin, ":", line_no, ": ", e.what()));
+    }
+  }
+}
+
+namespace {
+const std::vector<std::pair<std::string, Config>>& all_tables() {
+  static const std::vector<std::pair<std::string, Config>> entries = [] {
+    std::vector<std::pair<std::string, Config>> e;
+    // The user's file first: the lookup takes the first match.
+    if (const std::string path = get_env<std::string>("F8GEMM_TUNE_FILE"); !path.empty()) {
+      std::ifstream f(path);
+      F8GEMM_REQUIRE(f.good(), kIo, "cannot read F8GEMM_TUNE_FILE '", path, "'");
+      std::stringstream ss;
+      ss << f.rdbuf();
+      parse_table(ss.str(), path, e);
+    }
+    for (int i = 0; i < jit::kNumEmbeddedTables; ++i) {
+      parse_table(jit::kEmbeddedTables[i].text, jit::kEmbeddedTables[i].name, e);
+    }
+    return e;
+  }();
+  return entries;
+}
+
+/// The rows an entry serves beside its own: fewer rows in the same number of 64-row blocks. Its
+/// tile was timed on M' >= M rows with the same X tiles or more, and without this a call at an M
+/// between tuned rows took the model's tile (perf log, card 80: the Llama MLP block at rows
+/// between its 16-row entries).
+constexpr int64_t kRowBlock = 64;
+int64_t row_blocks(int64_t m) { return (m + kRowBlock - 1) / kRowBlock; }
+
+/// This problem's entry: the first of exactly its key that can run it, else (from 65 rows) the
+/// first of the fewest rows M' > M with ceil(M' / 64) == ceil(M / 64), all else in the key equal.
+std::optional<TunedEntry> entry_of(const std::string& gpu_name, int sm_count,
+                                   const ProblemShape& p) {
+  const std::string key = table_key(gpu_name, sm_count, p);
+  for (const auto& [k, c] : all_tables()) {
+    if (k == key && config_illegal_reason(c, p).empty()) return TunedEntry{c, p.m};
+  }
+  // Not in the first block: the decode rows' entries (swap-AB rings tuned per M, many chained)
+  // were not measured at other rows (card 80).
+  if (p.m <= kRowBlock) return std::nullopt;
+  std::optional<TunedEntry> above;
+  for (const auto& [k, c] : all_tables()) {
+    TableKeyParts parts;
+    if (!parse_table_key(k, parts)) continue;
+    const int64_t rows = parts.problem.m;
+    if (rows <= p.m || row_blocks(rows) != row_blocks(p.m)) continue;
+    if (above && rows >= above->m) continue;
+    parts.problem.m = p.m;
+    if (table_key(parts.gpu_name, parts.sm_count, parts.problem) != key) continue;
+    if (config_illegal_reason(c, p).empty()) above = TunedEntry{c, rows};
+  }
+  return above;
+}
+
+}  // namespace
+
+std::optional<TunedEntry> tuned_entry(const std::string& gpu_name, int sm_count,
+                                      const ProblemShape& p) {
+  if (get_env<bool>("F8GEMM_NO_TUNED")) return std::nullopt;
+  if (auto e = entry_of(gpu_name, sm_count, p)) return e;
+  ProblemShape unchained = p;
+  unchained.chained = false;
+  if (p.epilogue_op != EpilogueOp::kNone) {
+    // An operation's own entries (`f8gemm tune --epilogue`), chained then unchained; without
+    // one, the same GEMM's entry where that config can run the operation: the mainloop's work
+    // is the same. A chained call whose chained entry cannot run it tries the unchained entry.
+    if (p.chained) {
+      if (auto e = entry_of(gpu_name, sm_count, unchained)) return e;
+    }
+    ProblemShape plain = p;
+    plain.epilogue_op = EpilogueOp::kNone;
+    std::optional<TunedEntry> e = tuned_entry(gpu_name, sm_count, plain);
+    if (e && config_illegal_reason(e->config, p).empty()) return e;
+    if (!plain.chained) return std::nullopt;
+    plain.chained = false;
+    e = tuned_entry(gpu_name, sm_count, plain);
+    if (e && config_illegal_reason(e->config, p).empty()) return e;
+    return std::nullopt;
+  }
+  // A chained call without an entry of its own takes the entry of the same call unchained.
+  if (p.chained) return tuned_entry(gpu_name, sm_count, unchained);
+  return std::nullopt;
+}
+
+std::optional<Config> tuned_config(const std::string& gpu_name, int sm_count,
+                                   const ProblemShape& p) {
+  const std::optional<TunedEntry> e = tuned_entry(gpu_name, sm_count, p);
+  if (!e) return std::nullopt;
+  return e->config;
+}
+
+}  // namespace f8gemm::detail

@@ -1,0 +1,51 @@
+/// \brief The tuned tables: a table key per problem, parsing table text, and the entry that
+/// decides a problem (config.hpp's decide() consults it before the cost model).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "config.hpp"
+
+namespace f8gemm::detail {
+
+/// Key of a problem in the tuning tables: "<gpu>|<sms>|<version>|B,M,N,K|<layout>|<out>|<accum>",
+/// then "|<op>" for an epilogue operation (ProblemShape::epilogue_op, e.g. "|silu_mul"; N is W's
+/// rows) and "|chained" for a chained problem (ProblemShape::chained), in that order.
+std::string table_key(const std::string& gpu_name, int sm_count, const ProblemShape& problem);
+
+/// A table key's parts, the inverse of table_key(): false when `key` is not one (another
+/// version's key included). The problem's bias fields keep their defaults (keys carry no bias).
+struct TableKeyParts {
+  std::string gpu_name;
+  int sm_count = 0;
+  ProblemShape problem;
+};
+bool parse_table_key(const std::string& key, TableKeyParts& parts);
+
+/// A table entry that decides a problem: its config, and the rows (M) of its key.
+struct TunedEntry {
+  Config config;
+  int64_t m = 0;
+};
+
+/// A tuned config for this problem, from $F8GEMM_TUNE_FILE first, then the checked-in tables;
+/// ignored when F8GEMM_NO_TUNED=1. Each key is looked up exactly, then (from 65 rows) among the
+/// entries of more rows in the same number of 64-row blocks, the fewest rows first (an entry of
+/// 208 rows serves 193-207). A chained problem without an entry of its own takes the unchained problem's entry. A
+/// problem with an epilogue operation takes its own entry (chained, then unchained), else the same
+/// GEMM's entry without the operation where that config can run it.
+std::optional<TunedEntry> tuned_entry(const std::string& gpu_name, int sm_count,
+                                      const ProblemShape& problem);
+/// tuned_entry()'s config.
+std::optional<Config> tuned_config(const std::string& gpu_name, int sm_count,
+                                   const ProblemShape& problem);
+
+/// Parses table text (lines "key<TAB>config", '#' comments) and appends to entries.
+void parse_table(const std::string& text, const std::string& origin,
+                 std::vector<std::pair<std::string, Config>>& entries);
+
+}  // namespace f8gemm::detail
