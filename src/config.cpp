@@ -1,4 +1,5 @@
-/// \brief Config names, legality, the cost model and the decision order (the tables: tuned_tables.cpp).
+/// \brief Config names, legality, the cost model and the decision order (the tables:
+/// tuned_tables.cpp).
 #include "config.hpp"
 
 #include <algorithm>

@@ -2,6 +2,7 @@
 /// model ($F8GEMM_TUNE_FILE first, then tables/*.tsv embedded at build time).
 #include "tuned_tables.hpp"
 
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -110,37 +111,67 @@ const std::vector<std::pair<std::string, Config>>& all_tables() {
 constexpr int64_t kRowBlock = 64;
 int64_t row_blocks(int64_t m) { return (m + kRowBlock - 1) / kRowBlock; }
 
-/// This problem's entry: the first of exactly its key that can run it, else (from 65 rows) the
-/// first of the fewest rows M' > M with ceil(M' / 64) == ceil(M / 64), all else in the key equal.
-std::optional<TunedEntry> entry_of(const std::string& gpu_name, int sm_count,
-                                   const ProblemShape& p) {
+/// A problem's key with its rows left out (M written as 0, which no real key has).
+std::string key_without_rows(const std::string& gpu_name, int sm_count, ProblemShape p) {
+  p.m = 0;
+  return table_key(gpu_name, sm_count, p);
+}
+
+/// Every entry's rows and key without them, parsed once, in all_tables()'s order.
+struct RowsIndexEntry {
+  int64_t m;
+  std::string key_without_rows;
+  const Config* config;
+};
+const std::vector<RowsIndexEntry>& rows_index() {
+  static const std::vector<RowsIndexEntry> index = [] {
+    std::vector<RowsIndexEntry> out;
+    for (const auto& [k, c] : all_tables()) {
+      TableKeyParts parts;
+      if (!parse_table_key(k, parts)) continue;  // another version's key
+      out.push_back({parts.problem.m,
+                     key_without_rows(parts.gpu_name, parts.sm_count, parts.problem), &c});
+    }
+    return out;
+  }();
+  return index;
+}
+
+/// The first entry of exactly this problem's key that can run it.
+std::optional<TunedEntry> exact_entry(const std::string& gpu_name, int sm_count,
+                                      const ProblemShape& p) {
   const std::string key = table_key(gpu_name, sm_count, p);
   for (const auto& [k, c] : all_tables()) {
     if (k == key && config_illegal_reason(c, p).empty()) return TunedEntry{c, p.m};
   }
-  // Not in the first block: the decode rows' entries (swap-AB rings tuned per M, many chained)
-  // were not measured at other rows (card 80).
+  return std::nullopt;
+}
+
+/// From 65 rows, the entry of the fewest rows M' > M with ceil(M' / 64) == ceil(M / 64), all else
+/// in the key equal, that can run the problem (the first of equal rows). Not in the first block:
+/// the decode rows' entries (swap-AB rings tuned per M, many chained) were not measured at other
+/// rows (card 80).
+std::optional<TunedEntry> entry_above(const std::string& gpu_name, int sm_count,
+                                      const ProblemShape& p) {
   if (p.m <= kRowBlock) return std::nullopt;
+  const std::string key = key_without_rows(gpu_name, sm_count, p);
   std::optional<TunedEntry> above;
-  for (const auto& [k, c] : all_tables()) {
-    TableKeyParts parts;
-    if (!parse_table_key(k, parts)) continue;
-    const int64_t rows = parts.problem.m;
-    if (rows <= p.m || row_blocks(rows) != row_blocks(p.m)) continue;
-    if (above && rows >= above->m) continue;
-    parts.problem.m = p.m;
-    if (table_key(parts.gpu_name, parts.sm_count, parts.problem) != key) continue;
-    if (config_illegal_reason(c, p).empty()) above = TunedEntry{c, rows};
+  for (const RowsIndexEntry& e : rows_index()) {
+    if (e.m <= p.m || row_blocks(e.m) != row_blocks(p.m)) continue;
+    if (above && e.m >= above->m) continue;
+    if (e.key_without_rows != key || !config_illegal_reason(*e.config, p).empty()) continue;
+    above = TunedEntry{*e.config, e.m};
   }
   return above;
 }
 
-}  // namespace
+using EntryLookup = std::optional<TunedEntry> (*)(const std::string&, int, const ProblemShape&);
 
-std::optional<TunedEntry> tuned_entry(const std::string& gpu_name, int sm_count,
-                                      const ProblemShape& p) {
-  if (get_env<bool>("F8GEMM_NO_TUNED")) return std::nullopt;
-  if (auto e = entry_of(gpu_name, sm_count, p)) return e;
+/// The fallback order with one kind of lookup: the problem's own key; a chained call then its
+/// unchained key; an operation's call then the same GEMM's entries where that config can run it.
+std::optional<TunedEntry> entry_in_order(EntryLookup lookup, const std::string& gpu_name,
+                                         int sm_count, const ProblemShape& p) {
+  if (auto e = lookup(gpu_name, sm_count, p)) return e;
   ProblemShape unchained = p;
   unchained.chained = false;
   if (p.epilogue_op != EpilogueOp::kNone) {
@@ -148,21 +179,32 @@ std::optional<TunedEntry> tuned_entry(const std::string& gpu_name, int sm_count,
     // one, the same GEMM's entry where that config can run the operation: the mainloop's work
     // is the same. A chained call whose chained entry cannot run it tries the unchained entry.
     if (p.chained) {
-      if (auto e = entry_of(gpu_name, sm_count, unchained)) return e;
+      if (auto e = lookup(gpu_name, sm_count, unchained)) return e;
     }
     ProblemShape plain = p;
     plain.epilogue_op = EpilogueOp::kNone;
-    std::optional<TunedEntry> e = tuned_entry(gpu_name, sm_count, plain);
+    std::optional<TunedEntry> e = entry_in_order(lookup, gpu_name, sm_count, plain);
     if (e && config_illegal_reason(e->config, p).empty()) return e;
     if (!plain.chained) return std::nullopt;
     plain.chained = false;
-    e = tuned_entry(gpu_name, sm_count, plain);
+    e = entry_in_order(lookup, gpu_name, sm_count, plain);
     if (e && config_illegal_reason(e->config, p).empty()) return e;
     return std::nullopt;
   }
   // A chained call without an entry of its own takes the entry of the same call unchained.
-  if (p.chained) return tuned_entry(gpu_name, sm_count, unchained);
+  if (p.chained) return entry_in_order(lookup, gpu_name, sm_count, unchained);
   return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<TunedEntry> tuned_entry(const std::string& gpu_name, int sm_count,
+                                      const ProblemShape& p) {
+  if (get_env<bool>("F8GEMM_NO_TUNED")) return std::nullopt;
+  // Exact keys in the whole fallback order first: entries of more rows only decide where, before
+  // card 80, the model did.
+  if (auto e = entry_in_order(exact_entry, gpu_name, sm_count, p)) return e;
+  return entry_in_order(entry_above, gpu_name, sm_count, p);
 }
 
 std::optional<Config> tuned_config(const std::string& gpu_name, int sm_count,

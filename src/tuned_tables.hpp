@@ -33,11 +33,12 @@ struct TunedEntry {
 };
 
 /// A tuned config for this problem, from $F8GEMM_TUNE_FILE first, then the checked-in tables;
-/// ignored when F8GEMM_NO_TUNED=1. Each key is looked up exactly, then (from 65 rows) among the
-/// entries of more rows in the same number of 64-row blocks, the fewest rows first (an entry of
-/// 208 rows serves 193-207). A chained problem without an entry of its own takes the unchained problem's entry. A
-/// problem with an epilogue operation takes its own entry (chained, then unchained), else the same
-/// GEMM's entry without the operation where that config can run it.
+/// ignored when F8GEMM_NO_TUNED=1. The lookup order: the problem's key; a chained problem then its
+/// unchained key; a problem with an epilogue operation its own keys (chained, then unchained), then
+/// the same GEMM's entries without the operation where that config can run it. Exact keys are
+/// looked up in that whole order first. Where none has an entry, from 65 rows, the same order
+/// takes entries of more rows in the same 64-row block, the fewest rows first (an entry of 208 rows
+/// serves 193-207 where no entry lies between).
 std::optional<TunedEntry> tuned_entry(const std::string& gpu_name, int sm_count,
                                       const ProblemShape& problem);
 /// tuned_entry()'s config.

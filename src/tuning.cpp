@@ -7,10 +7,10 @@
 #include "check.hpp"
 #include "codegen.hpp"
 #include "config.hpp"
-#include "tuned_tables.hpp"
 #include "device.hpp"
 #include "jit/ptxas_report.hpp"
 #include "parallel.hpp"
+#include "tuned_tables.hpp"
 
 namespace f8gemm {
 

@@ -11,11 +11,11 @@
 
 #include "common/test_util.hpp"
 #include "config.hpp"
-#include "tuned_tables.hpp"
 #include "f8gemm/f8gemm.hpp"
 #include "f8gemm/tuning.hpp"
 #include "grouped.hpp"
 #include "jit/embedded.hpp"
+#include "tuned_tables.hpp"
 
 namespace f8gemm {
 namespace {
@@ -116,21 +116,43 @@ const Config& silu_gemm_pick(bool chained) {
   static const Config chained_c = make(KernelPath::kTiled, 64, 128, 2, 0);
   return chained ? chained_c : unchained;
 }
-/// Entries of one GEMM at 48, 128, 196, 200 and 208 rows: from 65 rows an entry also serves fewer
-/// rows in the same number of 64-row blocks (perf log, card 80).
-ProblemShape rows_problem(int64_t m) { return problem(1, m, 3072, 2048); }
-const Config& rows_pick(int64_t tuned_m) {
-  // Two stages with no rasterisation: never candidates.
-  static const Config at48 = make(KernelPath::kTiled, 128, 64, 3, 0);
-  static const Config at128 = make(KernelPath::kTiled, 64, 64, 2, 0);
-  static const Config at196 = make(KernelPath::kTiled, 64, 128, 2, 0);
-  static const Config at200 = make(KernelPath::kTiled, 128, 128, 2, 0);
-  static const Config at208 = make(KernelPath::kTiled, 128, 192, 2, 0);
-  return tuned_m == 48    ? at48
-         : tuned_m == 128 ? at128
-         : tuned_m == 196 ? at196
-         : tuned_m == 200 ? at200
-                          : at208;
+/// Entries of one GEMM at rows that test the lookup of more rows (perf log, card 80), written out
+/// of order: 193-256 rows are the fourth 64-row block; 202 rows hold an illegal config, 206 rows
+/// two configs (the first wins), 232 rows a chained entry only and 230 an unchained one.
+ProblemShape rows_problem(int64_t m, bool chained = false) {
+  ProblemShape p = problem(1, m, 3072, 2048);
+  p.chained = chained;
+  return p;
+}
+struct RowsLine {
+  int64_t m;
+  bool chained;
+  Config config;
+};
+const std::vector<RowsLine>& rows_lines() {
+  // Two or three stages with no rasterisation: never candidates.
+  static const std::vector<RowsLine> lines = {
+      {200, false, make(KernelPath::kTiled, 128, 128, 2, 0)},
+      {128, false, make(KernelPath::kTiled, 64, 64, 2, 0)},
+      {196, false, make(KernelPath::kTiled, 64, 128, 2, 0)},
+      {208, false, make(KernelPath::kTiled, 128, 192, 2, 0)},
+      {48, false, make(KernelPath::kTiled, 128, 64, 3, 0)},
+      {64, false, make(KernelPath::kTiled, 64, 96, 2, 0)},
+      {202, false, make(KernelPath::kSwapAB, 64, 16, 4, 0, 2)},  // illegal: swap-AB in a pair
+      {206, false, make(KernelPath::kTiled, 64, 192, 2, 0)},
+      {206, false, make(KernelPath::kTiled, 128, 96, 2, 0)},
+      {232, true, make(KernelPath::kTiled, 64, 256, 2, 0)},
+      {230, false, make(KernelPath::kTiled, 128, 256, 2, 0)},
+  };
+  return lines;
+}
+/// The first line of these rows (chained or not).
+const Config& rows_pick(int64_t m, bool chained = false) {
+  for (const RowsLine& l : rows_lines()) {
+    if (l.m == m && l.chained == chained) return l.config;
+  }
+  ADD_FAILURE() << "no line of " << m << " rows";
+  return rows_lines().front().config;
 }
 const Config& tuned_pick() {
   // Two stages with no rasterisation: never a candidate (the candidates take the deepest ring
@@ -170,9 +192,9 @@ class TuneFileEnvironment : public ::testing::Environment {
     }
     f << table_key(kTestGpu, kTestSms, silu_unchained_only_problem()) << "\t" << silu_pick().name()
       << "\n";
-    // Out of order: the lookup takes the fewest rows above M, not the first line.
-    for (int64_t m : {208, 128, 200, 196, 48}) {
-      f << table_key(kTestGpu, kTestSms, rows_problem(m)) << "\t" << rows_pick(m).name() << "\n";
+    for (const RowsLine& l : rows_lines()) {
+      f << table_key(kTestGpu, kTestSms, rows_problem(l.m, l.chained)) << "\t" << l.config.name()
+        << "\n";
     }
     f.close();
     env_ = std::make_unique<ScopedEnv>("F8GEMM_TUNE_FILE");
@@ -938,35 +960,52 @@ TEST_F(DecideTest, SiluMulCallsTakeTheirOwnEntryFirstChainedThenUnchained) {
 
 TEST_F(DecideTest, AnEntryServesFewerRowsInTheSameNumberOf64RowBlocks) {
   auto entry_rows = [](int64_t m, bool chained = false) -> int64_t {
-    ProblemShape p = rows_problem(m);
-    p.chained = chained;
-    const auto e = tuned_entry(kTestGpu, kTestSms, p);
+    const auto e = tuned_entry(kTestGpu, kTestSms, rows_problem(m, chained));
     if (!e) return 0;
-    EXPECT_EQ(e->config, rows_pick(e->m)) << m;
     return e->m;
   };
-  // Rows 193-256 are four 64-row blocks: 196, 200 and 208 serve them, each the rows up to it.
+  auto entry_config = [](int64_t m, bool chained = false) {
+    return tuned_entry(kTestGpu, kTestSms, rows_problem(m, chained)).value().config;
+  };
+  // The fourth block (193-256 rows): the fewest rows above M, whatever the lines' order.
   EXPECT_EQ(entry_rows(193), 196);
+  EXPECT_EQ(entry_config(193), rows_pick(196));
   EXPECT_EQ(entry_rows(196), 196);  // its own entry
   EXPECT_EQ(entry_rows(197), 200);
+  EXPECT_EQ(entry_config(199), rows_pick(200));
   EXPECT_EQ(entry_rows(200), 200);
-  EXPECT_EQ(entry_rows(201), 208);
+  // 202's config cannot run the problem: 201 and 202 go on to 206, whose first line wins.
+  EXPECT_EQ(entry_rows(201), 206);
+  EXPECT_EQ(entry_rows(202), 206);
+  EXPECT_EQ(entry_config(205), rows_pick(206));
+  EXPECT_EQ(entry_config(206), rows_pick(206));
+  EXPECT_EQ(entry_rows(207), 208);
+  EXPECT_EQ(entry_config(207), rows_pick(208));
   EXPECT_EQ(entry_rows(208), 208);
-  EXPECT_EQ(entry_rows(209), 0);  // nothing above it in its block: the model decides
+  EXPECT_EQ(entry_rows(209), 230);  // the unchained call: 230's entry (232's is chained)
+  EXPECT_EQ(entry_rows(231), 0);    // nothing unchained above it in its block: the model
   EXPECT_EQ(entry_rows(256), 0);
   // Another block: 65-128 rows take 128's entry; 129-192 have none.
   EXPECT_EQ(entry_rows(65), 128);
-  EXPECT_EQ(entry_rows(127), 128);
+  EXPECT_EQ(entry_config(127), rows_pick(128));
   EXPECT_EQ(entry_rows(129), 0);
   EXPECT_EQ(entry_rows(192), 0);
-  EXPECT_EQ(entry_rows(64), 0);
   // The first block (the decode rows) looks up its own rows only.
+  EXPECT_EQ(entry_rows(64), 64);
+  EXPECT_EQ(entry_rows(63), 0);
   EXPECT_EQ(entry_rows(48), 48);
   EXPECT_EQ(entry_rows(47), 0);
   EXPECT_EQ(entry_rows(1), 0);
-  // A chained call without chained entries takes the unchained key's, rounded the same way.
-  EXPECT_EQ(entry_rows(201, /*chained=*/true), 208);
-  // The rest of the key must match: another N, batch or accumulation has no entry.
+  // Exact keys in the whole fallback order come first: a chained call at 230 rows takes the
+  // unchained 230-row entry, not the chained one of 232 rows. Where no key has an entry of its
+  // own rows, the order repeats with entries of more rows: chained first.
+  EXPECT_EQ(entry_config(230, /*chained=*/true), rows_pick(230));
+  EXPECT_EQ(entry_config(225, /*chained=*/true), rows_pick(232, true));
+  EXPECT_EQ(entry_config(225), rows_pick(230));
+  EXPECT_EQ(entry_config(201, /*chained=*/true), rows_pick(232, true));  // not the nearer 206
+  // The rest of the key must match: another GPU, SM count, N, batch or accumulation has none.
+  EXPECT_FALSE(tuned_entry("NVIDIA H200", kTestSms, rows_problem(201)).has_value());
+  EXPECT_FALSE(tuned_entry(kTestGpu, kTestSms + 1, rows_problem(201)).has_value());
   ProblemShape other = rows_problem(201);
   other.n = 4096;
   EXPECT_FALSE(tuned_entry(kTestGpu, kTestSms, other).has_value());
@@ -976,8 +1015,8 @@ TEST_F(DecideTest, AnEntryServesFewerRowsInTheSameNumberOf64RowBlocks) {
   other = rows_problem(201);
   other.fast_accum = false;
   EXPECT_FALSE(tuned_entry(kTestGpu, kTestSms, other).has_value());
-  // decide() takes it, and the model is not consulted.
-  EXPECT_EQ(decide(kTestGpu, kTestSms, rows_problem(205)), rows_pick(208));
+  // decide() takes it, and tuned_config() is its config.
+  EXPECT_EQ(decide(kTestGpu, kTestSms, rows_problem(207)), rows_pick(208));
   EXPECT_EQ(tuned_config(kTestGpu, kTestSms, rows_problem(199)), rows_pick(200));
 }
 

@@ -22,13 +22,13 @@
 #include "check.hpp"
 #include "common/test_util.hpp"
 #include "config.hpp"
-#include "tuned_tables.hpp"
 #include "f8gemm/f8gemm.hpp"
 #include "f8gemm/tuning.hpp"
 #include "jit/embedded.hpp"
 #include "numerics.hpp"
 #include "random.hpp"
 #include "test_support.hpp"
+#include "tuned_tables.hpp"
 
 namespace f8gemm {
 namespace {
