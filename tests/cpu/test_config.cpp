@@ -807,14 +807,23 @@ TEST(ConfigTable, ShippedChainedEntriesKeepTheUnchainedPathAndSplit) {
       SCOPED_TRACE(key);
       detail::TableKeyParts parts;
       ASSERT_TRUE(detail::parse_table_key(key, parts));
-      ProblemShape p = parts.problem;
-      ASSERT_TRUE(p.chained);
-      const Config chained_choice = decide(parts.gpu_name, parts.sm_count, p);
-      EXPECT_EQ(chained_choice, entry) << "the entry is not what a chained call runs";
-      p.chained = false;
-      const Config unchained_choice = decide(parts.gpu_name, parts.sm_count, p);
-      EXPECT_EQ(chained_choice.path, unchained_choice.path) << unchained_choice.name();
-      EXPECT_EQ(chained_choice.split_k, unchained_choice.split_k) << unchained_choice.name();
+      ASSERT_TRUE(parts.problem.chained);
+      EXPECT_EQ(decide(parts.gpu_name, parts.sm_count, parts.problem), entry)
+          << "the entry is not what a chained call runs";
+      // Its own rows, and from 65 rows the fewer rows of its 64-row block that it also serves
+      // (card 80): there too the chained and the unchained call must keep one path and split.
+      const int64_t top = parts.problem.m;
+      const int64_t first = top > 64 ? (top - 1) / 64 * 64 + 1 : top;
+      for (int64_t m = first; m <= top; ++m) {
+        ProblemShape p = parts.problem;
+        p.m = m;
+        const Config chained_choice = decide(parts.gpu_name, parts.sm_count, p);
+        p.chained = false;
+        const Config unchained_choice = decide(parts.gpu_name, parts.sm_count, p);
+        EXPECT_EQ(chained_choice.path, unchained_choice.path) << m << " " << unchained_choice.name();
+        EXPECT_EQ(chained_choice.split_k, unchained_choice.split_k)
+            << m << " " << unchained_choice.name();
+      }
       ++chained_entries;
     }
   }
