@@ -121,7 +121,10 @@ int config_smem_bytes(const Config& c, int groups_cap, EpilogueOp op) {
 
 std::string config_illegal_reason(const Config& c, const ProblemShape& p) {
   std::ostringstream why;
-  if (c.bk != 128) why << "bk must be 128 (one 128-byte swizzle row)";
+  if (c.path != KernelPath::kTiled && c.path != KernelPath::kSwapAB &&
+      c.path != KernelPath::kPingPong)
+    why << "path must be tiled, swap or pingpong (KernelPath 0..2), got " << int(c.path);
+  else if (c.bk != 128) why << "bk must be 128 (one 128-byte swizzle row)";
   else if (c.bm != 64 && c.bm != 128) why << "bm must be 64 or 128 (64 rows per consumer warpgroup)";
   else if (c.bn < 8 || c.bn > 256 || c.bn % 8 != 0) why << "bn must be a multiple of 8 in 8..256";
   else if (c.stages < 2 || c.stages > 16) why << "stages must be 2..16";
@@ -312,15 +315,25 @@ Config model_pick(const ProblemShape& p, int sm_count) {
   return list.front();
 }
 
+std::optional<Config> env_forced_config() {
+  const std::string name = get_env<std::string>("F8GEMM_CONFIG");
+  if (name.empty()) return std::nullopt;
+  try {
+    return Config::parse(name);
+  } catch (const Error& e) {
+    throw Error(e.code(), concat("F8GEMM_CONFIG='", name, "': ", e.message()));
+  }
+}
+
 Config decide(const std::string& gpu_name, int sm_count, const ProblemShape& p) {
   const char* source = "model";
   int64_t entry_rows = p.m;
   Config chosen;
-  if (const std::string forced = get_env<std::string>("F8GEMM_CONFIG"); !forced.empty()) {
-    chosen = Config::parse(forced);
+  if (const std::optional<Config> forced = env_forced_config()) {
+    chosen = *forced;
     const std::string why = config_illegal_reason(chosen, p);
-    F8GEMM_REQUIRE(why.empty(), kUnsupported, "F8GEMM_CONFIG=", forced, " cannot run B,M,N,K=",
-                   p.batch, ",", p.m, ",", p.n, ",", p.k, ": ", why);
+    F8GEMM_REQUIRE(why.empty(), kUnsupported, "F8GEMM_CONFIG=", chosen.name(),
+                   " cannot run B,M,N,K=", p.batch, ",", p.m, ",", p.n, ",", p.k, ": ", why);
     source = "F8GEMM_CONFIG";
   } else if (auto tuned = tuned_entry(gpu_name, sm_count, p)) {
     chosen = tuned->config;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,11 @@ std::vector<Config> candidates(const ProblemShape& problem, int sm_count,
 /// The cost model's pick: the first of its candidates (what decide() runs without a table entry
 /// or F8GEMM_CONFIG). Throws kInternal when no config is legal.
 Config model_pick(const ProblemShape& problem, int sm_count);
+
+/// The configuration that F8GEMM_CONFIG forces, or none when it is unset. A name that does not
+/// parse throws Error(kInvalidArgument) naming the variable. Read when a plan is made: each
+/// problem's plan is cached for the process (README "Environment").
+std::optional<Config> env_forced_config();
 
 /// The full decision: F8GEMM_CONFIG, then the tables, then the model. Logs with F8GEMM_LOG=1.
 Config decide(const std::string& gpu_name, int sm_count, const ProblemShape& problem);

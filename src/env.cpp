@@ -1,8 +1,11 @@
 /// \brief get_env<T> (env.hpp): every environment variable f8gemm reads goes through here.
 #include "env.hpp"
 
+#include <cctype>
 #include <cstdlib>
-#include <cstring>
+#include <string>
+
+#include "check.hpp"
 
 namespace f8gemm::detail {
 
@@ -23,7 +26,20 @@ std::string get_env<std::string>(const char* name, const std::string& fallback) 
 template <>
 bool get_env<bool>(const char* name, const bool& fallback) {
   const char* v = raw(name);
-  return v ? std::strcmp(v, "0") != 0 : fallback;
+  if (!v) return fallback;
+  std::string lower(v);
+  for (char& c : lower) c = char(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* on : {"1", "true", "yes", "on"}) {
+    if (lower == on) return true;
+  }
+  for (const char* off : {"0", "false", "no", "off"}) {
+    if (lower == off) return false;
+  }
+  // Anything else was a guess at the spelling: "off" turned logging on and "false" turned the
+  // tuned tables off while every value but "0" counted as on.
+  throw Error(ErrorCode::kInvalidArgument,
+              concat(name, "='", v, "' is not a switch value: use 1, true, yes or on, or 0, ",
+                     "false, no or off (any case), or leave it unset"));
 }
 
 }  // namespace f8gemm::detail

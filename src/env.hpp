@@ -7,8 +7,9 @@ namespace f8gemm::detail {
 
 /// The value of environment variable `name` as a T; `fallback` when it is unset or empty.
 ///   std::string: the text as it is.
-///   bool: a switch, on when set and not "0" (F8GEMM_LOG=1 and F8GEMM_LOG=yes are on;
-///         F8GEMM_LOG=0 is off).
+///   bool: a switch: 1, true, yes or on is on; 0, false, no or off is off (any case). Any
+///         other value throws Error(kInvalidArgument) naming the variable, so that a misspelt
+///         value is not taken for either.
 /// Read at each call, not cached: tests and long-lived servers may change a variable.
 template <typename T>
 T get_env(const char* name, const T& fallback = T{});

@@ -27,7 +27,9 @@ const char* to_string(EpilogueOp op) {
 }
 
 Error::Error(ErrorCode code, const std::string& message)
-    : std::runtime_error(std::string("f8gemm: ") + to_string(code) + ": " + message), code_(code) {}
+    : std::runtime_error(std::string("f8gemm: ") + to_string(code) + ": " + message),
+      code_(code),
+      message_(message) {}
 
 namespace detail {
 

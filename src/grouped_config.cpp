@@ -6,7 +6,6 @@
 
 #include "check.hpp"
 #include "config.hpp"
-#include "env.hpp"
 #include "grouped.hpp"
 
 namespace f8gemm::detail {
@@ -106,8 +105,8 @@ InstanceSpec grouped_spec(const GroupedProblem& s, int sm_count, const Config* f
   Config config;
   if (forced) {
     config = *forced;
-  } else if (const std::string name = get_env<std::string>("F8GEMM_CONFIG"); !name.empty()) {
-    config = Config::parse(name);
+  } else if (const std::optional<Config> from_env = env_forced_config()) {
+    config = *from_env;
     forced = &config;
   }
   if (forced) {

@@ -72,7 +72,13 @@ Fn driver_entry(const char* name, int version) {
 }
 }  // namespace
 
+void require_pdl(Pdl pdl, const char* name) {
+  F8GEMM_REQUIRE(pdl == Pdl::kDefault || pdl == Pdl::kOff || pdl == Pdl::kOn, kInvalidArgument,
+                 name, " must be Pdl::kDefault, Pdl::kOff or Pdl::kOn, got ", int(pdl));
+}
+
 bool use_pdl(Pdl pdl) {
+  require_pdl(pdl, "pdl");
   if (pdl != Pdl::kDefault) return pdl == Pdl::kOn;
   return get_env<bool>("F8GEMM_PDL");
 }

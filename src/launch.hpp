@@ -91,8 +91,12 @@ dev::GemmParams gemm_params(Plan& plan, const TensorView& x, const TensorView& w
                             int64_t x_batches, int64_t rows, int64_t w_batches, int64_t n,
                             int64_t k);
 
+/// Throws Error(kInvalidArgument) naming `name` unless `pdl` is one of Pdl's three values (a
+/// cast integer is not: Pdl(7) ran as off).
+void require_pdl(Pdl pdl, const char* name);
+
 /// Whether a launch uses programmatic dependent launch: `pdl`, or for Pdl::kDefault the
-/// F8GEMM_PDL switch.
+/// F8GEMM_PDL switch. Checks `pdl` with require_pdl.
 bool use_pdl(Pdl pdl);
 
 /// Launches `kernel` on `grid` CTAs in clusters of `cluster`, with programmatic stream

@@ -3,6 +3,7 @@
 #include "quantize.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "../kernels/quantize_shared.cuh"
@@ -62,7 +63,7 @@ bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 /// The bound on amax that the host path applies, and a check of scale_ub_tensor.
 float host_scale_ub(const TensorView& input, const QuantizeOptions& opt) {
   if (opt.scale_ub_tensor == nullptr) return opt.scale_ub;
-  const TensorView& ub = *opt.scale_ub_tensor;
+  const TensorView& ub = *opt.scale_ub_tensor;  // require_rows_and_layout: a valid view
   F8GEMM_REQUIRE(ub.dtype == DType::kF32 && ub.numel() == 1, kInvalidArgument,
                  "scale_ub must be one float32 value, got ", ub.numel(), " values of ",
                  to_string(ub.dtype));
@@ -149,15 +150,40 @@ void require_output_dtypes(const TensorView& out_q, const TensorView& out_scale,
                  n.s, " must be float32, got ", to_string(out_scale.dtype));
 }
 
-/// eps, the row count's limit, and dense rows in all three tensors.
+/// The views of both entry points, before any shape is read: a hand-built view may hold
+/// anything (require_view).
+void require_row_views(const TensorView& input, const TensorView& out_q,
+                       const TensorView& out_scale, const ArgNames& n) {
+  require_view(input, n.in);
+  require_view(out_q, n.q);
+  require_view(out_scale, n.s);
+  F8GEMM_REQUIRE(input.rank >= 1, kInvalidArgument, n.in, " must be [..., K] with at least 1 "
+                 "dimension, got shape ", shape_str(input));
+}
+
+/// What both entry points check once the shapes agree: eps, the row count's limit, dense rows in
+/// all three tensors, one memory for them, and outputs that share no byte with the input, with
+/// each other or with scale_ub (the kernel reads those while it writes the outputs).
 void require_rows_and_layout(const TensorView& input, const TensorView& out_q,
                              const TensorView& out_scale, const ArgNames& n, int64_t rows,
-                             float eps) {
-  F8GEMM_REQUIRE(eps > 0.0f, kInvalidArgument, "eps must be positive, got ", eps);
+                             const QuantizeOptions& opt) {
+  F8GEMM_REQUIRE(opt.eps > 0.0f && std::isfinite(opt.eps), kInvalidArgument,
+                 "eps must be positive and finite, got ", opt.eps);
   F8GEMM_REQUIRE(rows <= INT32_MAX, kInvalidArgument, "too many rows: ", rows);
+  require_pdl(opt.pdl, "QuantizeOptions::pdl");
   require_contiguous(input, n.in, dtype_size(input.dtype));
   require_contiguous(out_q, n.q, 1);
   require_contiguous(out_scale, n.s, 4);
+  require_same_place(input, n.in, out_q, n.q);
+  require_same_place(input, n.in, out_scale, n.s);
+  require_disjoint(out_q, n.q, input, n.in);
+  require_disjoint(out_scale, n.s, input, n.in);
+  require_disjoint(out_scale, n.s, out_q, n.q);
+  if (opt.scale_ub_tensor != nullptr) {
+    require_view(*opt.scale_ub_tensor, "scale_ub");
+    require_disjoint(out_q, n.q, *opt.scale_ub_tensor, "scale_ub");
+    require_disjoint(out_scale, n.s, *opt.scale_ub_tensor, "scale_ub");
+  }
 }
 
 }  // namespace
@@ -205,13 +231,11 @@ void silu_mul_quantize_rows(const TensorView& gate_up, const TensorView& out_q,
   const char* q = n.q;
   const char* s = n.s;
   detail::require_float_input(gate_up, in);
-  F8GEMM_REQUIRE(gate_up.rank >= 1 && gate_up.rank <= kMaxRank, kInvalidArgument,
-                 in, " must be [..., 2I] with 1 to ", kMaxRank, " dimensions, got rank ",
-                 gate_up.rank);
-  const int64_t width = gate_up.shape[gate_up.rank - 1];
-  F8GEMM_REQUIRE(width % 2 == 0, kInvalidArgument,
-                 in, "'s last dimension must be even (gate | up, 2I), got ", width);
   detail::require_output_dtypes(out_q, out_scale, n);
+  detail::require_row_views(gate_up, out_q, out_scale, n);
+  const int64_t width = gate_up.shape[gate_up.rank - 1];
+  F8GEMM_REQUIRE(width > 0 && width % 2 == 0, kInvalidArgument, in,
+                 "'s last dimension must be positive and even (gate | up, 2I), got ", width);
   const int64_t cols = width / 2;
   bool q_ok = out_q.rank == gate_up.rank;
   for (int i = 0; q_ok && i < gate_up.rank; ++i) {
@@ -227,12 +251,9 @@ void silu_mul_quantize_rows(const TensorView& gate_up, const TensorView& out_q,
   }
   F8GEMM_REQUIRE(s_ok, kInvalidArgument, s, " must hold one value per row (", rows,
                  "), got ", out_scale.numel());
-  detail::require_rows_and_layout(gate_up, out_q, out_scale, n, rows, opt.eps);
-  F8GEMM_REQUIRE(gate_up.device == out_q.device && gate_up.device == out_scale.device,
-                 kInvalidArgument, in, ", ", q, " and ", s, " must be in the same memory "
-                 "(host or one GPU)");
+  detail::require_rows_and_layout(gate_up, out_q, out_scale, n, rows, opt);
   const float ub = detail::host_scale_ub(gate_up, opt);
-  if (rows == 0 || cols == 0) return;
+  if (rows == 0) return;
   if (gate_up.device == kHost) {
     numerics::silu_mul_quantize_rows_host(gate_up.data, gate_up.dtype, rows, cols, opt.eps, ub,
                                           static_cast<uint8_t*>(out_q.data),
@@ -280,11 +301,8 @@ void quantize_rows(const TensorView& input, const TensorView& out_q, const Tenso
   const char* q = n.q;
   const char* s = n.s;
   detail::require_float_input(input, in);
-  F8GEMM_REQUIRE(input.rank >= 1, kInvalidArgument, in, " must be [..., K]");
   detail::require_output_dtypes(out_q, out_scale, n);
-  detail::require_view(input, in);
-  detail::require_view(out_q, q);
-  detail::require_view(out_scale, s);
+  detail::require_row_views(input, out_q, out_scale, n);
   bool q_ok = out_q.rank == input.rank;
   for (int i = 0; q_ok && i < input.rank; ++i) q_ok = out_q.shape[i] == input.shape[i];
   // The C++ default reads "the input's shape"; a caller's name reads "a's shape".
@@ -293,15 +311,14 @@ void quantize_rows(const TensorView& input, const TensorView& out_q, const Tenso
                                                : std::string("the input's"),
                  " shape");
   const int64_t cols = input.shape[input.rank - 1];
-  const int64_t rows = cols ? input.numel() / cols : 0;
-  F8GEMM_REQUIRE(out_scale.numel() == rows || (cols == 0 && out_scale.numel() == 0) ||
-                     (cols == 0 && out_scale.rank == input.rank - 1),
-                 kInvalidArgument, s, " must hold one value per row (", rows, "), got ",
-                 out_scale.numel());
-  detail::require_rows_and_layout(input, out_q, out_scale, n, rows, opt.eps);
-  detail::require_same_place(input, in, out_q, q);
-  detail::require_same_place(input, in, out_scale, s);
-  if (rows == 0 || cols == 0) return;
+  // A row of no values has no amax and so no scale: K = 0 would leave out_scale unwritten.
+  F8GEMM_REQUIRE(cols > 0, kInvalidArgument, "K (", in, "'s last dimension) must be positive, "
+                 "got shape ", detail::shape_str(input));
+  const int64_t rows = input.numel() / cols;
+  F8GEMM_REQUIRE(out_scale.numel() == rows, kInvalidArgument, s, " must hold one value per row (",
+                 rows, "), got ", out_scale.numel());
+  detail::require_rows_and_layout(input, out_q, out_scale, n, rows, opt);
+  if (rows == 0) return;
   detail::quantize_rows_checked(input, rows, cols, out_q, out_scale, opt);
 }
 

@@ -2,7 +2,9 @@
 /// model ($F8GEMM_TUNE_FILE first, then tables/*.tsv embedded at build time).
 #include "tuned_tables.hpp"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -65,6 +67,21 @@ bool parse_table_key(const std::string& key, TableKeyParts& parts) {
   return table_key(parts.gpu_name, parts.sm_count, p) == key;
 }
 
+namespace {
+
+/// The version field of a key (its third), or empty when the key has fewer than three fields.
+std::string key_version(const std::string& key) {
+  const size_t first = key.find('|');
+  if (first == std::string::npos) return {};
+  const size_t second = key.find('|', first + 1);
+  if (second == std::string::npos) return {};
+  const size_t third = key.find('|', second + 1);
+  return key.substr(second + 1, third == std::string::npos ? std::string::npos
+                                                          : third - second - 1);
+}
+
+}  // namespace
+
 void parse_table(const std::string& text, const std::string& origin,
                  std::vector<std::pair<std::string, Config>>& entries) {
   std::istringstream in(text);
@@ -72,14 +89,23 @@ void parse_table(const std::string& text, const std::string& origin,
   int line_no = 0;
   while (std::getline(in, line)) {
     ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();  // a table saved with CRLF
     if (line.empty() || line[0] == '#') continue;
     const size_t tab = line.find('\t');
     F8GEMM_REQUIRE(tab != std::string::npos, kInvalidArgument, origin, ":", line_no,
                    ": expected '<key><TAB><config>'");
+    std::string key = line.substr(0, tab);
+    // Another version's key is passed over (its kernels may differ); a key of this version that
+    // does not parse would be passed over too, silently, so it is an error.
+    TableKeyParts parts;
+    F8GEMM_REQUIRE(key_version(key) != kVersion || parse_table_key(key, parts), kInvalidArgument,
+                   origin, ":", line_no, ": '", key, "' is not a table key: expected ",
+                   "<gpu>|<sms>|<version>|B,M,N,K|plain or preshuffled|bfloat16 or float16|",
+                   "fast or precise[|silu_mul][|chained], as f8gemm tune writes it");
     try {
-      entries.emplace_back(line.substr(0, tab), Config::parse(line.substr(tab + 1)));
+      entries.emplace_back(std::move(key), Config::parse(line.substr(tab + 1)));
     } catch (const Error& e) {
-      throw Error(ErrorCode::kInvalidArgument, concat(origin, ":", line_no, ": ", e.what()));
+      throw Error(ErrorCode::kInvalidArgument, concat(origin, ":", line_no, ": ", e.message()));
     }
   }
 }
@@ -91,7 +117,9 @@ const std::vector<std::pair<std::string, Config>>& all_tables() {
     // The user's file first: the lookup takes the first match.
     if (const std::string path = get_env<std::string>("F8GEMM_TUNE_FILE"); !path.empty()) {
       std::ifstream f(path);
-      F8GEMM_REQUIRE(f.good(), kIo, "cannot read F8GEMM_TUNE_FILE '", path, "'");
+      // The user named the file: a path that cannot be read is a bad argument, not an I/O fault.
+      F8GEMM_REQUIRE(f.good(), kInvalidArgument, "F8GEMM_TUNE_FILE='", path,
+                     "' cannot be read: ", std::strerror(errno));
       std::stringstream ss;
       ss << f.rdbuf();
       parse_table(ss.str(), path, e);

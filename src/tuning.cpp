@@ -31,31 +31,64 @@ TargetGpu target_gpu() {
   }
 }
 
+namespace {
+
+/// The most SMs a target may have: H100 and H200 have 132; the bound only keeps the model's
+/// arithmetic (SM count times waves) far from overflow.
+constexpr int kMaxSmCount = 1024;
+
+/// What every function of this seam checks first: it takes a problem and an SM count from any
+/// caller, and the cost model divides by both (sm_count 0 was a SIGFPE).
+void require_target(const ProblemShape& problem, int sm_count) {
+  validate_problem(problem);
+  F8GEMM_REQUIRE(sm_count >= 1 && sm_count <= kMaxSmCount, kInvalidArgument,
+                 "sm_count must be 1..", kMaxSmCount, ", got ", sm_count);
+}
+
+/// A config that the caller passes must be able to run the problem: the model's estimate divides
+/// by its tile and split sizes, and an instance of an illegal config does not compile.
+void require_runnable(const Config& config, const ProblemShape& problem) {
+  const std::string why = detail::config_illegal_reason(config, problem);
+  F8GEMM_REQUIRE(why.empty(), kInvalidArgument, "config ", config.name(), " cannot run B,M,N,K = ",
+                 problem.batch, ",", problem.m, ",", problem.n, ",", problem.k, ": ", why);
+}
+
+}  // namespace
+
 Config decide_config(const TargetGpu& gpu, const ProblemShape& problem) {
+  require_target(problem, gpu.sm_count);
   return detail::decide(gpu.name, gpu.sm_count, problem);
 }
 
 std::vector<Config> candidate_configs(const ProblemShape& problem, int sm_count) {
+  require_target(problem, sm_count);
   return detail::candidates(problem, sm_count, detail::CandidateSet::kTune);
 }
 
 Config model_config(const ProblemShape& problem, int sm_count) {
+  require_target(problem, sm_count);
   return detail::model_pick(problem, sm_count);
 }
 
 double model_estimate_us(const Config& config, const ProblemShape& problem, int sm_count) {
+  require_target(problem, sm_count);
+  require_runnable(config, problem);
   return detail::estimate_us(config, problem, sm_count);
 }
 
 std::string config_unfit_reason(const Config& config, const ProblemShape& problem) {
+  validate_problem(problem);
   return detail::config_illegal_reason(config, problem);
 }
 
 std::string tuning_table_key(const TargetGpu& gpu, const ProblemShape& problem) {
+  require_target(problem, gpu.sm_count);
   return detail::table_key(gpu.name, gpu.sm_count, problem);
 }
 
 InstanceReport describe(const Config& config, const ProblemShape& problem) {
+  validate_problem(problem);
+  require_runnable(config, problem);
   const detail::InstanceSpec spec = detail::make_spec(config, problem);
   const int64_t compiles_before = jit::stats().compiles;
   const auto instance = detail::gemm_instance(spec);

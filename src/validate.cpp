@@ -91,6 +91,7 @@ GemmTensors require_gemm_tensors(const TensorView& x, const TensorView& w, Weigh
   const bool shuffled = layout == WeightLayout::kPreshuffled;
   F8GEMM_REQUIRE(layout == WeightLayout::kPlain || shuffled, kInvalidArgument,
                  "w_layout must be kPlain or kPreshuffled");
+  require_pdl(opt.pdl, "GemmOptions::pdl");
   require_dtype(x, n.x, DType::kE4M3);
   require_dtype(w, n.w, DType::kE4M3, DType::kU8, shuffled);
   require_dtype(xs, n.x_scale, DType::kF32);
@@ -132,6 +133,11 @@ int require_gemm_placement(const GemmTensors& t) {
   same(t.w_scale, n.w_scale);
   same(t.out, n.out);
   if (t.bias) same(*t.bias, n.bias);
+  require_disjoint(t.out, n.out, t.x, n.x);
+  require_disjoint(t.out, n.out, t.w, n.w);
+  require_disjoint(t.out, n.out, t.x_scale, n.x_scale);
+  require_disjoint(t.out, n.out, t.w_scale, n.w_scale);
+  if (t.bias) require_disjoint(t.out, n.out, *t.bias, n.bias);
   return device;
 }
 
@@ -245,6 +251,23 @@ void require_contiguous(const TensorView& t, const char* name, int alignment) {
                  " has a null data pointer");
   F8GEMM_REQUIRE(reinterpret_cast<uintptr_t>(t.data) % alignment == 0, kInvalidArgument, name,
                  " must be ", alignment, "-byte aligned");
+}
+
+void require_disjoint(const TensorView& out, const char* out_name, const TensorView& in,
+                      const char* in_name) {
+  const int64_t out_n = out.numel(), in_n = in.numel();
+  if (out_n == 0 || in_n == 0) return;
+  // 128-bit ends: numel() < 2^63 and an element is at most 4 bytes, so nothing wraps.
+  using U = unsigned __int128;
+  const U out_begin = reinterpret_cast<uintptr_t>(out.data);
+  const U in_begin = reinterpret_cast<uintptr_t>(in.data);
+  const U out_end = out_begin + U(out_n) * U(dtype_size(out.dtype));
+  const U in_end = in_begin + U(in_n) * U(dtype_size(in.dtype));
+  F8GEMM_REQUIRE(out_end <= in_begin || in_end <= out_begin, kInvalidArgument, out_name,
+                 " overlaps ", in_name, " in memory (", out_name, " ", shape_str(out), " at ",
+                 out.data, ", ", in_name, " ", shape_str(in), " at ", in.data,
+                 "): the kernel would read ", in_name, " while it writes ", out_name,
+                 "; pass an output of its own");
 }
 
 }  // namespace detail

@@ -67,7 +67,7 @@ GemmTensors require_gemm_tensors(const TensorView& x, const TensorView& w, Weigh
                                  const TensorView& out, const GemmOptions& options);
 
 /// The memory of the GEMM tensors (x, w and out 16-byte aligned, the scales 4, the bias its
-/// element) and their place: all on x's GPU. Returns that device.
+/// element; out disjoint from every input) and their place: all on x's GPU. Returns that device.
 int require_gemm_placement(const GemmTensors& t);
 
 /// "the host" or "cuda:N", as the messages name a tensor's place.
@@ -92,5 +92,14 @@ Validated validate_call(const TensorView& x, const TensorView& w, WeightLayout l
 /// A view the kernels read or write as flat memory: contiguous, non-null unless empty, and
 /// `alignment`-byte aligned.
 void require_contiguous(const TensorView& t, const char* name, int alignment);
+
+/// Throws Error(kInvalidArgument) naming both tensors unless `out` and `in` share no byte. A
+/// kernel writes `out` while it reads `in`, in no fixed order across CTAs, so an overlap gives a
+/// result that depends on the schedule (and the preshuffle kernels take __restrict__ pointers).
+/// Both views must have passed require_view and be contiguous: a view's bytes are [data, data +
+/// numel * element size). An empty view overlaps nothing. The addresses are compared as they
+/// are: with CUDA's unified addressing, equal addresses on two devices cannot occur.
+void require_disjoint(const TensorView& out, const char* out_name, const TensorView& in,
+                      const char* in_name);
 
 }  // namespace f8gemm::detail

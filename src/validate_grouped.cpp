@@ -33,10 +33,10 @@ void validate_grouped_sizes(const GroupedProblem& s) {
                  " groups is more than the ", kMaxGroups,
                  " a call supports (the kernel keeps each group's first row, end row and first "
                  "tile in shared memory; ", sizes_str(s), ")");
-  // G <= 4096 and (padded) M_max <= kMaxM keep this product far inside int64.
-  const int64_t total_rows = s.padded ? s.groups * s.rows : s.rows;
   require_at_most(s.padded ? "M_max" : "total_M", s.rows, kMaxM,
                   "a tile's rows past its group's end stay in int32", s);
+  // G <= 4096 and (padded) M_max <= kMaxM, both checked above, keep this product inside int64.
+  const int64_t total_rows = s.padded ? s.groups * s.rows : s.rows;
   if (s.padded) {
     require_at_most("G * M_max", total_rows, kMaxM,
                     "the kernel addresses the padded rows as one stacked tensor", s);
@@ -159,6 +159,7 @@ ValidatedGrouped validate_grouped_call(const TensorView& x, const TensorView& w,
                  " must be on the GPU with ", n.x, " (cuda:", v.device,
                  "): the kernel reads the group sizes there and the host never does; got ",
                  place_str(m_sizes.device));
+  require_disjoint(out, n.out, m_sizes, n.m_sizes);
   return v;
 }
 

@@ -77,8 +77,10 @@ std::vector<int64_t> preshuffled_shape(int64_t batch, int64_t n, int64_t k) {
 
 void preshuffle(const TensorView& w, const TensorView& out, cudaStream_t stream,
                 const ShuffleArgNames& names) {
-  ShuffleDims d = check_shuffle_pair(w, names.plain ? names.plain : "w", out,
-                                     names.shuffled ? names.shuffled : kShuffledName);
+  const char* plain_name = names.plain ? names.plain : "w";
+  const char* shuffled_name = names.shuffled ? names.shuffled : kShuffledName;
+  ShuffleDims d = check_shuffle_pair(w, plain_name, out, shuffled_name);
+  detail::require_disjoint(out, shuffled_name, w, plain_name);
   if (w.device == kHost) {
     numerics::preshuffle_host(static_cast<const uint8_t*>(w.data), d.batch, d.n, d.k,
                               static_cast<uint8_t*>(out.data));
@@ -92,8 +94,10 @@ void preshuffle(const TensorView& w, const TensorView& out, cudaStream_t stream,
 
 void unshuffle(const TensorView& shuffled, const TensorView& out, cudaStream_t stream,
                const ShuffleArgNames& names) {
-  ShuffleDims d = check_shuffle_pair(out, names.plain ? names.plain : "out", shuffled,
-                                     names.shuffled ? names.shuffled : kShuffledName);
+  const char* plain_name = names.plain ? names.plain : "out";
+  const char* shuffled_name = names.shuffled ? names.shuffled : kShuffledName;
+  ShuffleDims d = check_shuffle_pair(out, plain_name, shuffled, shuffled_name);
+  detail::require_disjoint(out, plain_name, shuffled, shuffled_name);
   if (out.device == kHost) {
     numerics::unshuffle_host(static_cast<const uint8_t*>(shuffled.data), d.batch, d.n, d.k,
                              static_cast<uint8_t*>(out.data));

@@ -38,14 +38,18 @@ enum class ErrorCode {
 
 const char* to_string(ErrorCode code);
 
-/// The one exception type f8gemm throws. what() is a single readable line.
+/// The one exception type f8gemm throws. what() is a single readable line: "f8gemm: <code>:
+/// <message>".
 class Error : public std::runtime_error {
  public:
   Error(ErrorCode code, const std::string& message);
   ErrorCode code() const noexcept { return code_; }
+  /// The message without the "f8gemm: <code>: " prefix, for a caller that adds context to it.
+  const std::string& message() const noexcept { return message_; }
 
  private:
   ErrorCode code_;
+  std::string message_;
 };
 
 enum class DType : int { kE4M3 = 0, kBF16 = 1, kF16 = 2, kF32 = 3, kU8 = 4, kI32 = 5, kI64 = 6 };

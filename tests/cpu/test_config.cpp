@@ -868,6 +868,52 @@ TEST(ConfigTable, LineWithoutTabNamesOriginAndLine) {
   }
 }
 
+TEST(ConfigTable, AKeyOfThisVersionThatDoesNotParseIsAnErrorAnotherVersionsIsPassedOver) {
+  // "preshufled" was passed over silently, so the model decided where the user meant an entry.
+  const std::string good = std::string("NVIDIA H200|132|") + kVersion +
+                           "|1,128,4096,4096|preshuffled|bfloat16|fast";
+  const std::string typo = std::string("NVIDIA H200|132|") + kVersion +
+                           "|1,128,4096,4096|preshufled|bfloat16|fast";
+  const std::string other_version = "NVIDIA H200|132|0.0.9|1,128,4096,4096|preshufled|bfloat16|fast";
+  const std::string cfg = "\tsm90_tiled_128x128x128_s4_c1x1_r8\n";
+  std::vector<std::pair<std::string, Config>> entries;
+  parse_table(good + cfg + other_version + cfg, "user.tsv", entries);
+  EXPECT_EQ(entries.size(), 2u) << "another version's key stays, and the lookup passes it over";
+  try {
+    parse_table(good + cfg + typo + cfg, "user.tsv", entries);
+    ADD_FAILURE() << "accepted a malformed key of this version";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("user.tsv:2: '" + typo + "' is not a table key"),
+              std::string::npos) << e.what();
+  }
+}
+
+TEST(ConfigTable, LinesEndingInCrLfParseAsTheirText) {
+  // A table saved on Windows: the '\r' made the config name fail with an invisible character.
+  std::vector<std::pair<std::string, Config>> entries;
+  const std::string key = std::string("NVIDIA H200|132|") + kVersion +
+                          "|1,128,4096,4096|preshuffled|bfloat16|fast";
+  parse_table("# comment\r\n\r\n" + key + "\tsm90_tiled_128x128x128_s4_c1x1_r8\r\n", "win.tsv",
+              entries);
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(entries[0].first, key);
+  EXPECT_EQ(entries[0].second.name(), "sm90_tiled_128x128x128_s4_c1x1_r8");
+}
+
+TEST(ConfigTable, AMalformedForcedConfigNamesTheVariable) {
+  ScopedEnv config("F8GEMM_CONFIG");
+  config.set("garbage");
+  try {
+    decide(kTestGpu, kTestSms, tuned_problem());
+    ADD_FAILURE() << "accepted F8GEMM_CONFIG=garbage";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_EQ(std::string(e.what()).rfind("f8gemm: invalid argument: F8GEMM_CONFIG='garbage': ", 0),
+              0u) << e.what();
+  }
+}
+
 TEST(ConfigTable, BadConfigNameNamesOriginAndLine) {
   // A typo in a checked-in or user table must point at the file and line to fix.
   std::vector<std::pair<std::string, Config>> entries;

@@ -14,10 +14,12 @@
 namespace f8gemm {
 namespace {
 
-// Fake device addresses, 1 MiB aligned and never dereferenced: every check runs before the
-// first CUDA call. Distinct per tensor so that a mix-up cannot go unseen.
-constexpr uintptr_t kX = 0x100000, kW = 0x200000, kXs = 0x300000, kWs = 0x400000,
-                    kOut = 0x500000, kBias = 0x600000, kSizes = 0x700000;
+// Fake device addresses, 2^44-byte aligned and never dereferenced: every check runs before the
+// first CUDA call. Distinct per tensor so that a mix-up cannot go unseen, and far enough apart
+// that no tensor the limits admit overlaps the next (the output must not overlap an input).
+constexpr uintptr_t kX = uintptr_t(1) << 44, kW = uintptr_t(2) << 44, kXs = uintptr_t(3) << 44,
+                    kWs = uintptr_t(4) << 44, kOut = uintptr_t(5) << 44,
+                    kBias = uintptr_t(6) << 44, kSizes = uintptr_t(7) << 44;
 
 using test::dev_view;
 using test::expect_error;

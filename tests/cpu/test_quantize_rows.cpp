@@ -242,7 +242,7 @@ TEST(SiluMulQuantizeApi, RejectsBadArguments) {
   EXPECT_INVALID(silu_mul_quantize_rows(make_view(in.data(), DType::kE4M3, {6, 32}), qv, sv),
                  "gate_up must be bfloat16, float16 or float32");
   EXPECT_INVALID(silu_mul_quantize_rows(make_view(in.data(), DType::kF32, {6, 31}), qv, sv),
-                 "must be even");
+                 "must be positive and even");
   EXPECT_INVALID(silu_mul_quantize_rows(gu, make_view(q.data(), DType::kU8, {6, 16}), sv),
                  "out_q must be float8_e4m3fn");
   EXPECT_INVALID(silu_mul_quantize_rows(gu, make_view(q.data(), DType::kE4M3, {6, 32}), sv),
@@ -273,6 +273,40 @@ TEST(SiluMulQuantizeApi, RejectsBadArguments) {
   EXPECT_INVALID(quantize_rows(make_view(in.data(), DType::kF32, {6, 32}),
                                make_view(q.data(), DType::kE4M3, {6, 32}), sv, u),
                  "scale_ub must be in the input's memory");
+  QuantizeOptions inf_eps;
+  inf_eps.eps = std::numeric_limits<float>::infinity();  // every scale inf, every code 0 before
+  EXPECT_INVALID(silu_mul_quantize_rows(gu, qv, sv, inf_eps), "eps must be positive and finite");
+  EXPECT_INVALID(quantize_rows(make_view(in.data(), DType::kF32, {6, 32}),
+                               make_view(q.data(), DType::kE4M3, {6, 32}), sv, inf_eps),
+                 "eps must be positive and finite");
+  // Hand-built views are checked before their shapes are read, as in every other entry point.
+  // [3, 6148914691236517206, 2]: the row count 3 * 6148914691236517206 wrapped to 2 before, and
+  // the call wrote two scales.
+  TensorView huge = make_view(in.data(), DType::kF32, {3, 2, 2});
+  huge.shape[1] = 6148914691236517206;
+  EXPECT_INVALID(silu_mul_quantize_rows(huge, make_view(q.data(), DType::kE4M3, {3, 2, 1}),
+                                        make_view(s.data(), DType::kF32, {2})),
+                 "gate_up has more than 2^63 elements");
+  TensorView negative = make_view(in.data(), DType::kF32, {2, 8});
+  negative.shape[0] = -2;
+  EXPECT_INVALID(silu_mul_quantize_rows(negative, make_view(q.data(), DType::kE4M3, {2, 4}),
+                                        make_view(s.data(), DType::kF32, {2})),
+                 "gate_up has a negative dimension");
+  TensorView rank5 = sv;
+  rank5.rank = 5;  // numel() would read past shape[]
+  EXPECT_INVALID(silu_mul_quantize_rows(gu, qv, rank5), "out_scale must have rank 0..4, got 5");
+  TensorView ub_rank = make_view(s2.data(), DType::kF32, {1});
+  ub_rank.rank = -1;
+  u.scale_ub_tensor = &ub_rank;
+  EXPECT_INVALID(silu_mul_quantize_rows(gu, qv, sv, u), "scale_ub must have rank 0..4, got -1");
+  // Rows of no values have no scale: K = 0 (2I = 0) is refused rather than leaving the scales
+  // unwritten.
+  EXPECT_INVALID(silu_mul_quantize_rows(make_view(in.data(), DType::kF32, {6, 0}),
+                                        make_view(q.data(), DType::kE4M3, {6, 0}), sv),
+                 "gate_up's last dimension must be positive and even");
+  EXPECT_INVALID(quantize_rows(make_view(in.data(), DType::kF32, {6, 0}),
+                               make_view(q.data(), DType::kE4M3, {6, 0}), sv),
+                 "K (input's last dimension) must be positive");
   // Empty work is valid and touches nothing.
   silu_mul_quantize_rows(make_view(in.data(), DType::kF32, {0, 32}),
                          make_view(q.data(), DType::kE4M3, {0, 16}),
