@@ -21,18 +21,41 @@ thread_local std::string current_label;
 /// The label as a report names it.
 const char* blamed() { return current_label.empty() ? "unlabelled work" : current_label.c_str(); }
 
+/// The deadline that `text` (the variable's value; empty: unset) gives, or why it gives none.
+/// No library call: it also runs during static initialisation (below), when other files'
+/// statics may not be ready.
+std::string parse_hang_seconds(const std::string& text, double& seconds) {
+  seconds = 120.0;
+  if (text.empty()) return "";
+  char* end = nullptr;
+  seconds = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() && *end == '\0' && std::isfinite(seconds) && seconds > 0.0) return "";
+  return "F8GEMM_HANG_SECONDS must be a positive, finite number of seconds, got '" + text + "'";
+}
+
+/// The value when the program starts, checked before main(): in every program that waits with
+/// this guard (the CLI, the test binaries), a bad value ends it with exit 2 and one line before
+/// any GPU work. Checked at the first wait only, it was reported after kernels had launched, and
+/// never by a run that does not wait (`run --once`).
+const bool kCheckedAtStart = [] {
+  const char* raw = std::getenv("F8GEMM_HANG_SECONDS");
+  double seconds = 0.0;
+  const std::string why = parse_hang_seconds(raw ? raw : "", seconds);
+  if (!why.empty()) {
+    std::fprintf(stderr, "f8gemm: %s\n", why.c_str());
+    std::_Exit(2);
+  }
+  return true;
+}();
+
 }  // namespace
 
 double hang_seconds() {
-  const std::string text = detail::get_env<std::string>("F8GEMM_HANG_SECONDS", "");
-  if (text.empty()) return 120.0;
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  F8GEMM_REQUIRE(end != text.c_str() && *end == '\0' && std::isfinite(v) && v > 0.0,
-                 kInvalidArgument,
-                 "F8GEMM_HANG_SECONDS must be a positive, finite number of seconds, got '", text,
-                 "'");
-  return v;
+  double seconds = 0.0;
+  const std::string why =
+      parse_hang_seconds(detail::get_env<std::string>("F8GEMM_HANG_SECONDS", ""), seconds);
+  F8GEMM_REQUIRE(why.empty(), kInvalidArgument, why);
+  return seconds;
 }
 
 HangLabel::HangLabel(std::string label) : previous_(std::exchange(current_label, std::move(label))) {}

@@ -18,7 +18,9 @@ inline constexpr int kHangExitCode = 3;
 /// The deadline in seconds: F8GEMM_HANG_SECONDS (a positive, finite number), else 120. A tune
 /// candidate's or a GPU test's call takes well under a second, and one under compute-sanitizer a
 /// few seconds. Read at each wait, so that a test may change it; an f8gemm::Error
-/// (kInvalidArgument) names any other value.
+/// (kInvalidArgument) names any other value. The value the program starts with is checked
+/// before main() in every program that links this file (the CLI, the test binaries): a bad one
+/// ends it with exit 2 and that line, before any GPU work.
 double hang_seconds();
 
 /// While one lives, its label names the work that a hang report blames (the innermost label of

@@ -9,10 +9,23 @@
 #include <utility>
 #include <vector>
 
+#include "commands.hpp"
 #include "f8gemm/check.hpp"
 #include "hang_guard.hpp"
 
 namespace f8gemm::cli {
+
+int64_t free_device_bytes() {
+  size_t free_bytes = 0, total_bytes = 0;
+  F8GEMM_CHECK_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
+  return static_cast<int64_t>(std::min<size_t>(free_bytes, INT64_MAX));
+}
+
+void require_fits(const Footprint& footprint, const std::string& what,
+                  std::optional<int64_t> free_bytes) {
+  const std::string why = footprint_refusal(footprint, free_bytes);
+  if (!why.empty()) throw UsageError(what + " " + why);
+}
 
 void run_for_ms(const StreamFn& fn, double ms, cudaStream_t stream) {
   using Clock = std::chrono::steady_clock;

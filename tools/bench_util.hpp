@@ -8,7 +8,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <string>
 
+#include "buffer_bytes.hpp"
 #include "device_buffer.hpp"
 #include "random.hpp"
 
@@ -22,6 +25,15 @@ using test::fill_random_normal_f32;
 /// A unit of work enqueued on the given stream (it must launch only on that stream, so that a
 /// graph capture sees all of it).
 using StreamFn = std::function<void(cudaStream_t)>;
+
+/// The current GPU's free memory in bytes (cudaMemGetInfo), for footprint_refusal().
+int64_t free_device_bytes();
+
+/// A UsageError "`what` <footprint_refusal()>" when `footprint` cannot be allocated: without
+/// `free_bytes` only a count past INT64_MAX (before a GPU is looked for), with it a total above
+/// the GPU's free memory (before the first allocation).
+void require_fits(const Footprint& footprint, const std::string& what,
+                  std::optional<int64_t> free_bytes);
 
 /// Load before each implementation or configuration is timed (bench and tune alike): a first
 /// call's JIT compile idles the GPU and clocks drop, and a compute-bound kernel's sustained clock

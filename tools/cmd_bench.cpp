@@ -66,8 +66,22 @@ int64_t parse_int(const std::string& text, const std::string& what, int64_t lo, 
   return v;
 }
 
-/// 2^20 per dimension keeps every byte count far inside int64 and every size cuBLASLt's int32
-/// leading dimensions can describe; an empty dimension has nothing to time.
+/// The problem that ours is timed on (preshuffled W, bf16 output, no bias).
+ProblemShape bench_problem(const Shape& s, const BenchOptions& o) {
+  ProblemShape p = problem_of(s);
+  p.fast_accum = !o.precise;
+  return p;
+}
+
+/// The rotation's input sets of a shape: the bytes a call reads from DRAM (X, W and the scales)
+/// span o.rotate_l2 x the L2. Every set also holds W preshuffled (bench_footprint counts it).
+int input_sets(const OperandBytes& b, const BenchOptions& o) {
+  const Bytes read = plus(plus(b.x, b.w), plus(b.x_scale, b.w_scale));
+  return rotation_sets(static_cast<size_t>(read.value()), l2_cache_bytes(), o.rotate_l2);
+}
+
+/// 2^20 per dimension keeps every size cuBLASLt's int32 leading dimensions can describe; an
+/// empty dimension has nothing to time.
 void check_bench_limits(const Shape& s) {
   constexpr int64_t kMaxDim = int64_t{1} << 20;
   const std::pair<const char*, int64_t> dims[] = {{"B", s.b}, {"M", s.m}, {"N", s.n}, {"K", s.k}};
@@ -205,16 +219,15 @@ ShapeSummary bench_shape(const Shape& s, int index, double bw_tbps, double peak_
   F8GEMM_CHECK_CUDA(cudaGetDevice(&device));
   const ShapeCost cost = shape_cost(s, bw_tbps, peak_tflops);
   const std::vector<int64_t> shuffled_shape = preshuffled_shape(s.b, s.n, s.k);
-  size_t shuffled_bytes = 1;
-  for (int64_t d : shuffled_shape) shuffled_bytes *= static_cast<size_t>(d);
-
-  const size_t x_bytes = static_cast<size_t>(s.b * s.m * s.k);
-  const size_t w_bytes = static_cast<size_t>(s.b * s.n * s.k);
-  const size_t xs_bytes = static_cast<size_t>(s.b * s.m) * sizeof(float);
-  const size_t ws_bytes = static_cast<size_t>(s.b * s.n) * sizeof(float);
-  const size_t y_bytes = static_cast<size_t>(s.b * s.m * s.n) * 2;
-  const int sets =
-      rotation_sets(x_bytes + w_bytes + xs_bytes + ws_bytes, l2_cache_bytes(), o.rotate_l2);
+  // The sizes that cmd_bench checked against the GPU's memory (bench_footprint).
+  const OperandBytes bytes = operand_bytes(bench_problem(s, o));
+  const size_t x_bytes = static_cast<size_t>(bytes.x.value());
+  const size_t w_bytes = static_cast<size_t>(bytes.w.value());
+  const size_t shuffled_bytes = static_cast<size_t>(bytes.w_preshuffled.value());
+  const size_t xs_bytes = static_cast<size_t>(bytes.x_scale.value());
+  const size_t ws_bytes = static_cast<size_t>(bytes.w_scale.value());
+  const size_t y_bytes = static_cast<size_t>(bytes.y.value());
+  const int sets = input_sets(bytes, o);
 
   std::printf("[%d] %s: floor %.2f us (%s-bound), %d input set%s (rotation over %g x the L2)\n",
               index, s.label().c_str(), cost.floor_us,
@@ -351,7 +364,15 @@ int cmd_bench(const Args& args) {
   }
   const std::vector<Shape> shapes =
       o.shapes_file.empty() ? default_shapes() : read_shapes_file(o.shapes_file);
-  for (const Shape& shape : shapes) check_bench_limits(shape);
+  // Every shape is checked before the GPU is touched, the ceilings measured or a CSV row
+  // written: the library's problem check (`tune`'s and a call's messages), the bench's own
+  // limits, and buffers past 2^63 bytes; once the GPU is found, buffers beyond its free memory.
+  for (const Shape& shape : shapes) {
+    validate_problem(bench_problem(shape, o));
+    check_bench_limits(shape);
+    require_fits(bench_footprint(bench_problem(shape, o), 1), "bench: B,M,N,K " + shape.label(),
+                 std::nullopt);
+  }
   int device_count = 0;
   F8GEMM_CHECK_CUDA(cudaGetDeviceCount(&device_count));
   F8GEMM_REQUIRE(device_count > 0, kNoDevice, "bench: no CUDA device");
@@ -359,6 +380,12 @@ int cmd_bench(const Args& args) {
   F8GEMM_CHECK_CUDA(cudaGetDevice(&device));
   cudaDeviceProp prop{};
   F8GEMM_CHECK_CUDA(cudaGetDeviceProperties(&prop, device));
+  const int64_t free_bytes = free_device_bytes();
+  for (const Shape& shape : shapes) {
+    const ProblemShape p = bench_problem(shape, o);
+    require_fits(bench_footprint(p, input_sets(operand_bytes(p), o)),
+                 "bench: B,M,N,K " + shape.label(), free_bytes);
+  }
   std::printf("device %d: %s, sm_%d%d, %d SMs, L2 %zu bytes; fast_accum %s; prefetch_w %s; "
               "%d iters\n", device, prop.name, prop.major, prop.minor,
               prop.multiProcessorCount, l2_cache_bytes(), o.precise ? "off" : "on",

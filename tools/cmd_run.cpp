@@ -95,9 +95,18 @@ int cmd_run(const Args& args) {
                   "config " + config->name() + " cannot run B,M,N,K=" + s.label() + ": " + why);
     }
   }
+  // An empty problem launches nothing: a timing of it would capture an empty graph.
+  if (is_empty_problem(shape) && !opt.flag("--once")) {
+    throw UsageError(std::string("run: ") + (s.b == 0 ? "--b" : "--m") +
+                     " 0 is an empty problem, with nothing to time; --once runs it");
+  }
+  const Footprint footprint = fixture_footprint(shape);
+  const std::string sizes = "run: --b,--m,--n,--k " + s.label();
+  require_fits(footprint, sizes, std::nullopt);
 
   std::string reason;
   if (!have_gpu(reason)) throw Error(ErrorCode::kNoDevice, "run needs an sm_90 GPU: " + reason);
+  require_fits(footprint, sizes, free_device_bytes());
   Fixture fx(s);
   cudaStream_t stream;
   F8GEMM_CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));

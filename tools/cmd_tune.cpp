@@ -60,6 +60,8 @@ int cmd_tune(const Args& args) {
   // A run takes minutes per shape: learn that a file cannot be written before it, not after.
   const std::string why = unwritable_reason(out_path);
   if (!why.empty()) throw UsageError("tune: cannot write --out " + out_path + ": " + why);
+  const std::string log_why = log_path.empty() ? "" : unwritable_reason(log_path);
+  if (!log_why.empty()) throw UsageError("tune: cannot write --log " + log_path + ": " + log_why);
   const int iters = int(opt.integer("--iters", 40, 1, 10000));
   std::vector<bool> modes;
   if (opt.flag("--both")) modes = {true, false};
@@ -74,12 +76,27 @@ int cmd_tune(const Args& args) {
     throw UsageError("tune: --epilogue must be none or silu_mul, got '" + epilogue_name + "'");
   }
 
-  // What the library would refuse at a shape's first call, said before any shape is timed and
-  // before the log is opened (its message names the sizes).
+  // What the library would refuse at a shape's first call, an empty problem (nothing to time)
+  // and buffers past 2^63 bytes, said before the GPU is looked for; then buffers beyond its
+  // free memory. All before any shape is timed and before the log is opened (each message
+  // names the sizes). One fixture must fit; the rotation's further copies may not (below).
+  std::vector<Footprint> footprints;
   for (const Shape& shape : shapes) {
     FixtureSpec spec = fixture_spec(shape);
     spec.epilogue = epilogue;
     for (bool fast : modes) validate_problem(problem_of(spec, plain, fast));
+    const ProblemShape p = problem_of(spec, plain, modes[0]);
+    if (is_empty_problem(p)) {
+      throw UsageError("tune: shape " + shape.label() + " is an empty problem (B or M is 0), " +
+                       "with nothing to time");
+    }
+    footprints.push_back(fixture_footprint(p));
+    require_fits(footprints.back(), "tune: B,M,N,K " + shape.label(), std::nullopt);
+  }
+  const TargetGpu gpu = current_gpu();
+  const int64_t free_bytes = free_device_bytes();
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    require_fits(footprints[i], "tune: B,M,N,K " + shapes[i].label(), free_bytes);
   }
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> log_file(nullptr, std::fclose);
   if (!log_path.empty()) {
@@ -89,7 +106,6 @@ int cmd_tune(const Args& args) {
     }
   }
   std::FILE* log = log_file.get();
-  const TargetGpu gpu = current_gpu();
   if (log) std::fprintf(log, "b,m,n,k,accum,config,graph_us,model_us\n");
 
   std::vector<std::string> lines;

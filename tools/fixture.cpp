@@ -26,6 +26,12 @@ void random_quantised(int64_t rows, int64_t cols, float range, bool normal, uint
   quantize_rows(in, qv, sv);
   F8GEMM_CHECK_CUDA(cudaDeviceSynchronize());
 }
+/// A count that require_fits() has admitted; an uncounted one here is a missed check.
+size_t counted(Bytes bytes) {
+  F8GEMM_REQUIRE(bytes.has_value(), kInternal,
+                 "Fixture: a buffer of more than 2^63 bytes (require_fits was not called)");
+  return static_cast<size_t>(*bytes);
+}
 /// The output's columns of a spec (Fixture::out_cols).
 int64_t out_cols_of(const FixtureSpec& s) {
   return s.epilogue == EpilogueOp::kSiluMul ? s.n / 2 : s.n;
@@ -44,15 +50,19 @@ bool have_gpu(std::string& reason) {
   return info.has_device && info.reason.empty();
 }
 
-Fixture::Fixture(const FixtureSpec& s)
+Fixture::Fixture(const FixtureSpec& s) : Fixture(s, operand_bytes(problem_of(s, false, true))) {}
+
+// The buffers are the ones fixture_footprint() counts, so that what was checked is allocated.
+Fixture::Fixture(const FixtureSpec& s, const OperandBytes& bytes)
     : spec_(s),
-      x_(size_t(s.b * s.m * s.k)),
-      w_(size_t(s.b * s.n * s.k)),
-      w_shuffled_(size_t(s.b * ((s.k + 127) / 128) * (s.n / 8) * 1024)),
-      xs_(size_t(s.b * s.m) * 4),
-      ws_(size_t(s.b * s.n) * 4),
-      bias_(s.bias ? size_t(s.b * s.n) * dtype_size(s.bias_dtype) : 0),
-      y_(size_t(s.b * s.m * out_cols_of(s)) * 2) {
+      x_(counted(bytes.x)),
+      w_(counted(bytes.w)),
+      w_shuffled_(counted(bytes.w_preshuffled)),
+      xs_(counted(bytes.x_scale)),
+      ws_(counted(bytes.w_scale)),
+      bias_(counted(bytes.bias)),
+      y_(counted(bytes.y)) {
+  (void)counted(bytes.staging);  // random_quantised()'s fp32 values, allocated below
   int device = 0;
   F8GEMM_CHECK_CUDA(cudaGetDevice(&device));
   xv_ = make_view(x_.get(), DType::kE4M3, {s.b, s.m, s.k}, device);

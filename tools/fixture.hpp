@@ -7,6 +7,7 @@
 #include <string>
 
 #include "bench_util.hpp"
+#include "buffer_bytes.hpp"
 #include "f8gemm/f8gemm.hpp"
 #include "reference_gpu.hpp"
 #include "shapes.hpp"
@@ -44,6 +45,7 @@ ProblemShape problem_of(const FixtureSpec& spec, bool plain_w, bool fast_accum);
 
 class Fixture {
  public:
+  /// Allocates fixture_footprint(); run and tune check that it fits first (require_fits()).
   explicit Fixture(const FixtureSpec& spec);
 
   /// One batched_gemm call on `stream` (no synchronisation); with `trace`, the instrumented
@@ -84,6 +86,7 @@ class Fixture {
   double input_bytes() const;
 
  private:
+  Fixture(const FixtureSpec& spec, const OperandBytes& bytes);
   GemmOptions options(bool fast_accum, const Config* config, cudaStream_t stream) const;
 
   FixtureSpec spec_;

@@ -77,6 +77,28 @@ class CliTest : public ::testing::Test {
   std::string cli_, dir_;
 };
 
+// An environment variable that the decision reads, with a value it cannot use, is a bad
+// argument naming the variable: a missing F8GEMM_TUNE_FILE exited 1 as an I/O error, and
+// F8GEMM_NO_TUNED=maybe silently turned the tables off.
+TEST_F(CliTest, EnvironmentValuesTheDecisionCannotUseExitTwoNamingTheVariable) {
+  const std::string cache = "F8GEMM_CACHE_DIR='" + dir_ + "/cache' ";
+  const struct {
+    std::string env, needle;
+  } cases[] = {
+      {"F8GEMM_TUNE_FILE='" + dir_ + "/missing.tsv'",
+       "F8GEMM_TUNE_FILE='" + dir_ + "/missing.tsv' cannot be read"},
+      {"F8GEMM_CONFIG=garbage", "F8GEMM_CONFIG='garbage': config name 'garbage' does not match"},
+      {"F8GEMM_NO_TUNED=maybe", "F8GEMM_NO_TUNED='maybe' is not a switch value"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.env);
+    const Result r = run("precompile --shape 1,16,256,256", cache + c.env);
+    EXPECT_EQ(r.rc, 2) << r.err;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "not one line: " << r.err;
+    EXPECT_NE(r.err.find(c.needle), std::string::npos) << r.err;
+  }
+}
+
 // Issue 8, defect 3: every kInvalidArgument (and a forced config that cannot run) is a bad
 // argument: exit 2 with one readable line, as the README says.
 TEST_F(CliTest, BadArgumentsExitTwoWithOneLine) {

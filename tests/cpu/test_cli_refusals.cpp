@@ -1,7 +1,8 @@
 /// \brief The CLI refuses what it cannot use before it times anything, with exit 2 and one line
 /// on stderr: `f8gemm tune` an `--out` or `--log` it cannot write (issue 8: it used to learn so
-/// only after the whole run), `f8gemm bench` a `--rotate-l2` outside (0, 64]. Runs the built
-/// binary.
+/// only after the whole run), `f8gemm bench` a `--rotate-l2` outside (0, 64], a shape the library
+/// refuses, buffers that cannot fit (tools/buffer_bytes.hpp), an empty problem to time, and a bad
+/// F8GEMM_HANG_SECONDS. Runs the built binary.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -11,29 +12,50 @@
 #include <iterator>
 #include <string>
 
+#include "../../tools/buffer_bytes.hpp"
 #include "common/test_util.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-/// Runs the f8gemm binary beside this test binary with `args` (shell words), stdout discarded;
-/// expects exit 2 and one line of stderr that contains `needle`.
-void expect_refusal(const f8gemm::test::TempDir& dir, const std::string& args,
-                    const std::string& needle) {
-  SCOPED_TRACE(args);
+struct Outcome {
+  int rc = -1;
+  std::string err;
+};
+
+/// Runs the f8gemm binary beside this test binary with `args` (shell words) after `env` (shell
+/// assignments, or nothing), stdout discarded.
+Outcome run_cli(const f8gemm::test::TempDir& dir, const std::string& args,
+                const std::string& env = "") {
   std::error_code ec;
   const fs::path cli = fs::read_symlink("/proc/self/exe", ec).parent_path() / "f8gemm";
-  ASSERT_TRUE(fs::is_regular_file(cli)) << "the f8gemm binary is not built at " << cli;
+  Outcome r;
+  EXPECT_TRUE(fs::is_regular_file(cli)) << "the f8gemm binary is not built at " << cli;
   const std::string err = dir.path() + "/stderr";
-  const std::string command = "'" + cli.string() + "' " + args + " >/dev/null 2>'" + err + "'";
+  const std::string command = env + " '" + cli.string() + "' " + args + " >/dev/null 2>'" + err + "'";
   const int status = std::system(command.c_str());
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 2);
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   std::ifstream in(err);
-  const std::string text((std::istreambuf_iterator<char>(in)), {});
-  EXPECT_NE(text.find(needle), std::string::npos) << text;
-  EXPECT_EQ(text.find('\n'), text.size() - 1) << "one line: " << text;
+  r.err.assign(std::istreambuf_iterator<char>(in), {});
+  return r;
+}
+
+/// Expects exit 2 and one line of stderr that contains `needle`.
+void expect_refusal(const f8gemm::test::TempDir& dir, const std::string& args,
+                    const std::string& needle, const std::string& env = "") {
+  SCOPED_TRACE(env + " f8gemm " + args);
+  const Outcome r = run_cli(dir, args, env);
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
+}
+
+/// A shapes file of `lines` in `dir`.
+std::string shapes_file(const f8gemm::test::TempDir& dir, const std::string& lines) {
+  const std::string path = dir.path() + "/shapes.txt";
+  std::ofstream(path) << lines;
+  return path;
 }
 
 TEST(TuneCli, UnwritableOutOrLogExitsTwoBeforeTheRun) {
@@ -78,6 +100,125 @@ TEST(BenchCli, RotateL2OutsideItsRangeExitsTwoWithOneLine) {
   for (const std::string arg : {"--rotate-l2 64", "--rotate-l2 0.5", "--rotate-l2=8"}) {
     expect_refusal(dir, "bench " + arg + " --shapes /no/such/shapes.txt",
                    "cannot read shapes file");
+  }
+}
+
+// An audit found that B up to 2^31 - 1 times a batch of up to 2^40 bytes passed every check:
+// 2^64 bytes of X overflowed int64 in the fixture, and 2^55 bytes of W reached cudaMalloc as a
+// CUDA error. A count past 2^63 bytes is refused without a GPU; with one, more than it has free.
+TEST(RunCli, BuffersThatCannotFitExitTwoBeforeTheFirstAllocation) {
+  const f8gemm::test::TempDir dir("f8gemm_run_cli");
+  expect_refusal(dir, "run --b 1073741824 --m 8 --n 8 --k 2147483392",
+                 "run: --b,--m,--n,--k 1073741824,8,8,2147483392 need more than 2^63 bytes for X "
+                 "alone: no GPU holds that");
+  // Every buffer below 2^63 bytes, their total above (W, W preshuffled and the fp32 staging).
+  expect_refusal(dir, "run --once --b 3000000 --m 0 --n 256 --k 2147483392",
+                 "need more than 2^63 bytes in all");
+  const std::string tune = "tune --out " + dir.path() + "/t.tsv --shapes ";
+  expect_refusal(dir, tune + shapes_file(dir, "1,16,256,256\n1073741824,8,8,2147483392\n"),
+                 "tune: B,M,N,K 1073741824,8,8,2147483392 need more than 2^63 bytes for X alone");
+  EXPECT_FALSE(fs::exists(dir.path() + "/t.tsv"));
+  if (f8gemm::test::have_sm90()) {
+    // 32 PiB of W: no device-side allocation, one line naming the GPU's free memory.
+    expect_refusal(dir, "run --once --b 2147483647 --m 0 --n 4096 --k 4096",
+                   "of GPU memory (W 32.0 PiB, W preshuffled 32.0 PiB, scales 32.0 GiB, fp32 "
+                   "staging 128.0 PiB), more than the ");
+  }
+}
+
+// The arithmetic under those refusals: each buffer as the fixture and the bench allocate it.
+TEST(CliFootprint, CountsEveryBufferAndRefusesWhatTheGpuCannotHold) {
+  using namespace f8gemm;
+  using namespace f8gemm::cli;
+  ProblemShape p;
+  p.batch = 2;
+  p.m = 16;
+  p.n = 256;
+  p.k = 256;
+  p.has_bias = true;
+  const OperandBytes o = operand_bytes(p);
+  EXPECT_EQ(o.x, 2 * 16 * 256);
+  EXPECT_EQ(o.w, 2 * 256 * 256);
+  EXPECT_EQ(o.w_preshuffled, 2 * 2 * (256 / 8) * 1024);  // [B, ceil(K/128), N/8, 1024]
+  EXPECT_EQ(o.x_scale, 2 * 16 * 4);
+  EXPECT_EQ(o.w_scale, 2 * 256 * 4);
+  EXPECT_EQ(o.bias, 2 * 256 * 4);
+  EXPECT_EQ(o.y, 2 * 16 * 256 * 2);
+  EXPECT_EQ(o.staging, 4 * 2 * 256 * 256);
+  const Footprint f = fixture_footprint(p);
+  EXPECT_EQ(f.total(), 815232);
+  EXPECT_EQ(footprint_refusal(f, std::nullopt), "");
+  EXPECT_EQ(footprint_refusal(f, 815232), "");
+  EXPECT_EQ(footprint_refusal(f, 815231),
+            "need 796.1 KiB (815232 bytes) of GPU memory (X 8.0 KiB, W 128.0 KiB, W preshuffled "
+            "128.0 KiB, scales 2.1 KiB, bias 2.0 KiB, Y 16.0 KiB, fp32 staging 512.0 KiB), more "
+            "than the 796.1 KiB free");
+  p.epilogue_op = EpilogueOp::kSiluMul;  // N / 2 output columns
+  EXPECT_EQ(operand_bytes(p).y, 2 * 16 * 128 * 2);
+  const Footprint bench = bench_footprint(p, 3);
+  EXPECT_EQ(bench.total(), 3 * (8192 + 131072 + 131072 + 128 + 2048) + 8192);
+  EXPECT_NE(footprint_refusal(bench, 1).find("(3 input sets 798.4 KiB, Y 8.0 KiB)"),
+            std::string::npos);
+
+  ProblemShape huge;  // the audit's 2^64 bytes of X
+  huge.batch = 1073741824;
+  huge.m = 8;
+  huge.n = 8;
+  huge.k = 2147483392;
+  EXPECT_EQ(operand_bytes(huge).x, std::nullopt);
+  EXPECT_EQ(footprint_refusal(fixture_footprint(huge), std::nullopt),
+            "need more than 2^63 bytes for X alone: no GPU holds that");
+  huge.batch = 3000000;  // parts below 2^63 bytes, their sum above
+  huge.m = 0;
+  huge.n = 256;
+  for (const auto& part : fixture_footprint(huge).parts) EXPECT_TRUE(part.bytes) << part.name;
+  EXPECT_EQ(fixture_footprint(huge).total(), std::nullopt);
+  EXPECT_EQ(footprint_refusal(fixture_footprint(huge), int64_t{1} << 40),
+            "need more than 2^63 bytes in all: no GPU holds that");
+}
+
+// Without --once, an empty problem reached the graph timing, which captured no kernel and failed
+// as an internal error ("captured only 0 graph nodes", exit 1); tune timed it the same way.
+TEST(RunCli, AnEmptyProblemIsRunOnceNotTimed) {
+  const f8gemm::test::TempDir dir("f8gemm_run_cli");
+  expect_refusal(dir, "run --m 0 --n 256 --k 256",
+                 "run: --m 0 is an empty problem, with nothing to time; --once runs it");
+  expect_refusal(dir, "run --b 0 --m 16 --n 256 --k 256", "run: --b 0 is an empty problem");
+  const Outcome once = run_cli(dir, "run --once --m 0 --n 256 --k 256");
+  EXPECT_EQ(once.rc, f8gemm::test::have_sm90() ? 0 : 1) << once.err;
+  EXPECT_EQ(once.err.find("empty problem"), std::string::npos) << once.err;
+  expect_refusal(dir, "tune --out " + dir.path() + "/t.tsv --shapes " +
+                          shapes_file(dir, "1,16,256,256\n1,0,256,256\n"),
+                 "tune: shape 1,0,256,256 is an empty problem (B or M is 0), with nothing to time");
+}
+
+// bench ran no validate_problem: a shape that tune refuses reached the GPU (on one, after the
+// ceilings had been measured and written to the CSV). Every shape is now checked first, with
+// tune's message.
+TEST(BenchCli, EveryShapeIsValidatedBeforeTheGpuWithTunesMessage) {
+  const f8gemm::test::TempDir dir("f8gemm_bench_cli");
+  const std::string csv = dir.path() + "/b.csv";
+  const std::string shapes = shapes_file(dir, "16,1,1280,8192\n1,1,12,16\n");
+  expect_refusal(dir, "bench --csv " + csv + " --shapes " + shapes,
+                 "N must be a positive multiple of 8, got 12 (B,M,N,K = 1,1,12,16)");
+  EXPECT_FALSE(fs::exists(csv)) << "a refused bench writes no CSV";
+  const std::string bench_line = run_cli(dir, "bench --csv " + csv + " --shapes " + shapes).err;
+  const std::string tune_line =
+      run_cli(dir, "tune --out " + dir.path() + "/t.tsv --shapes " + shapes).err;
+  EXPECT_EQ(bench_line, tune_line);
+  expect_refusal(dir, "bench --csv " + csv + " --shapes " + shapes_file(dir, "1,16,256,40\n"),
+                 "K must be a positive multiple of 16");
+}
+
+// F8GEMM_HANG_SECONDS was read at the first wait only: a bad value was reported after kernels
+// had launched, and never by `run --once`, which does not wait with the guard.
+TEST(HangSecondsCli, ABadValueExitsTwoBeforeAnyWork) {
+  const f8gemm::test::TempDir dir("f8gemm_hang_cli");
+  for (const std::string value : {"ten", "0", "-1", "inf"}) {
+    expect_refusal(dir, "run --once --m 16 --n 256 --k 256",
+                   "F8GEMM_HANG_SECONDS must be a positive, finite number of seconds, got '" +
+                       value + "'",
+                   "F8GEMM_HANG_SECONDS='" + value + "'");
   }
 }
 

@@ -1,8 +1,13 @@
 /// \brief The GPU wait with a deadline (testing/hang_guard.hpp), with polls that stand in for a
 /// stream: no GPU needed.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "common/test_util.hpp"
@@ -14,6 +19,7 @@ namespace {
 
 using test::HangLabel;
 using test::ScopedEnv;
+using test::TempDir;
 
 TEST(HangGuard, DeadlineIsTwoMinutesUnlessSet) {
   ScopedEnv env("F8GEMM_HANG_SECONDS");
@@ -27,6 +33,26 @@ TEST(HangGuard, DeadlineIsTwoMinutesUnlessSet) {
                        std::string("F8GEMM_HANG_SECONDS must be a positive, finite number of "
                                    "seconds, got '") + bad + "'");
   }
+}
+
+// A binary that links the guard checks the value it starts with before main(): this one, run
+// again to list its tests, ends with exit 2 and the one line naming the variable.
+TEST(HangGuard, ABadValueEndsATestBinaryAtStart) {
+  const TempDir dir("f8gemm_hang_guard");
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  auto list_tests = [&](const std::string& value, std::string& err) {
+    const std::string command = "F8GEMM_HANG_SECONDS='" + value + "' '" + self +
+                                "' --gtest_list_tests >/dev/null 2>'" + dir.path() + "/err'";
+    const int status = std::system(command.c_str());
+    std::ifstream in(dir.path() + "/err");
+    err.assign(std::istreambuf_iterator<char>(in), {});
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  };
+  std::string err;
+  EXPECT_EQ(list_tests("ten", err), 2);
+  EXPECT_EQ(err, "f8gemm: F8GEMM_HANG_SECONDS must be a positive, finite number of seconds, got "
+                 "'ten'\n");
+  EXPECT_EQ(list_tests("7", err), 0) << err;
 }
 
 TEST(HangGuard, ReturnsOnceThePollSucceeds) {
