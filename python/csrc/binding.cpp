@@ -34,6 +34,11 @@ const char* torch_dtype_name(at::ScalarType s) {
   }
 }
 
+std::string bare_dtype_name(at::ScalarType s) {
+  const std::string name = torch_dtype_name(s);
+  return name.compare(0, 6, "torch.") == 0 ? name.substr(6) : name;
+}
+
 std::optional<DType> to_dtype(at::ScalarType s) {
   switch (s) {
     case at::ScalarType::Float8_e4m3fn: return DType::kE4M3;

@@ -6,11 +6,10 @@
 ///
 /// gate_up [..., 2I] bf16/fp16/fp32 (gate | up, a merged gate_up GEMM's output) gives
 /// (q [..., I] float8_e4m3fn, scale [...] fp32): h = SiLU(gate) * up in fp32, then rowwise e4m3
-/// exactly as quantize_fp8_row. scale_ub (an upper bound on each row's max |h|, one fp32) may
-/// live on gate_up's device, where the kernel reads it: no host sync, legal in CUDA-graph capture
-/// (a value <= 0 or NaN there means no bound); a CPU scale_ub for a CUDA gate_up is read on the
-/// host (free) and must be positive and finite. pdl: QuantizeOptions::pdl (binding.hpp
-/// to_pdl), ignored on the CPU. Bad arguments raise ValueError.
+/// exactly as quantize_fp8_row. scale_ub (an upper bound on each row's max |h|, one fp32) lives
+/// where quantize_fp8_row's does (quantize_ops.cpp pass_scale_ub): on gate_up's device, where
+/// the kernel reads it, or on the CPU. pdl: QuantizeOptions::pdl (binding.hpp to_pdl), ignored
+/// on the CPU. Bad arguments raise ValueError.
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
 #include <c10/core/ScalarType.h>
@@ -20,13 +19,26 @@
 #include <torch/library.h>
 
 #include <cstring>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "binding.hpp"
 #include "f8gemm/f8gemm.hpp"
+
+namespace f8gemm_torch {
+// Defined once, in the files named.
+void require_scale_ub_form(const char* op, const at::Tensor& ub);  // quantize_ops.cpp
+void pass_scale_ub(const char* op, const char* input_name, const at::Tensor& input,
+                   const std::optional<at::Tensor>& scale_ub, f8gemm::TensorView& view,
+                   f8gemm::QuantizeOptions& opt);  // quantize_ops.cpp
+void require_meta(const char* op,
+                  std::initializer_list<std::pair<const char*, const at::Tensor*>> tensors);
+const at::Tensor* scale_ub_off_cpu(const std::optional<at::Tensor>& scale_ub);  // meta_ops.cpp
+}  // namespace f8gemm_torch
 
 namespace f8gemm_torch_fused {
 namespace {
@@ -79,41 +91,38 @@ TensorView view_of(const at::Tensor& t, const char* name) {
 /// The op's names for the library's arguments: its messages say q and scale.
 const f8gemm::QuantizeArgNames kNames{"gate_up", "q", "scale"};
 
+/// gate_up's rule, for the CPU/CUDA kernel and the Meta kernel alike (symbolic sizes allowed):
+/// [..., 2I] bf16, fp16 or fp32 with 2I positive (a row of no values has no scale) and even.
+/// Returns q's shape [..., I].
+std::vector<c10::SymInt> require_gate_up(const at::Tensor& gate_up) {
+  if (gate_up.dim() < 1) invalid("gate_up must be [..., 2I], got a 0-dimensional tensor");
+  const auto dtype = gate_up.scalar_type();
+  if (dtype != at::ScalarType::BFloat16 && dtype != at::ScalarType::Half &&
+      dtype != at::ScalarType::Float) {
+    invalid(c10::str("gate_up must be torch.bfloat16, torch.float16 or torch.float32, got ",
+                     f8gemm_torch::torch_dtype_name(dtype)));
+  }
+  const auto sizes = gate_up.sym_sizes();
+  const c10::SymInt width = sizes[sizes.size() - 1];
+  if (width <= 0 || width % 2 != 0) {
+    invalid(c10::str("gate_up's last dimension must be positive and must be even (gate | up, "
+                     "2I), got shape ", sizes));
+  }
+  std::vector<c10::SymInt> q_shape(sizes.begin(), sizes.end());
+  q_shape.back() = width / 2;
+  return q_shape;
+}
+
 std::tuple<at::Tensor, at::Tensor> silu_mul_quantize_fp8_row(
     const at::Tensor& gate_up, const std::optional<at::Tensor>& scale_ub,
     std::optional<bool> pdl) {
-  if (gate_up.dim() < 1) invalid("gate_up must be [..., 2I], got a 0-dimensional tensor");
-  const int64_t width = gate_up.size(-1);
-  if (width % 2 != 0) {
-    invalid(c10::str("gate_up's last dimension must be even (gate | up, 2I), got shape ",
-                     gate_up.sizes()));
-  }
+  std::vector<int64_t> q_shape;
+  for (const c10::SymInt& s : require_gate_up(gate_up)) q_shape.push_back(s.expect_int());
   const TensorView in = view_of(gate_up, "gate_up");
   f8gemm::QuantizeOptions opt;
   opt.pdl = f8gemm_torch::to_pdl(pdl);
   TensorView ub_view;
-  if (scale_ub.has_value() && scale_ub->defined()) {
-    const at::Tensor& ub = *scale_ub;
-    if (ub.numel() != 1 || ub.scalar_type() != at::ScalarType::Float) {
-      invalid(c10::str("scale_ub must be a 1-element torch.float32 tensor, got shape ", ub.sizes(),
-                       " and dtype ", ub.scalar_type()));
-    }
-    if (ub.device() == gate_up.device()) {
-      ub_view = view_of(ub, "scale_ub");  // read where the data is: by the kernel on a GPU
-      opt.scale_ub_tensor = &ub_view;
-    } else if (ub.is_cpu()) {
-      const float value = ub.item<float>();  // host memory: no sync
-      if (!(value > 0.0f) || value > 3.0e38f) {
-        invalid(c10::str("scale_ub must be positive and finite, got ", value));
-      }
-      opt.scale_ub = value;
-    } else {
-      invalid(c10::str("scale_ub must be on gate_up's device (", gate_up.device(),
-                       ") or on the CPU, got ", ub.device()));
-    }
-  }
-  std::vector<int64_t> q_shape(gate_up.sizes().begin(), gate_up.sizes().end());
-  q_shape.back() = width / 2;
+  f8gemm_torch::pass_scale_ub(kOp, "gate_up", gate_up, scale_ub, ub_view, opt);
   at::Tensor q = at::empty(q_shape, gate_up.options().dtype(at::ScalarType::Float8_e4m3fn));
   at::Tensor scale = at::empty(gate_up.sizes().slice(0, gate_up.dim() - 1),
                                gate_up.options().dtype(at::ScalarType::Float));
@@ -138,21 +147,14 @@ std::tuple<at::Tensor, at::Tensor> silu_mul_quantize_fp8_row(
 
 /// Shapes and dtypes only (symbolic sizes allowed), with the same shape errors.
 std::tuple<at::Tensor, at::Tensor> silu_mul_quantize_fp8_row_meta(
-    const at::Tensor& gate_up, const std::optional<at::Tensor>&, std::optional<bool>) {
-  if (gate_up.dim() < 1) invalid("gate_up must be [..., 2I], got a 0-dimensional tensor");
-  const auto dtype = gate_up.scalar_type();
-  if (dtype != at::ScalarType::BFloat16 && dtype != at::ScalarType::Half &&
-      dtype != at::ScalarType::Float) {
-    invalid(c10::str("gate_up must be torch.bfloat16, torch.float16 or torch.float32, got ",
-                     dtype));
+    const at::Tensor& gate_up, const std::optional<at::Tensor>& scale_ub, std::optional<bool>) {
+  f8gemm_torch::require_meta(kOp, {{"gate_up", &gate_up},
+                                   {"scale_ub", f8gemm_torch::scale_ub_off_cpu(scale_ub)}});
+  const std::vector<c10::SymInt> q_shape = require_gate_up(gate_up);
+  if (scale_ub.has_value() && scale_ub->defined()) {
+    f8gemm_torch::require_scale_ub_form(kOp, *scale_ub);
   }
   const auto sizes = gate_up.sym_sizes();
-  const c10::SymInt width = sizes[sizes.size() - 1];
-  if (width % 2 != 0) {
-    invalid(c10::str("gate_up's last dimension must be even (gate | up, 2I), got ", width));
-  }
-  std::vector<c10::SymInt> q_shape(sizes.begin(), sizes.end());
-  q_shape.back() = width / 2;
   at::Tensor q =
       at::empty_symint(q_shape, gate_up.options().dtype(at::ScalarType::Float8_e4m3fn));
   at::Tensor scale = at::empty_symint(sizes.slice(0, sizes.size() - 1),

@@ -28,6 +28,16 @@ namespace f8gemm_torch {
 /// The name of the public batched op (shared with meta_ops.cpp).
 const char* batched_name(bool preshuffled);
 
+/// The _out ops' output dtype, for their CPU/CUDA kernels (here and grouped_ops.cpp) and their
+/// Meta kernels (meta_ops.cpp): the library takes bf16 or fp16, these ops promise bf16.
+void require_out_dtype(const char* op, const at::Tensor& out, at::ScalarType want) {
+  if (out.scalar_type() != want) {
+    C10_THROW_ERROR(ValueError, c10::str("f8gemm.", op, ": invalid argument: output must have dtype ",
+                                         torch_dtype_name(want), ", got ",
+                                         torch_dtype_name(out.scalar_type())));
+  }
+}
+
 namespace {
 
 using f8gemm::DType;
@@ -94,21 +104,25 @@ void check_capture(const GemmArgs& a, const GemmCall& c, const OnDevice& on) {
   const std::string shape =
       a.batched ? c10::str("(", p.batch, ", ", p.m, ", ", p.n, ", ", p.k, ")")
                 : c10::str("(", p.m, ", ", p.n, ", ", p.k, ")");
+  // A call with prefetch_w and PDL on (pdl=True, or None with F8GEMM_PDL=1) has a plan of its
+  // own (ProblemShape::chained): precompile builds it when given the same two arguments.
   C10_THROW_ERROR(
       Error,
       c10::str("f8gemm.", a.op, ": the kernel for ", a.batched ? "B,M,N,K = " : "M,N,K = ", shape,
                " (", layout_name(p.w_layout), " weight, ", dtype_torch_name(p.out_dtype),
                " output, bias ", p.has_bias ? dtype_torch_name(p.bias_dtype) : "None",
-               ", use_fast_accum=", a.use_fast_accum ? "True" : "False", ") is not compiled and loaded on cuda:",
-               on.device,
+               ", use_fast_accum=", a.use_fast_accum ? "True" : "False",
+               p.chained ? ", with PDL and prefetch_w" : "",
+               ") is not compiled and loaded on cuda:", on.device,
                " and the current stream is capturing a CUDA graph, where compiling or loading "
                "is not allowed. Before the capture, call f8gemm.precompile([",
                shape, "], layout='", layout_name(p.w_layout), "', use_fast_accum=",
                a.use_fast_accum ? "True" : "False", ", out_dtype=",
                dtype_torch_name(p.out_dtype), ", bias_dtype=",
                p.has_bias ? dtype_torch_name(p.bias_dtype) : "None", ", device='cuda:", on.device,
-               silu_mul ? "', epilogue='silu_mul" : "",
-               "') or run the op once with these shapes (if the arguments are invalid, running "
+               silu_mul ? "', epilogue='silu_mul" : "", "'",
+               p.chained ? ", pdl=True, prefetch_w=True" : "",
+               ") or run the op once with these shapes (if the arguments are invalid, running "
                "it outside the capture says why)"));
 }
 
@@ -198,14 +212,6 @@ void run_gemm(const GemmArgs& a, const at::Tensor& out) {
       hint = scale_hint(a);
     }
     rethrow(op, e, hint);
-  }
-}
-
-void require_out_dtype(const char* op, const at::Tensor& out, at::ScalarType want) {
-  if (out.scalar_type() != want) {
-    C10_THROW_ERROR(ValueError, c10::str("f8gemm.", op, ": invalid argument: output must have dtype ",
-                                         torch_dtype_name(want), ", got ",
-                                         torch_dtype_name(out.scalar_type())));
   }
 }
 

@@ -8,13 +8,13 @@
 /// sizes of that moment. Bad sizes are not an error: the kernel treats a negative size as 0 and
 /// clips the groups at total_M (stacked) or M_max (padded). Rows outside every group are never
 /// written, so the stacked op's output holds unspecified values there (torch.empty, as in
-/// FBGEMM), and the dynamic op zeroes the output first unless zeroing_output_tensor=False.
+/// FBGEMM), and the dynamic op zeroes the output before the kernel runs (after validating its
+/// arguments) unless zeroing_output_tensor=False.
 ///
 /// As in gemm_ops.cpp: the op runs on XQ's device and current stream, inputs are validated by
 /// the library under the op's argument names and never copied, and inside CUDA-graph capture a
 /// grouped problem that has not run before raises a RuntimeError instead of compiling.
 #include <ATen/core/Tensor.h>
-#include <ATen/ops/zeros.h>
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 
@@ -26,6 +26,9 @@
 #include "f8gemm/f8gemm.hpp"
 
 namespace f8gemm_torch {
+
+void require_out_dtype(const char* op, const at::Tensor& out, at::ScalarType want);  // gemm_ops
+
 namespace {
 
 using f8gemm::DType;
@@ -43,6 +46,9 @@ struct GroupedArgs {
   bool use_fast_accum;
   WeightLayout layout;
   bool padded;
+  /// The dynamic ops' zeroing_output_tensor for a CUDA output: zeroed once every argument is
+  /// valid, so that a bad call launches nothing.
+  bool zero_output = false;
 };
 
 /// The name FBGEMM gives the sizes argument of each form.
@@ -145,6 +151,14 @@ void run_grouped(const GroupedArgs& a, const at::Tensor& out) {
   c.options.stream = on.stream;
   try {
     check_grouped_capture(a, c, on);
+    if (a.zero_output) {
+      // grouped_problem validates as the call does (a bad argument raises its error here);
+      // then the memset on XQ's device and current stream (a memset node inside a capture),
+      // before the kernel writes each group's rows: the padding rows stay 0.
+      (void)f8gemm::grouped_problem(c.x, c.w, a.layout, c.xs, c.ws, c.sizes, c.y, c.options,
+                                    a.padded);
+      out.zero_();
+    }
     if (a.padded) {
       f8gemm::grouped_gemm_padded(c.x, c.w, a.layout, c.xs, c.ws, c.sizes, c.y, c.options);
     } else {
@@ -188,11 +202,7 @@ void stacked_out(const char* op, const at::Tensor& XQ, const at::Tensor& WQ,
                  const at::Tensor& x_scale, const at::Tensor& w_scale, const at::Tensor& M_sizes,
                  const at::Tensor& output, const std::optional<at::Tensor>& bias,
                  bool use_fast_accum, WeightLayout layout) {
-  if (output.scalar_type() != at::ScalarType::BFloat16) {
-    C10_THROW_ERROR(ValueError, c10::str("f8gemm.", op, ": invalid argument: output must have "
-                                         "dtype torch.bfloat16, got ",
-                                         torch_dtype_name(output.scalar_type())));
-  }
+  require_out_dtype(op, output, at::ScalarType::BFloat16);
   run_grouped({op, XQ, WQ, x_scale, w_scale, M_sizes, bias, use_fast_accum, layout, false},
               output);
 }
@@ -219,18 +229,9 @@ at::Tensor dynamic(const char* op, const at::Tensor& XQ, const at::Tensor& WQ,
                    const at::Tensor& zero_start_index_M, bool zeroing_output_tensor,
                    WeightLayout layout) {
   static const std::optional<at::Tensor> kNoBias;
-  const GroupedArgs a{op, XQ, WQ, x_scale, w_scale, zero_start_index_M, kNoBias, true, layout,
-                      true};
-  const std::vector<int64_t> shape = grouped_out_shape(a);
-  at::Tensor out;
-  if (zeroing_output_tensor && XQ.is_cuda()) {
-    // Zeroed on XQ's device and current stream (a memset node inside a capture); the kernel
-    // then writes each group's rows, and the padding rows stay 0.
-    OnDevice on(XQ);
-    out = at::zeros(shape, XQ.options().dtype(at::ScalarType::BFloat16));
-  } else {
-    out = new_empty(XQ, shape, at::ScalarType::BFloat16);
-  }
+  GroupedArgs a{op, XQ, WQ, x_scale, w_scale, zero_start_index_M, kNoBias, true, layout, true};
+  a.zero_output = zeroing_output_tensor && XQ.is_cuda();  // the library rejects a CPU XQ
+  at::Tensor out = new_empty(XQ, grouped_out_shape(a), at::ScalarType::BFloat16);
   run_grouped(a, out);
   return out;
 }

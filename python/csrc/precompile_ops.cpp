@@ -71,9 +71,15 @@ void select_device(const char* op, const std::optional<at::Device>& device,
 /// with it need no compilation: what CUDA-graph capture requires. shape is [M, N, K] for the
 /// single ops (M = the product of XQ's leading dimensions) or [B, M, N, K] for the batched ones.
 /// epilogue: 'none', or 'silu_mul' for the _silu_mul ops (N: the merged weight's 2I rows).
+/// pdl and prefetch_w: the single preshuffled ops' arguments of the calls to come. A call with
+/// prefetch_w=True and PDL on is chained (f8gemm::ProblemShape::chained, which the library sets
+/// in validate_call): it looks up a plan of its own, which may use another configuration. So
+/// prefetch_w=True builds that plan for pdl=True, the plain one for pdl=False, and both for
+/// pdl=None, whose calls follow the F8GEMM_PDL switch as they find it when they run.
 void precompile(at::IntArrayRef shape, c10::string_view layout, bool use_fast_accum,
                 std::optional<at::ScalarType> out_dtype, std::optional<at::ScalarType> bias_dtype,
-                std::optional<at::Device> device, c10::string_view epilogue) {
+                std::optional<at::Device> device, c10::string_view epilogue,
+                std::optional<bool> pdl, bool prefetch_w) {
   if (shape.size() != 3 && shape.size() != 4) {
     C10_THROW_ERROR(ValueError, c10::str("f8gemm.precompile: invalid argument: shape must be "
                                          "[M, N, K] or [B, M, N, K], got ", shape));
@@ -94,10 +100,23 @@ void precompile(at::IntArrayRef shape, c10::string_view layout, bool use_fast_ac
   p.fast_accum = use_fast_accum;
   p.out_dtype = out_dtype_of(out_dtype);
   set_bias("precompile", bias_dtype, p);
+  if (prefetch_w && (p.w_layout != WeightLayout::kPreshuffled || shape.size() != 3)) {
+    C10_THROW_ERROR(ValueError, c10::str("f8gemm.precompile: invalid argument: prefetch_w=True "
+                                         "is an argument of the single preshuffled GEMMs only: "
+                                         "pass a shape [M, N, K] with layout='preshuffled', or "
+                                         "prefetch_w=False (got shape ", shape, ", layout='",
+                                         layout, "')"));
+  }
+  std::vector<f8gemm::ProblemShape> problems;
+  if (!prefetch_w || pdl != true) problems.push_back(p);  // unchained calls
+  if (prefetch_w && pdl != false) {
+    p.chained = true;
+    problems.push_back(p);
+  }
   c10::cuda::OptionalCUDAGuard guard;
   select_device("precompile", device, guard);
   try {
-    f8gemm::precompile({p});
+    f8gemm::precompile(problems);
   } catch (const f8gemm::Error& e) {
     rethrow("precompile", e);
   }

@@ -1,8 +1,10 @@
 /// \brief The quantisation op of the PyTorch extension (schema in schemas.cpp): quantize_fp8_row
-/// over f8gemm::quantize_rows, on CUDA or CPU tensors.
+/// over f8gemm::quantize_rows, on CUDA or CPU tensors; the argument rules that its Meta kernel
+/// (meta_ops.cpp) shares with it; and scale_ub's placement, shared with
+/// silu_mul_quantize_fp8_row (fused_ops.cpp).
 #include <ATen/core/Tensor.h>
+#include <c10/core/SymInt.h>
 #include <c10/util/Exception.h>
-#include <c10/cuda/CUDAStream.h>
 #include <torch/library.h>
 
 #include <optional>
@@ -14,16 +16,95 @@
 #include "f8gemm/f8gemm.hpp"
 
 namespace f8gemm_torch {
+
+/// torch_dtype_name without "torch.": the library's spelling (binding.cpp).
+std::string bare_dtype_name(at::ScalarType s);
+
 namespace {
 
 using f8gemm::TensorView;
 
+[[noreturn]] void invalid(const char* op, const std::string& message) {
+  C10_THROW_ERROR(ValueError, c10::str("f8gemm.", op, ": invalid argument: ", message));
+}
+
+}  // namespace
+
+/// scale_ub's form, before anything reads it: one fp32 value (the Meta kernels check it too).
+void require_scale_ub_form(const char* op, const at::Tensor& ub) {
+  if (ub.sym_numel() != 1 || ub.scalar_type() != at::ScalarType::Float) {
+    invalid(op, c10::str("scale_ub must be a 1-element torch.float32 tensor, got shape ",
+                         ub.sym_sizes(), " and dtype ", torch_dtype_name(ub.scalar_type())));
+  }
+}
+
+/// scale_ub of the quantising ops into `opt`. On `input`'s device the kernel reads it
+/// (`view` then holds its view): no host sync, legal inside CUDA-graph capture, and a value <= 0
+/// or NaN there means no bound. A CPU scale_ub is read on the host, which costs no sync, and must
+/// be positive and finite. Anywhere else (another GPU) it is refused: reading it would be a
+/// device-to-host copy on that GPU's stream, a sync outside capture and an error inside one.
+void pass_scale_ub(const char* op, const char* input_name, const at::Tensor& input,
+                   const std::optional<at::Tensor>& scale_ub, TensorView& view,
+                   f8gemm::QuantizeOptions& opt) {
+  if (!scale_ub.has_value() || !scale_ub->defined()) return;
+  const at::Tensor& ub = *scale_ub;
+  require_scale_ub_form(op, ub);
+  if (ub.device() == input.device()) {
+    view = view_of(ub, op, "scale_ub", "torch.float32");
+    opt.scale_ub_tensor = &view;
+    return;
+  }
+  if (!ub.is_cpu()) {
+    invalid(op, c10::str("scale_ub must be on ", input_name, "'s device (", input.device(),
+                         ") or on the CPU, got ", ub.device(), ": move it there once, e.g. "
+                         "scale_ub.to(", input_name, ".device)"));
+  }
+  const float value = ub.item<float>();  // host memory: no sync
+  if (!(value > 0.0f) || value > 3.0e38f) {
+    invalid(op, c10::str("scale_ub must be positive and finite, got ", value));
+  }
+  opt.scale_ub = value;
+}
+
+/// quantize_fp8_row's arguments as the library will see them, checked by the CPU/CUDA kernel
+/// and the Meta kernel alike (symbolic sizes allowed): a [..., K] bf16, fp16 or fp32 with K > 0
+/// (a row of no values has no amax and so no scale: it would be left unwritten), scale_ub one
+/// fp32, output float8_e4m3fn of a's shape.
+void require_quantize_args(const at::Tensor& a, const std::optional<at::Tensor>& scale_ub,
+                           const std::optional<at::Tensor>& output) {
+  const char* op = "quantize_fp8_row";
+  if (a.dim() < 1) {
+    invalid(op, "a must have at least 1 dimension ([..., K]), got a 0-dimensional tensor");
+  }
+  const at::ScalarType s = a.scalar_type();
+  if (s != at::ScalarType::BFloat16 && s != at::ScalarType::Half && s != at::ScalarType::Float) {
+    invalid(op, c10::str("a must have dtype torch.bfloat16, torch.float16 or torch.float32, got ",
+                         torch_dtype_name(s)));
+  }
+  if (a.sym_size(-1) <= 0) {
+    invalid(op, c10::str("the row length K (a's last dimension) must be positive, got shape ",
+                         a.sym_sizes(), ": a row of no values has no scale (M = 0 rows of K > 0 "
+                         "values are fine); skip the call for an empty K"));
+  }
+  if (scale_ub.has_value() && scale_ub->defined()) require_scale_ub_form(op, *scale_ub);
+  if (output.has_value() && output->defined()) {
+    if (output->scalar_type() != at::ScalarType::Float8_e4m3fn) {
+      invalid(op, c10::str("output must be float8_e4m3fn, got ",
+                           bare_dtype_name(output->scalar_type())));
+    }
+    if (output->sym_sizes() != a.sym_sizes()) {
+      invalid(op, c10::str("output must have a's shape ", a.sym_sizes(), ", got ",
+                           output->sym_sizes()));
+    }
+  }
+}
+
+namespace {
+
 /// Rowwise quantisation (FBGEMM's quantize_fp8_row): returns (a_fp8, scale) with scale of shape
 /// a.shape[:-1] (fp32, the dequantisation multiplier). use_triton is accepted and ignored.
-/// scale_ub, a 1-element fp32 tensor: on a's CUDA device the kernel reads it (no host sync, legal
-/// inside CUDA-graph capture; a value <= 0 or NaN there means no bound); anywhere else it is read
-/// on the host: free for a CPU tensor, a sync for one on another GPU (refused during capture).
-/// pdl: QuantizeOptions::pdl (to_pdl); a CPU call launches nothing and ignores it.
+/// scale_ub: a 1-element fp32 tensor on a's device or the CPU (pass_scale_ub). pdl:
+/// QuantizeOptions::pdl (to_pdl); a CPU call launches nothing and ignores it.
 std::tuple<at::Tensor, at::Tensor> quantize_fp8_row(const at::Tensor& a,
                                                     const std::optional<at::Tensor>& scale_ub,
                                                     bool use_triton,
@@ -31,42 +112,11 @@ std::tuple<at::Tensor, at::Tensor> quantize_fp8_row(const at::Tensor& a,
                                                     std::optional<bool> pdl) {
   (void)use_triton;
   const char* op = "quantize_fp8_row";
-  if (a.dim() < 1) {
-    C10_THROW_ERROR(ValueError, "f8gemm.quantize_fp8_row: invalid argument: a must have at least "
-                                "1 dimension ([..., K]), got a 0-dimensional tensor");
-  }
+  require_quantize_args(a, scale_ub, output);
   f8gemm::QuantizeOptions opt;
   opt.pdl = to_pdl(pdl);
   TensorView ub_view;
-  if (scale_ub.has_value() && scale_ub->defined()) {
-    const at::Tensor& ub = *scale_ub;
-    if (ub.numel() != 1 || ub.scalar_type() != at::ScalarType::Float) {
-      C10_THROW_ERROR(ValueError, c10::str("f8gemm.quantize_fp8_row: invalid argument: scale_ub "
-                                           "must be a 1-element torch.float32 tensor, got shape ",
-                                           ub.sizes(), " and dtype ",
-                                           torch_dtype_name(ub.scalar_type())));
-    }
-  }
-  if (scale_ub.has_value() && scale_ub->defined() && a.is_cuda() &&
-      scale_ub->device() == a.device()) {
-    ub_view = view_of(*scale_ub, op, "scale_ub", "torch.float32");
-    opt.scale_ub_tensor = &ub_view;
-  } else if (scale_ub.has_value() && scale_ub->defined()) {
-    const at::Tensor& ub = *scale_ub;
-    if (ub.is_cuda()) {
-      if (stream_is_capturing(c10::cuda::getCurrentCUDAStream(ub.get_device()).stream())) {
-        C10_THROW_ERROR(Error, "f8gemm.quantize_fp8_row: scale_ub is a CUDA tensor, and reading "
-                               "it on the host (a sync) is not allowed during CUDA-graph capture; "
-                               "pass scale_ub on a's device or as a CPU tensor");
-      }
-    }
-    const float value = ub.item<float>();  // a sync for a CUDA tensor
-    if (!(value > 0.0f) || value > 3.0e38f) {
-      C10_THROW_ERROR(ValueError, c10::str("f8gemm.quantize_fp8_row: invalid argument: scale_ub "
-                                           "must be positive and finite, got ", value));
-    }
-    opt.scale_ub = value;
-  }
+  pass_scale_ub(op, "a", a, scale_ub, ub_view, opt);
   const TensorView in = view_of(a, op, "a", "torch.bfloat16, torch.float16 or torch.float32");
   at::Tensor q;
   if (output.has_value() && output->defined()) {

@@ -3,7 +3,8 @@
 /// changes one namespace. The implementations register themselves by dispatch key:
 /// gemm_ops.cpp, grouped_ops.cpp, weight_ops.cpp, quantize_ops.cpp and fused_ops.cpp (CUDA and
 /// CPU),
-/// precompile_ops.cpp (CompositeExplicitAutograd), meta_ops.cpp (Meta).
+/// precompile_ops.cpp (CompositeExplicitAutograd), meta_ops.cpp (Meta), autograd_ops.cpp
+/// (Autograd: no op has a derivative, and backward says so).
 ///
 /// Every GEMM op (not the grouped ones), quantize_fp8_row and silu_mul_quantize_fp8_row take
 /// our own `bool? pdl=None`, after FBGEMM's arguments so that its call sites keep working:
@@ -58,9 +59,11 @@ TORCH_LIBRARY(f8gemm, m) {
         "bool? pdl=None) -> ()");
   m.def("quantize_fp8_row(Tensor a, Tensor? scale_ub=None, bool use_triton=True, "
         "Tensor(a!)? output=None, bool? pdl=None) -> (Tensor, Tensor)");
+  // pdl and prefetch_w as the single GEMM will be called with them: with prefetch_w and PDL
+  // on, a call has a plan of its own (f8gemm::ProblemShape::chained).
   m.def("precompile(int[] shape, str layout='preshuffled', bool use_fast_accum=True, "
         "ScalarType? out_dtype=None, ScalarType? bias_dtype=None, Device? device=None, "
-        "str epilogue='none') -> ()");
+        "str epilogue='none', bool? pdl=None, bool prefetch_w=False) -> ()");
   // shape: [G, total_M, N, K] (stacked), or [G, M_max, N, K] with padded=True.
   m.def("precompile_grouped(int[] shape, str layout='preshuffled', bool padded=False, "
         "bool use_fast_accum=True, ScalarType? bias_dtype=None, Device? device=None) -> ()");

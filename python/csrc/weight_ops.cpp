@@ -1,6 +1,8 @@
 /// \brief The weight-layout ops of the PyTorch extension (schemas in schemas.cpp): preshuffle and
-/// unshuffle over f8gemm::preshuffle / f8gemm::unshuffle, on CUDA or CPU tensors.
+/// unshuffle over f8gemm::preshuffle / f8gemm::unshuffle, on CUDA or CPU tensors, and the shape
+/// rules that their Meta kernels (meta_ops.cpp) share with them.
 #include <ATen/core/Tensor.h>
+#include <c10/core/SymInt.h>
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 
@@ -13,20 +15,97 @@
 #include "f8gemm/f8gemm.hpp"
 
 namespace f8gemm_torch {
+
+/// torch_dtype_name without "torch.": the library's spelling (binding.cpp).
+std::string bare_dtype_name(at::ScalarType s);
+
 namespace {
 
 using f8gemm::TensorView;
 
-at::Tensor preshuffle(const at::Tensor& WQ) {
+[[noreturn]] void invalid(const char* op, const std::string& message) {
+  C10_THROW_ERROR(ValueError, c10::str("f8gemm.", op, ": invalid argument: ", message));
+}
+
+/// A weight byte is float8_e4m3fn or uint8 (the library's rule; its names, as its messages say).
+void require_weight_bytes(const char* op, const char* name, const at::Tensor& t) {
+  const at::ScalarType s = t.scalar_type();
+  if (s != at::ScalarType::Float8_e4m3fn && s != at::ScalarType::Byte) {
+    invalid(op, c10::str(name, " must be float8_e4m3fn (or uint8), got ", bare_dtype_name(s)));
+  }
+}
+
+/// N and K of a plain weight, as the library requires them (weights.cpp check_shuffle_pair):
+/// N a positive multiple of 8 (a slab's rows), K of 16 (TMA moves 16-byte rows).
+void require_plain_sizes(const char* op, const std::string& n_what, const c10::SymInt& n,
+                         const std::string& k_what, const c10::SymInt& k) {
+  if (n <= 0 || n % f8gemm::kShuffleSlabRows != 0) {
+    invalid(op, c10::str(n_what, " must be a positive multiple of 8, got ", n));
+  }
+  if (k <= 0 || k % 16 != 0) {
+    invalid(op, c10::str(k_what, " must be a positive multiple of 16, got ", k));
+  }
+}
+
+std::vector<int64_t> concrete(const std::vector<c10::SymInt>& shape) {
+  std::vector<int64_t> sizes;
+  for (const c10::SymInt& s : shape) sizes.push_back(s.expect_int());
+  return sizes;
+}
+
+}  // namespace
+
+/// preshuffle's output shape after its checks: WQ [N, K] or [B, N, K], float8_e4m3fn or uint8,
+/// N % 8 == 0, K % 16 == 0 (else ValueError) gives [ceil(K/128), N/8, 1024] (or [B, ...]). The
+/// CPU/CUDA kernel and the Meta kernel both call it (symbolic sizes allowed), so a Meta kernel
+/// accepts what the real one accepts: no N that N/8 would round down.
+std::vector<c10::SymInt> preshuffle_shape(const at::Tensor& WQ) {
   const char* op = "preshuffle";
   if (WQ.dim() != 2 && WQ.dim() != 3) {
-    C10_THROW_ERROR(ValueError, c10::str("f8gemm.preshuffle: invalid argument: WQ must be [N, K] "
-                                         "or [B, N, K], got shape ", WQ.sizes()));
+    invalid(op, c10::str("WQ must be [N, K] or [B, N, K], got shape ", WQ.sym_sizes()));
   }
-  const bool batched = WQ.dim() == 3;
-  std::vector<int64_t> shape =
-      f8gemm::preshuffled_shape(batched ? WQ.size(0) : 1, WQ.size(-2), WQ.size(-1));
-  if (!batched) shape.erase(shape.begin());
+  require_weight_bytes(op, "WQ", WQ);
+  const c10::SymInt n = WQ.sym_size(-2);
+  const c10::SymInt k = WQ.sym_size(-1);
+  require_plain_sizes(op, "N (WQ's rows)", n, "K (WQ's last dimension)", k);
+  std::vector<c10::SymInt> shape = {(k + (f8gemm::kShuffleBlockK - 1)) / f8gemm::kShuffleBlockK,
+                                    n / f8gemm::kShuffleSlabRows,
+                                    c10::SymInt(f8gemm::kShuffleSlabBytes)};
+  if (WQ.dim() == 3) shape.insert(shape.begin(), WQ.sym_size(0));
+  return shape;
+}
+
+/// unshuffle's output shape after its checks, shared with the Meta kernel as preshuffle_shape
+/// is: WQ_shuffled [ceil(K/128), N/8, 1024] (or [B, ...]), float8_e4m3fn or uint8, with K a
+/// positive multiple of 16 and N > 0, gives [N, K] (or [B, N, K]).
+std::vector<c10::SymInt> unshuffle_shape(const at::Tensor& WQ_shuffled, int64_t K) {
+  const char* op = "unshuffle";
+  const int64_t rank = WQ_shuffled.dim();
+  if (rank != 3 && rank != 4) {
+    invalid(op, c10::str("WQ_shuffled must be preshuffled [ceil(K/128), N/8, 1024] or "
+                         "[B, ceil(K/128), N/8, 1024], got shape ", WQ_shuffled.sym_sizes()));
+  }
+  require_weight_bytes(op, "WQ_shuffled", WQ_shuffled);
+  const c10::SymInt n = WQ_shuffled.sym_size(-2) * f8gemm::kShuffleSlabRows;
+  require_plain_sizes(op, "N (8 x WQ_shuffled's N/8 dimension)", n, "K", c10::SymInt(K));
+  const int64_t k_blocks = (K + f8gemm::kShuffleBlockK - 1) / f8gemm::kShuffleBlockK;
+  if (WQ_shuffled.sym_size(-3) != k_blocks ||
+      WQ_shuffled.sym_size(-1) != f8gemm::kShuffleSlabBytes) {
+    invalid(op, c10::str("WQ_shuffled must have shape ", rank == 4 ? "[B, " : "[", k_blocks, ", ",
+                         WQ_shuffled.sym_size(-2), ", ", f8gemm::kShuffleSlabBytes, "] for K=", K,
+                         ", got ", WQ_shuffled.sym_sizes(),
+                         " (K must be the plain weight's, as passed to preshuffle)"));
+  }
+  std::vector<c10::SymInt> shape = {n, c10::SymInt(K)};
+  if (rank == 4) shape.insert(shape.begin(), WQ_shuffled.sym_size(0));
+  return shape;
+}
+
+namespace {
+
+at::Tensor preshuffle(const at::Tensor& WQ) {
+  const char* op = "preshuffle";
+  const std::vector<int64_t> shape = concrete(preshuffle_shape(WQ));
   const TensorView w = view_of(WQ, op, "WQ", "torch.float8_e4m3fn (or torch.uint8)");
   at::Tensor out = new_empty(WQ, shape, WQ.scalar_type());
   const TensorView o = view_of(out, op, "output", "torch.float8_e4m3fn (or torch.uint8)");
@@ -41,20 +120,7 @@ at::Tensor preshuffle(const at::Tensor& WQ) {
 
 at::Tensor unshuffle(const at::Tensor& WQ_shuffled, int64_t K) {
   const char* op = "unshuffle";
-  if (WQ_shuffled.dim() != 3 && WQ_shuffled.dim() != 4) {
-    C10_THROW_ERROR(ValueError,
-                    c10::str("f8gemm.unshuffle: invalid argument: WQ_shuffled must be preshuffled "
-                             "[ceil(K/128), N/8, 1024] or [B, ceil(K/128), N/8, 1024], got shape ",
-                             WQ_shuffled.sizes()));
-  }
-  if (K <= 0 || K % 16 != 0) {
-    C10_THROW_ERROR(ValueError, c10::str("f8gemm.unshuffle: invalid argument: K must be a "
-                                         "positive multiple of 16, got ", K));
-  }
-  const bool batched = WQ_shuffled.dim() == 4;
-  const int64_t n = WQ_shuffled.size(-2) * f8gemm::kShuffleSlabRows;
-  std::vector<int64_t> shape = {n, K};
-  if (batched) shape.insert(shape.begin(), WQ_shuffled.size(0));
+  const std::vector<int64_t> shape = concrete(unshuffle_shape(WQ_shuffled, K));
   const TensorView s = view_of(WQ_shuffled, op, "WQ_shuffled", "torch.float8_e4m3fn (or torch.uint8)");
   at::Tensor out = new_empty(WQ_shuffled, shape, WQ_shuffled.scalar_type());
   const TensorView o = view_of(out, op, "output", "torch.float8_e4m3fn (or torch.uint8)");

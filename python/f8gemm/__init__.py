@@ -27,7 +27,7 @@ The ops (schemas follow FBGEMM/MSLK; XQ [..., K] e4m3fn, WQ [N, K] e4m3fn, fp32 
     preshuffle(WQ) -> Tensor;  unshuffle(WQ_shuffled, K) -> Tensor
     quantize_fp8_row(a, scale_ub=None, use_triton=True, output=None) -> (Tensor, Tensor)
     precompile(shape, layout='preshuffled', use_fast_accum=True, out_dtype=None,
-               bias_dtype=None, device=None)
+               bias_dtype=None, device=None, epilogue='none', pdl=None, prefetch_w=False)
     precompile_grouped(shape, layout='preshuffled', padded=False, use_fast_accum=True,
                        bias_dtype=None, device=None)   (shape [G, total_M or M_max, N, K])
     silu_mul_quantize_fp8_row(gate_up, scale_ub=None) -> (Tensor, Tensor)
@@ -205,7 +205,7 @@ def _resolve_device(device):
 
 
 def precompile(shapes, layout="preshuffled", use_fast_accum=True, out_dtype=torch.bfloat16,
-               bias_dtype=None, device=None, epilogue="none"):
+               bias_dtype=None, device=None, epilogue="none", pdl=None, prefetch_w=False):
     """Compiles (disk-cached) and, on an sm_90 GPU, loads the kernels for these problems, so that
     calls with them compile nothing: required before capturing them in a CUDA graph.
 
@@ -215,6 +215,10 @@ def precompile(shapes, layout="preshuffled", use_fast_accum=True, out_dtype=torc
     torch.float16. bias_dtype: None (no bias), torch.float32 or torch.bfloat16. device: the CUDA
     device (default: the current one). epilogue: 'none', or 'silu_mul' for
     f8f8bf16_rowwise[_preshuffled]_silu_mul (N is then the merged gate|up weight's 2I rows).
+    pdl, prefetch_w: what the single preshuffled ops will be called with. A call with
+    prefetch_w=True and PDL on (pdl=True, or None with F8GEMM_PDL=1) has a plan of its own, as
+    f8gemm.nn's modules make them (FP8GatedMLP: pdl=True by default); prefetch_w=True builds
+    that plan for pdl=True, the ordinary one for pdl=False, and both for pdl=None.
     Each distinct combination is a separate kernel plan.
     """
     if len(shapes) in (3, 4) and all(isinstance(s, int) for s in shapes):
@@ -222,7 +226,7 @@ def precompile(shapes, layout="preshuffled", use_fast_accum=True, out_dtype=torc
     device = _resolve_device(device)
     for shape in shapes:
         _ops.precompile([int(s) for s in shape], layout, use_fast_accum, out_dtype, bias_dtype,
-                        device, epilogue)
+                        device, epilogue, pdl, prefetch_w)
 
 
 def precompile_grouped(shapes, layout="preshuffled", padded=False, use_fast_accum=True,

@@ -3,7 +3,13 @@
 
 The weight is quantised once per output row (quantize_fp8_row) and preshuffled once; each
 forward quantises the activations per row and calls f8f8bf16_rowwise_preshuffled (or the fp16
-op). No autograd: use it for inference (under torch.no_grad() / torch.inference_mode()).
+op). No autograd: use it for inference (under torch.no_grad() / torch.inference_mode()); a
+forward on an input that requires grad while grad mode is on raises ValueError.
+
+The buffers' dtypes are the format (e4m3fn weights, fp32 scales, the bias dtype the op takes), so
+module.half(), .bfloat16(), .float() and .to(dtype) leave them as they are; device moves
+(.cuda(), .to(device), .to("meta"), .to_empty()) move them. swap_linears and fuse_gate_up
+(f8gemm/convert.py, re-exported here) convert a model in place.
 
 Both modules take `pdl`, passed to every op of their forward: programmatic dependent launch of
 each kernel (it may be scheduled while the kernel before it on the stream drains, and waits for
@@ -22,13 +28,122 @@ __all__ = ["FP8Linear", "swap_linears", "FP8GatedMLP", "fuse_gate_up"]
 _OPS = torch.ops.f8gemm
 
 
-class FP8Linear(torch.nn.Module):
+class _FP8Module(torch.nn.Module):
+    """What FP8Linear and FP8GatedMLP share: dtype casts leave their buffers alone, their
+    checkpoints record the preshuffle layout version, their forward checks its input before
+    launching anything, and an fp32 input gives an fp32 output. A subclass lists its
+    preshuffled weights in _preshuffled() and has out_dtype."""
+
+    # --- checkpoints: state_dict()[prefix + LAYOUT_KEY] is the preshuffle layout version, an
+    # int32 scalar tensor (safetensors-friendly). load_state_dict() accepts this module's own
+    # state (any recorded version equal to ours; none means version 1, the first layout), and
+    # the plain form that FBGEMM, torchao and compressed-tensors checkpoints carry: each weight
+    # e4m3fn [N, K] with its scale [N] or [N, 1], which is preshuffled on load.
+    LAYOUT_KEY = "weight_layout_version"
+
+    def __init__(self):
+        super().__init__()
+        self._register_layout_hooks()
+
+    def _register_layout_hooks(self):
+        self._register_state_dict_hook(_FP8Module._state_dict_layout_hook)
+        self._register_load_state_dict_pre_hook(_FP8Module._load_state_dict_layout_hook,
+                                                with_module=True)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        # The hooks are per instance: an FP8GatedMLP pickled whole before it had them gets them
+        # here (an FP8Linear's come back with it, the same function through inheritance).
+        if _FP8Module._state_dict_layout_hook not in self._state_dict_hooks.values():
+            self._register_layout_hooks()
+
+    def _preshuffled(self):
+        """(weight buffer name, its scale buffer name, N, K) of each preshuffled weight."""
+        raise NotImplementedError
+
+    @staticmethod
+    def _state_dict_layout_hook(module, state_dict, prefix, local_metadata):
+        state_dict[prefix + _FP8Module.LAYOUT_KEY] = torch.tensor(
+            _layout_version(), dtype=torch.int32)
+        return state_dict
+
+    @staticmethod
+    def _load_state_dict_layout_hook(module, state_dict, prefix, local_metadata, strict,
+                                     missing_keys, unexpected_keys, error_msgs):
+        version = state_dict.pop(prefix + _FP8Module.LAYOUT_KEY, None)
+        for weight_name, scale_name, n, k in module._preshuffled():
+            scale = state_dict.get(prefix + scale_name)
+            if scale is not None and tuple(scale.shape) == (n, 1):
+                state_dict[prefix + scale_name] = scale.reshape(n)
+            weight = state_dict.get(prefix + weight_name)
+            if weight is None:
+                continue
+            if weight.dim() == 2:  # plain [N, K]: preshuffle it here (CPU or GPU, where it is)
+                if weight.dtype != torch.float8_e4m3fn or tuple(weight.shape) != (n, k):
+                    error_msgs.append(
+                        f"{prefix}{weight_name}: a plain weight must be torch.float8_e4m3fn "
+                        f"[{n}, {k}] (N, K), got {weight.dtype} {list(weight.shape)}")
+                    continue
+                state_dict[prefix + weight_name] = _OPS.preshuffle(weight.contiguous())
+            elif version is not None and int(version) != _layout_version():
+                error_msgs.append(
+                    f"{prefix}{weight_name}: preshuffle layout version {int(version)} in the "
+                    f"checkpoint, this f8gemm reads version {_layout_version()}: load the plain "
+                    "weight (torch.ops.f8gemm.unshuffle with the version that wrote it) instead")
+                version = None  # said once per module
+
+    def _apply(self, fn, recurse=True):
+        # module.half() / .float() / .to(dtype) cast every floating-point buffer, and float8
+        # counts as one: the weights would stop being e4m3fn, an fp32 scale could underflow in
+        # fp16, and an fp16 bias is one the GEMM refuses. These buffers' dtypes are the format,
+        # so fn is first tried on an empty tensor of the buffer's dtype and device: where it
+        # keeps the dtype (a device move, to_empty, share_memory) it runs as usual, else the
+        # buffer only goes to the device fn would have sent it to, its bytes unchanged.
+        ours = {id(b) for b in self._buffers.values() if b is not None}
+
+        def keep_dtype(t):
+            if id(t) not in ours:
+                return fn(t)
+            probe = fn(t.new_empty((0,) * t.dim()))
+            return fn(t) if probe.dtype == t.dtype else t.to(device=probe.device)
+
+        return super()._apply(keep_dtype, recurse)
+
+    def _check_input(self, x, features, what):
+        """ValueError, before any kernel, for an input that forward cannot take."""
+        owner = type(self).__name__
+        if x.dim() < 1:
+            raise ValueError(f"{owner}: the input must be [..., {what}], got a 0-dimensional "
+                             "tensor")
+        if x.shape[-1] != features:
+            raise ValueError(f"{owner}: the input's last dimension must be {what} = {features}, "
+                             f"got shape {tuple(x.shape)}")
+        device = getattr(self, self._preshuffled()[0][0]).device
+        if x.device != device:
+            raise ValueError(f"{owner}: the input is on {x.device} but the module's weights are "
+                             f"on {device}: move one to the other (module.to(x.device))")
+        # Inference only: nothing here records an autograd graph, so a training forward would
+        # otherwise run and then fail (or silently give no gradient) at backward.
+        if x.requires_grad and torch.is_grad_enabled():
+            raise ValueError(f"{owner} is inference-only: call it under torch.no_grad() or "
+                             "torch.inference_mode() (or pass x.detach())")
+
+    def _output(self, y, x_dtype):
+        # nn.Linear keeps an fp32 input's dtype; the GEMMs write bf16 (or fp16), so without an
+        # explicit out_dtype an fp32 input gets the bf16 result widened (exactly) to fp32.
+        if self.out_dtype is None and x_dtype == torch.float32:
+            return y.float()
+        return y
+
+
+class FP8Linear(_FP8Module):
     """y = x @ W^T + b with x and W quantised to e4m3fn per row (fp32 scales), fp32 accumulation.
 
     Buffers: weight (preshuffled e4m3fn, [ceil(K/128), N/8, 1024]), weight_scale (fp32 [N]) and
     bias (bf16 or fp32 [N], or None). Input: [..., in_features] bf16/fp16/fp32, contiguous or
-    not. Output: [..., out_features] in out_dtype (default: bf16, or fp16 for an fp16 input).
-    in_features must be a multiple of 16 and out_features of 8.
+    not, on the buffers' device. Output: [..., out_features] in out_dtype; by default the
+    input's dtype, as nn.Linear (an fp32 input gets the GEMM's bf16 result widened to fp32, so
+    it is no more precise than bf16). in_features must be a multiple of 16 and out_features of 8.
 
     pdl (None, True or False) is passed to quantize_fp8_row and the GEMM of every forward (see
     the module's docstring). The default, None, leaves it to the F8GEMM_PDL switch (off when
@@ -79,9 +194,6 @@ class FP8Linear(torch.nn.Module):
         if activation_scale_ub is not None:
             self.activation_scale_ub = torch.tensor(float(activation_scale_ub),
                                                     dtype=torch.float32)
-        self._register_state_dict_hook(FP8Linear._state_dict_layout_hook)
-        self._register_load_state_dict_pre_hook(FP8Linear._load_state_dict_layout_hook,
-                                                with_module=True)
 
     @classmethod
     @torch.no_grad()
@@ -109,48 +221,11 @@ class FP8Linear(torch.nn.Module):
             mod.bias.copy_(bias.to(bias_dtype))
         return mod
 
-    # --- checkpoints: state_dict()[prefix + LAYOUT_KEY] is the preshuffle layout version, an
-    # int32 scalar tensor (safetensors-friendly). load_state_dict() accepts this module's own
-    # state (any recorded version equal to ours; none means version 1, the first layout), and
-    # the plain form that FBGEMM, torchao and compressed-tensors checkpoints carry: weight
-    # e4m3fn [N, K] with weight_scale [N] or [N, 1], which is preshuffled on load.
-    LAYOUT_KEY = "weight_layout_version"
-
-    @staticmethod
-    def _state_dict_layout_hook(module, state_dict, prefix, local_metadata):
-        state_dict[prefix + FP8Linear.LAYOUT_KEY] = torch.tensor(
-            _layout_version(), dtype=torch.int32)
-        return state_dict
-
-    @staticmethod
-    def _load_state_dict_layout_hook(module, state_dict, prefix, local_metadata, strict,
-                                     missing_keys, unexpected_keys, error_msgs):
-        version = state_dict.pop(prefix + FP8Linear.LAYOUT_KEY, None)
-        weight = state_dict.get(prefix + "weight")
-        scale = state_dict.get(prefix + "weight_scale")
-        n, k = module.out_features, module.in_features
-        if scale is not None and tuple(scale.shape) == (n, 1):
-            state_dict[prefix + "weight_scale"] = scale.reshape(n)
-        if weight is None:
-            return
-        if weight.dim() == 2:  # plain [N, K]: preshuffle it here (CPU or GPU, where it is)
-            if weight.dtype != torch.float8_e4m3fn or tuple(weight.shape) != (n, k):
-                error_msgs.append(
-                    f"{prefix}weight: a plain weight must be torch.float8_e4m3fn [{n}, {k}] "
-                    f"(out_features, in_features), got {weight.dtype} {list(weight.shape)}")
-                return
-            state_dict[prefix + "weight"] = _OPS.preshuffle(weight.contiguous())
-            return
-        if version is not None and int(version) != _layout_version():
-            error_msgs.append(
-                f"{prefix}weight: preshuffle layout version {int(version)} in the checkpoint, "
-                f"this f8gemm reads version {_layout_version()}: load the plain weight "
-                "(torch.ops.f8gemm.unshuffle with the version that wrote it) instead")
+    def _preshuffled(self):
+        return (("weight", "weight_scale", self.out_features, self.in_features),)
 
     def forward(self, x):
-        if x.shape[-1] != self.in_features:
-            raise ValueError(f"FP8Linear: the input's last dimension must be in_features = "
-                             f"{self.in_features}, got shape {tuple(x.shape)}")
+        self._check_input(x, self.in_features, "in_features")
         lead = x.shape[:-1]
         x2 = x.reshape(-1, self.in_features).contiguous()
         xq, x_scale = _OPS.quantize_fp8_row(x2, self.activation_scale_ub, pdl=self.pdl)
@@ -161,7 +236,7 @@ class FP8Linear(torch.nn.Module):
         # Without PDL it changes nothing.
         y = op(xq, self.weight, x_scale, self.weight_scale, self.bias, self.use_fast_accum,
                pdl=self.pdl, prefetch_w=True)
-        return y.view(*lead, self.out_features)
+        return self._output(y.view(*lead, self.out_features), x.dtype)
 
     def extra_repr(self):
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
@@ -188,19 +263,7 @@ def _layout_version():
     return int(_OPS.preshuffle_layout_version())
 
 
-def swap_linears(module, filter_fn=None, **kwargs):
-    """Replaces, in place and recursively, every nn.Linear child of module (for which
-    filter_fn(name, linear) is true, if given) by FP8Linear.from_linear(linear, **kwargs)
-    (e.g. use_fast_accum, activation_scale_ub, pdl)."""
-    for name, child in list(module.named_children()):
-        if isinstance(child, torch.nn.Linear) and (filter_fn is None or filter_fn(name, child)):
-            setattr(module, name, FP8Linear.from_linear(child, **kwargs))
-        else:
-            swap_linears(child, filter_fn, **kwargs)
-    return module
-
-
-class FP8GatedMLP(torch.nn.Module):
+class FP8GatedMLP(_FP8Module):
     """A gated MLP block, down(SiLU(gate(x)) * up(x)), in four kernels on f8gemm:
 
     1. quantize_fp8_row(x): x quantised once, per row;
@@ -224,7 +287,10 @@ class FP8GatedMLP(torch.nn.Module):
     alone, so the merged weight and scales are exactly the two stacked. Buffers: gate_up_weight
     (preshuffled e4m3fn [ceil(H/128), 2I/8, 1024]), gate_up_scale (fp32 [2I]), down_weight
     (preshuffled [ceil(I/128), H/8, 1024]), down_scale (fp32 [H]), and fp32 biases or None.
-    hidden and intermediate must be multiples of 16. Inference only (no autograd).
+    hidden and intermediate must be multiples of 16. Inference only (no autograd). Input:
+    [..., hidden] bf16/fp16/fp32 on the buffers' device; output [..., hidden] in out_dtype, by
+    default the input's dtype (an fp32 input gets the bf16 result widened to fp32). Checkpoints
+    record the preshuffle layout version and take plain e4m3fn [N, K] weights, as FP8Linear's.
     activation_scale_ub bounds the row maxima of x and intermediate_scale_ub those of
     SiLU(gate) * up (FBGEMM's scale_ub); each is kept as a 0-dimensional CPU tensor, read on the
     host at no cost (the ops also take one on the GPU, read by the kernel).
@@ -324,10 +390,12 @@ class FP8GatedMLP(torch.nn.Module):
         kwargs go to from_linears (e.g. pdl)."""
         return cls.from_linears(*(getattr(mlp, n) for n in names), **kwargs)
 
+    def _preshuffled(self):
+        return (("gate_up_weight", "gate_up_scale", 2 * self.intermediate, self.hidden),
+                ("down_weight", "down_scale", self.hidden, self.intermediate))
+
     def forward(self, x):
-        if x.shape[-1] != self.hidden:
-            raise ValueError(f"FP8GatedMLP: the input's last dimension must be hidden = "
-                             f"{self.hidden}, got shape {tuple(x.shape)}")
+        self._check_input(x, self.hidden, "hidden")
         lead = x.shape[:-1]
         gemm = _preshuffled_gemm(self.out_dtype, x.dtype)
         xq, xs = _OPS.quantize_fp8_row(x.reshape(-1, self.hidden).contiguous(),
@@ -348,7 +416,7 @@ class FP8GatedMLP(torch.nn.Module):
                                                     pdl=self.pdl)
         y = gemm(hq, self.down_weight, hs, self.down_scale, self.down_bias, self.use_fast_accum,
                  pdl=self.pdl, prefetch_w=True)
-        return y.view(*lead, self.hidden)
+        return self._output(y.view(*lead, self.hidden), x.dtype)
 
     def extra_repr(self):
         return (f"hidden={self.hidden}, intermediate={self.intermediate}, "
@@ -357,19 +425,5 @@ class FP8GatedMLP(torch.nn.Module):
                 f"weights preshuffled e4m3fn")
 
 
-def fuse_gate_up(module, names=("gate_proj", "up_proj", "down_proj"), filter_fn=None, **kwargs):
-    """Replaces, in place and recursively, every submodule of module (module itself excluded)
-    that holds nn.Linear children under `names` (gate, up, down) by FP8GatedMLP.from_module.
-    The replaced module must compute down(SiLU(gate(x)) * up(x)): if it has an `act_fn`, that
-    must be an nn.SiLU, else it is left alone. filter_fn(name, submodule), if given, must also
-    be true. kwargs go to FP8GatedMLP.from_linears (e.g. pdl, True by default there). Returns
-    module. Use swap_linears afterwards for the linears that remain."""
-    for name, child in list(module.named_children()):
-        linears = [getattr(child, n, None) for n in names]
-        act = getattr(child, "act_fn", torch.nn.SiLU())
-        if all(isinstance(lin, torch.nn.Linear) for lin in linears) and \
-                isinstance(act, torch.nn.SiLU) and (filter_fn is None or filter_fn(name, child)):
-            setattr(module, name, FP8GatedMLP.from_module(child, names, **kwargs))
-        else:
-            fuse_gate_up(child, names, filter_fn, **kwargs)
-    return module
+# After the modules: convert.py imports them from here.
+from .convert import fuse_gate_up, swap_linears  # noqa: E402

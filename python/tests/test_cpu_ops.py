@@ -220,24 +220,27 @@ def test_cpu_gemms_take_prefetch_w():
 
 
 def test_meta_preshuffle_unshuffle_quantize():
-    assert OPS.preshuffle(_meta(264, 200)).shape == (2, 33, 1024)
+    assert OPS.preshuffle(_meta(264, 208)).shape == (2, 33, 1024)
     assert OPS.preshuffle(_meta(3, 16, 128)).shape == (3, 1, 2, 1024)
-    assert OPS.unshuffle(_meta(2, 33, 1024), 200).shape == (264, 200)
+    assert OPS.unshuffle(_meta(2, 33, 1024), 208).shape == (264, 208)
     q, s = OPS.quantize_fp8_row(_meta(3, 4, 64, dtype=torch.bfloat16))
     assert q.shape == (3, 4, 64) and q.dtype == E4M3 and s.shape == (3, 4)
     assert s.dtype == torch.float32
 
 
-def test_fake_tensor_trace_of_fp8linear():
+@pytest.mark.parametrize("device", [CPU, "cuda"])
+def test_fake_tensor_trace_of_fp8linear(device):
     """FakeTensor (torch.compile's and torch.export's tracer) runs every op of FP8Linear's
-    forward through its Meta kernel: no GPU, no compile."""
+    forward through its Meta kernel: no GPU, no compile. Fakes of any device (CUDA ones too, with
+    a CPU scalar scale_ub) report the meta device there, so the Meta kernels' check passes."""
     from torch._subclasses.fake_tensor import FakeTensorMode
     with FakeTensorMode():
-        x = torch.empty(3, 7, 256, dtype=torch.bfloat16)
-        xq, xs = OPS.quantize_fp8_row(x)
-        wp = OPS.preshuffle(torch.empty(64, 256, dtype=E4M3))
-        y = OPS.f8f8bf16_rowwise_preshuffled(xq, wp, xs, torch.empty(64), None, True)
-        assert y.shape == (3, 7, 64) and y.dtype == torch.bfloat16
+        x = torch.empty(3, 7, 256, dtype=torch.bfloat16, device=device)
+        xq, xs = OPS.quantize_fp8_row(x, torch.tensor(2.0))
+        wp = OPS.preshuffle(torch.empty(64, 256, dtype=E4M3, device=device))
+        y = OPS.f8f8bf16_rowwise_preshuffled(xq, wp, xs, torch.empty(64, device=device), None,
+                                             True, True, True)
+        assert y.shape == (3, 7, 64) and y.dtype == torch.bfloat16 and y.device.type == device
 
 
 @pytest.mark.parametrize("name,args", [
@@ -393,3 +396,104 @@ def test_cpu_error_messages():
         OPS.quantize_fp8_row(torch.tensor(1.0))
     with pytest.raises(ValueError, match=r"scale_ub must be a 1-element torch.float32"):
         OPS.quantize_fp8_row(torch.ones(2, 16), torch.ones(2))
+
+
+# ------------------------------------------- meta kernels, autograd, K == 0 (CPU-checkable)
+
+def test_meta_kernels_refuse_real_tensors():
+    """A meta tensor among real ones sends the call to the Meta kernel (Meta outranks CPU and
+    CUDA): it raises instead of returning an uninitialised tensor on the real one's device."""
+    xq, wq, xs, ws, _ = _cpu_single()
+    f32 = torch.float32
+    mx, mw, mxs, mws = _meta(16, 128), _meta(64, 128), _meta(16, dtype=f32), _meta(64, dtype=f32)
+    calls = [
+        (lambda: OPS.f8f8bf16_rowwise_preshuffled(xq, _meta(1, 8, 1024), xs, ws),
+         "WQ is on meta but XQ is on cpu"),
+        (lambda: OPS.f8f8bf16_rowwise(mx, mw, mxs, mws, torch.zeros(64)),
+         "XQ is on meta but bias is on cpu"),
+        (lambda: OPS.f8f8bf16_rowwise_out(mx, mw, mxs, mws, torch.empty(16, 64).bfloat16()),
+         "XQ is on meta but output is on cpu"),
+        (lambda: OPS.quantize_fp8_row(torch.ones(4, 64), _meta(1, dtype=f32)),
+         "scale_ub is on meta but a is on cpu"),
+        (lambda: OPS.silu_mul_quantize_fp8_row(torch.ones(4, 64), _meta(1, dtype=f32)),
+         "scale_ub is on meta but gate_up is on cpu"),
+        (lambda: OPS.f8f8bf16_rowwise_grouped_dynamic(
+            _meta(2, 8, 128), _meta(2, 64, 128), _meta(2, 8, dtype=f32), _meta(2, 64, dtype=f32),
+            torch.zeros(2, dtype=torch.int32)), "XQ is on meta but zero_start_index_M is on cpu"),
+    ]
+    for call, message in calls:
+        with pytest.raises(ValueError, match=message):
+            call()
+    # A CPU scale_ub is fine beside meta data, as it is beside CUDA data.
+    q, s = OPS.quantize_fp8_row(_meta(4, 64, dtype=torch.bfloat16), torch.tensor(2.0))
+    assert q.device.type == "meta" and s.device.type == "meta"
+
+
+@pytest.mark.parametrize("call", [
+    lambda d: OPS.preshuffle(torch.zeros(20, 256, dtype=E4M3, device=d)),  # N % 8
+    lambda d: OPS.preshuffle(torch.zeros(64, 200, dtype=E4M3, device=d)),  # K % 16
+    lambda d: OPS.preshuffle(torch.zeros(64, 256, dtype=torch.bfloat16, device=d)),
+    lambda d: OPS.unshuffle(torch.zeros(2, 8, 1024, dtype=E4M3, device=d), 200),  # K % 16
+    lambda d: OPS.unshuffle(torch.zeros(2, 8, 1024, dtype=E4M3, device=d), 512),  # K blocks
+    lambda d: OPS.quantize_fp8_row(torch.zeros(4, 64, dtype=torch.float64, device=d)),
+    lambda d: OPS.quantize_fp8_row(torch.zeros(4, 0, device=d)),  # K == 0
+    lambda d: OPS.quantize_fp8_row(torch.zeros(4, 64, device=d), None, True,
+                                   torch.zeros(4, 64, dtype=torch.bfloat16, device=d)),
+    lambda d: OPS.silu_mul_quantize_fp8_row(torch.zeros(4, 0, device=d)),
+])
+def test_meta_kernels_reject_what_the_cpu_kernels_reject(call):
+    """One rule for both kernels: the same ValueError on the CPU and on meta."""
+    messages = []
+    for device in (CPU, "meta"):
+        with pytest.raises(ValueError) as info:
+            call(device)
+        messages.append(str(info.value))
+    assert messages[0] == messages[1], messages
+
+
+def test_quantize_rows_of_no_values_are_refused():
+    with pytest.raises(ValueError, match=r"the row length K \(a's last dimension\) must be "
+                                         r"positive, got shape \[5, 0\]"):
+        OPS.quantize_fp8_row(torch.zeros(5, 0))
+    q, s = OPS.quantize_fp8_row(torch.zeros(0, 64))  # no rows: an empty result
+    assert q.shape == (0, 64) and s.shape == (0,)
+
+
+def test_backward_through_an_op_raises():
+    """No op has a derivative: backward says so instead of leaving the gradients unset."""
+    a = torch.randn(4, 64, requires_grad=True)
+    _, s = OPS.quantize_fp8_row(a)
+    with pytest.raises(RuntimeError, match="derivative for f8gemm::quantize_fp8_row is not "
+                                           "implemented"):
+        s.sum().backward()
+    args = (_meta(4, 128), _meta(64, 128), _meta(4, dtype=torch.float32).requires_grad_(),
+            _meta(64, dtype=torch.float32))
+    with pytest.raises(RuntimeError, match="derivative for f8gemm::f8f8bf16_rowwise is not"):
+        OPS.f8f8bf16_rowwise(*args).float().sum().backward()
+    out = _meta(4, 64, dtype=torch.bfloat16)
+    with pytest.raises(RuntimeError, match=r"_out: x_scale requires grad.*x_scale\.detach\(\)"):
+        OPS.f8f8bf16_rowwise_out(*args, out)  # no result to carry a grad_fn: refused at once
+    with torch.no_grad():
+        OPS.f8f8bf16_rowwise_out(*args, out)
+    with helpers.fp8_comparable():  # opcheck's own check of the registration
+        torch.library.opcheck(OPS.quantize_fp8_row.default, (a,),
+                              test_utils=("test_schema", "test_autograd_registration",
+                                          "test_faketensor"))
+
+
+def test_every_tensor_op_has_an_autograd_kernel():
+    names = [n for n in torch._C._dispatch_get_all_op_names() if n.startswith("f8gemm::")]
+    for name in names:
+        schema = getattr(OPS, name.split("::")[1]).default._schema
+        if any("Tensor" in str(arg.type) for arg in schema.arguments):
+            assert any(torch._C._dispatch_has_kernel_for_dispatch_key(name, key)
+                       for key in ("Autograd", "CompositeImplicitAutograd")), name
+    assert len(names) >= 28, names
+
+
+def test_precompile_takes_pdl_and_prefetch_w():
+    """Both say which plan a later call uses (a chained one with prefetch_w and PDL on)."""
+    assert _schema_text("precompile").endswith(PDL_ARG + PREFETCH_W_ARG + ") -> ()")
+    for shape, layout in (((16, 256, 256), "plain"), ((2, 16, 256, 256), "preshuffled")):
+        with pytest.raises(ValueError, match="prefetch_w=True is an argument of the single "):
+            f8gemm.precompile(shape, layout=layout, pdl=True, prefetch_w=True)

@@ -259,3 +259,63 @@ def test_tensors_on_two_gpus_are_rejected():
     xq, wq, xs, ws = _ok()
     with pytest.raises(ValueError, match=r"WQ is on cuda:1 but XQ is on cuda:0"):
         ops.f8f8bf16_rowwise(xq.to("cuda:0"), wq.to("cuda:1"), xs.to("cuda:0"), ws.to("cuda:0"))
+
+
+def test_output_overlapping_an_input_is_rejected():
+    """The kernel reads its inputs while it writes the output, in no fixed order: an output that
+    shares bytes with an input (here XQ's storage) is refused by the library's validation."""
+    _gpu_only()
+    xq, wq, xs, ws = _ok()
+    storage = torch.empty(M * N * 2, dtype=torch.uint8, device=DEVICE)  # the output's bytes
+    x_alias = storage[:M * K].view(torch.float8_e4m3fn).view(M, K)
+    x_alias.copy_(xq)
+    out = storage.view(torch.bfloat16).view(M, N)
+    with pytest.raises(ValueError, match=r"output overlaps XQ in memory"):
+        ops.f8f8bf16_rowwise_out(x_alias, wq, xs, ws, out)
+    with pytest.raises(ValueError, match=r"output overlaps XQ in memory"):
+        ops.f8f8bf16_rowwise_preshuffled_out(x_alias, ops.preshuffle(wq), xs, ws, out)
+
+
+def test_scale_ub_off_the_input_device_and_the_cpu_is_rejected():
+    """A scale_ub on another device than a (and not on the CPU) would be read on the host with a
+    sync (a capture error on another device's stream): both quantising ops refuse it alike."""
+    _gpu_only()
+    a = torch.randn(4, 64)
+    for op, name in ((ops.quantize_fp8_row, "a"), (ops.silu_mul_quantize_fp8_row, "gate_up")):
+        with pytest.raises(ValueError, match=rf"scale_ub must be on {name}'s device \(cpu\) or "
+                                             r"on the CPU, got cuda:0"):
+            op(a, torch.tensor([4.0], device="cuda:0"))
+        if torch.cuda.device_count() > 1:
+            with pytest.raises(ValueError, match=rf"scale_ub must be on {name}'s device "
+                                                 r"\(cuda:0\) or on the CPU, got cuda:1"):
+                op(a.to("cuda:0"), torch.tensor([4.0], device="cuda:1"))
+
+
+def _graph_nodes(graph):
+    """The number of nodes of a cudaGraph_t given as an int (cuGraphGetNodes)."""
+    import ctypes
+    count = ctypes.c_size_t(0)
+    lib = ctypes.CDLL("libcuda.so.1")
+    lib.cuGraphGetNodes.argtypes = [ctypes.c_void_p, ctypes.c_void_p,
+                                    ctypes.POINTER(ctypes.c_size_t)]
+    assert lib.cuGraphGetNodes(graph, None, ctypes.byref(count)) == 0
+    return count.value
+
+
+def test_invalid_dynamic_grouped_call_launches_nothing():
+    """The dynamic grouped ops zero their output only once the arguments are valid: a bad call
+    captured in a CUDA graph leaves the graph empty (no memset node before the error)."""
+    _gpu_only()
+    g_, m_max, n, k = 2, 8, 64, 128
+    xq = _fp8(g_, m_max, k)
+    wq = _fp8(g_, n, k)
+    sizes = torch.full((g_,), m_max, dtype=torch.int32, device=DEVICE)
+    x_scale, bad_w_scale = _f32(g_, m_max), _f32(g_, n + 8)  # made before the capture
+    for op, w in ((ops.f8f8bf16_rowwise_grouped_dynamic, wq),
+                  (ops.f8f8bf16_rowwise_grouped_dynamic_preshuffled, ops.preshuffle(wq))):
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph(keep_graph=True)
+        with torch.cuda.graph(graph):
+            with pytest.raises(ValueError, match=r"w_scale must have shape"):
+                op(xq, w, x_scale, bad_w_scale, sizes)
+        assert _graph_nodes(graph.raw_cuda_graph()) == 0

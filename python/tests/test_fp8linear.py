@@ -63,14 +63,29 @@ def test_input_shapes_and_dtypes():
     xt = torch.randn(256, 9, generator=helpers.gen(5)).to(DEVICE, torch.bfloat16).t()
     assert not xt.is_contiguous()
     assert torch.equal(mod(xt), mod(xt.contiguous()))
-    # fp16 input gives fp16 output; fp32 input gives bf16
+    # The output keeps the input's dtype, as nn.Linear's: fp16 gives fp16, fp32 gives the bf16
+    # GEMM's result widened to fp32.
     x16 = torch.randn(4, 256, generator=helpers.gen(6)).to(DEVICE, torch.float16)
     assert mod(x16).dtype == torch.float16
-    assert mod(x16.float()).dtype == torch.bfloat16
+    y32 = mod(x16.float())
+    assert y32.dtype == torch.float32
+    bf16_out = FP8Linear.from_linear(lin, out_dtype=torch.bfloat16)
+    assert torch.equal(y32, bf16_out(x16.float()).float())
     mod16 = FP8Linear.from_linear(lin, out_dtype=torch.float16)
     assert mod16(x16.bfloat16()).dtype == torch.float16
     with pytest.raises(ValueError, match=r"in_features = 256"):
         mod(torch.randn(4, 255, device=DEVICE, dtype=torch.bfloat16))
+    with pytest.raises(ValueError, match=r"FP8Linear: the input is on cpu"):
+        mod(torch.randn(4, 256, dtype=torch.bfloat16))
+
+
+def test_training_use_is_refused():
+    mod = FP8Linear.from_linear(_linear(256, 128, seed=3))
+    x = torch.randn(4, 256, device=DEVICE, dtype=torch.bfloat16, requires_grad=True)
+    with pytest.raises(ValueError, match=r"FP8Linear is inference-only"):
+        mod(x)
+    with torch.inference_mode():
+        assert mod(x.detach()).shape == (4, 128)
 
 
 @torch.no_grad()

@@ -5,15 +5,15 @@ kernel would have to be compiled during capture; torch.compile(mode="reduce-over
 import gc
 
 import helpers
-from helpers import (bound, make_batched, make_single, pytest, reference, rel_rms,
-                     warm_up)
+from helpers import (bound, make_batched, make_single, make_linear, pdl_switch, pytest,
+                     reference, rel_rms, same_bits, warm_up)
 
 helpers.require_device()
 
 import torch  # noqa: E402
 
 import f8gemm  # noqa: E402
-from f8gemm.nn import FP8Linear  # noqa: E402
+from f8gemm.nn import FP8GatedMLP, FP8Linear  # noqa: E402
 
 ops = torch.ops.f8gemm
 
@@ -188,6 +188,57 @@ def test_batched_compile_needed_during_capture_is_a_clear_error():
     g.replay()
     torch.cuda.synchronize()
     assert torch.equal(y, ops.f8f8bf16_rowwise_batched_preshuffled(xq, wp, xs, ws))
+
+
+def test_chained_call_needs_precompile_with_pdl_and_prefetch_w():
+    """A call with prefetch_w=True and PDL on has a plan of its own (ProblemShape::chained):
+    the ordinary precompile does not ready it, the capture error names the two arguments, and
+    precompile with them (pdl=None: both plans, for either F8GEMM_PDL) makes the capture work."""
+    for m, pdl, switch in ((40, True, None), (56, None, "1")):  # problems no other test uses
+        xq, wq, xs, ws, _ = make_single(m, 264, 336, seed=m)
+        wp = ops.preshuffle(wq)
+
+        def call():
+            return ops.f8f8bf16_rowwise_preshuffled(xq, wp, xs, ws, None, True, pdl, True)
+
+        with pdl_switch(switch):
+            f8gemm.precompile([(m, 264, 336)])  # the unchained plan only
+            torch.cuda.synchronize()
+            with pytest.raises(RuntimeError, match=r"with PDL and prefetch_w\).*precompile.*"
+                                                   r"pdl=True, prefetch_w=True\) or run"):
+                _capture(call)
+            torch.cuda.synchronize()
+            f8gemm.precompile([(m, 264, 336)], pdl=pdl, prefetch_w=True)
+            g, y = _capture(call)
+            y.fill_(float("nan"))
+            g.replay()
+            torch.cuda.synchronize()
+            assert same_bits(y, call()), (m, pdl)
+            assert rel_rms(y, reference(xq, wq, xs, ws)) <= bound(True)
+
+
+@torch.no_grad()
+def test_gated_mlp_with_pdl_captures_after_precompile():
+    """FP8GatedMLP (pdl=True by default, prefetch_w=True on its GEMMs) captures in a CUDA graph
+    once its GEMMs are precompiled with pdl=True, prefetch_w=True, without any eager call."""
+    m, hidden, inter = 24, 320, 176  # shapes no other test uses
+    mlp = FP8GatedMLP.from_linears(make_linear(hidden, inter, bias=False, seed=21),
+                                   make_linear(hidden, inter, bias=False, seed=22),
+                                   make_linear(inter, hidden, bias=False, seed=23))
+    assert mlp.pdl is True
+    x = torch.randn(m, hidden, generator=helpers.gen(24)).to("cuda", torch.bfloat16)
+    # The quantising kernels load at any call; the GEMMs' plans only with their shapes.
+    ops.quantize_fp8_row(x[:1])
+    ops.silu_mul_quantize_fp8_row(torch.ones(1, 32, device="cuda", dtype=torch.bfloat16))
+    gate_up, down = (m, 2 * inter, hidden), (m, hidden, inter)
+    for epilogue in ("none", "silu_mul"):  # either path of the forward (by its row count)
+        f8gemm.precompile([gate_up], epilogue=epilogue, pdl=True, prefetch_w=True)
+    f8gemm.precompile([down], pdl=True, prefetch_w=True)
+    torch.cuda.synchronize()
+    g, y = _capture(lambda: mlp(x))
+    g.replay()
+    torch.cuda.synchronize()
+    assert same_bits(y, mlp(x))
 
 
 def test_cuda_scale_ub_in_capture_is_read_at_replay():

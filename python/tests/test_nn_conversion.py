@@ -1,0 +1,288 @@
+"""f8gemm.nn without running a GEMM: swap_linears and fuse_gate_up (all or nothing, qualified
+paths in errors, skip_incompatible, which modules and activations qualify), dtype casts and
+device moves of FP8Linear and FP8GatedMLP, FP8GatedMLP checkpoints, the forward's input checks
+and output dtype (on the meta device, through the ops' Meta kernels), and torch.compile
+tracing of the modules. Runs on the CPU; the last tests need an sm_90 GPU and skip without."""
+
+import io
+import warnings
+
+import helpers
+from helpers import pytest, same_bits
+
+import torch  # noqa: E402
+
+import f8gemm  # noqa: E402,F401  (loads the ops)
+from f8gemm.nn import FP8GatedMLP, FP8Linear, fuse_gate_up, swap_linears  # noqa: E402
+
+Linear = torch.nn.Linear
+
+
+def _gpu():
+    reason = helpers.skip_reason()
+    if reason:
+        pytest.skip(reason)
+
+
+def _model(router_out=60):
+    """model.layers.{0,1}.{attn_proj, mlp.up, mlp.router}: the router refused if router_out is
+    not a multiple of 8."""
+    root = torch.nn.Module()
+    root.model = torch.nn.Module()
+    layers = []
+    for _ in range(2):
+        layer = torch.nn.Module()
+        layer.attn_proj = Linear(64, 64)
+        layer.mlp = torch.nn.Module()
+        layer.mlp.up = Linear(64, 128, bias=False)
+        layer.mlp.router = Linear(64, router_out)
+        layers.append(layer)
+    root.model.layers = torch.nn.ModuleList(layers)
+    return root
+
+
+def _kinds(module):
+    return {name: type(m).__name__ for name, m in module.named_modules()}
+
+
+def _caught(fn):
+    """fn's result and the messages of the warnings it gave."""
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        out = fn()
+    return out, [str(w.message) for w in got]
+
+
+# ------------------------------------------------------------------ swap_linears
+
+def test_swap_refusal_changes_nothing_and_names_paths():
+    model = _model()
+    before = _kinds(model)
+    with pytest.raises(ValueError) as info:
+        swap_linears(model)
+    msg = str(info.value)
+    assert "model.layers.0.mlp.router" in msg and "model.layers.1.mlp.router" in msg, msg
+    assert "out_features must be a positive multiple of 8, got 60" in msg, msg
+    assert "model.layers.0.attn_proj" not in msg, msg
+    assert _kinds(model) == before  # nothing replaced, not even the linears before the router
+
+
+def test_swap_skip_incompatible_converts_the_others():
+    model = _model()
+    _, msgs = _caught(lambda: swap_linears(model, skip_incompatible=True))
+    assert len(msgs) == 1 and "model.layers.1.mlp.router" in msgs[0], msgs
+    for layer in model.model.layers:
+        assert type(layer.attn_proj) is FP8Linear and type(layer.mlp.up) is FP8Linear
+        assert type(layer.mlp.router) is Linear
+    # The same through filter_fn, without a warning.
+    model = _model()
+    _, msgs = _caught(lambda: swap_linears(model, filter_fn=lambda name, lin: name != "router"))
+    assert msgs == [] and type(model.model.layers[1].mlp.up) is FP8Linear
+
+
+def test_swap_leaves_weight_readers_and_subclasses():
+    class Scaled(Linear):  # a subclass whose forward is more than x @ W^T + b
+        def forward(self, x):
+            return 2 * super().forward(x)
+
+    net = torch.nn.Module()
+    net.mha = torch.nn.MultiheadAttention(64, 4, batch_first=True)
+    net.enc = torch.nn.TransformerEncoderLayer(64, 4, dim_feedforward=128, batch_first=True)
+    net.scaled = Scaled(64, 64)
+    net.shared = Linear(64, 64)
+    net.again = net.shared
+    swap_linears(net)
+    assert type(net.mha.out_proj).__name__ == "NonDynamicallyQuantizableLinear"
+    assert type(net.enc.linear1) is Linear and type(net.enc.linear2) is Linear
+    assert type(net.enc.self_attn.out_proj) is not FP8Linear
+    assert type(net.scaled) is Scaled
+    assert type(net.shared) is FP8Linear and net.again is net.shared
+    with torch.no_grad():  # both still run (the encoder layer on its eval fast path)
+        x = torch.randn(2, 5, 64)
+        assert net.mha(x, x, x)[0].shape == (2, 5, 64)
+        assert net.enc.eval()(x).shape == (2, 5, 64)
+
+
+# ------------------------------------------------------------------ fuse_gate_up
+
+class _Mlp(torch.nn.Module):
+    def __init__(self, hidden=64, inter=96, **act):
+        super().__init__()
+        self.gate_proj = Linear(hidden, inter, bias=False)
+        self.up_proj = Linear(hidden, inter, bias=False)
+        self.down_proj = Linear(inter, hidden, bias=False)
+        for name, fn in act.items():
+            setattr(self, name, fn)
+
+
+def test_fuse_refusal_changes_nothing_and_names_paths():
+    net = torch.nn.Module()
+    net.layers = torch.nn.ModuleList([_Mlp(act_fn=torch.nn.SiLU()),
+                                      _Mlp(inter=40, act_fn=torch.nn.SiLU())])
+    before = _kinds(net)
+    with pytest.raises(ValueError, match=r"layers\.1 \(_Mlp\): ValueError: FP8GatedMLP: "
+                                         r"intermediate must be a positive multiple of 16"):
+        fuse_gate_up(net)
+    assert _kinds(net) == before
+    _, msgs = _caught(lambda: fuse_gate_up(net, skip_incompatible=True))
+    assert len(msgs) == 1 and "layers.1 (_Mlp)" in msgs[0], msgs
+    assert type(net.layers[0]) is FP8GatedMLP and type(net.layers[1]) is _Mlp
+
+
+def test_fuse_only_known_silu():
+    net = torch.nn.ModuleDict({
+        "module": _Mlp(act_fn=torch.nn.SiLU()),
+        "function": _Mlp(act_fn=torch.nn.functional.silu),
+        "renamed": _Mlp(act=torch.nn.SiLU()),          # fused only with act_name="act"
+        "inline": _Mlp(),                              # activation in forward: unknown
+        "gelu": _Mlp(act_fn=torch.nn.GELU()),
+    })
+    _, msgs = _caught(lambda: fuse_gate_up(net))
+    fused = {k for k, m in net.items() if type(m) is FP8GatedMLP}
+    assert fused == {"module", "function"}, fused
+    assert len(msgs) == 1, msgs
+    assert "inline (_Mlp): it has no 'act_fn'" in msgs[0] and "gelu (_Mlp): its act_fn is GELU" \
+        in msgs[0] and "renamed" in msgs[0], msgs
+    _, msgs = _caught(lambda: fuse_gate_up(net, act_name="act"))
+    assert type(net["renamed"]) is FP8GatedMLP and type(net["inline"]) is _Mlp
+
+
+# ------------------------------------------------------------------ dtype casts, device moves
+
+def _modules():
+    lin = Linear(64, 32).to(torch.bfloat16)
+    return [FP8Linear.from_linear(Linear(64, 32)),                 # fp32 bias
+            FP8Linear.from_linear(lin),                            # bf16 bias
+            FP8GatedMLP.from_module(_Mlp(act_fn=torch.nn.SiLU())),
+            FP8GatedMLP(64, 32, bias=True)]
+
+
+@pytest.mark.parametrize("cast", ["half", "bfloat16", "float", "double", "to_fp16", "to_bf16"])
+def test_dtype_casts_keep_buffers(cast):
+    want = {"half": torch.float16, "bfloat16": torch.bfloat16, "float": torch.float32,
+            "double": torch.float64, "to_fp16": torch.float16, "to_bf16": torch.bfloat16}[cast]
+    for mod in _modules():
+        before = {k: v.clone() for k, v in mod.named_buffers()}
+        net = torch.nn.Sequential(mod, Linear(4, 4))
+        {"half": net.half, "bfloat16": net.bfloat16, "float": net.float,
+         "double": net.double, "to_fp16": lambda: net.to(torch.float16),
+         "to_bf16": lambda: net.to("cpu", torch.bfloat16)}[cast]()
+        for name, buf in mod.named_buffers():
+            assert same_bits(buf, before[name]), (type(mod).__name__, name, buf.dtype)
+        assert net[1].weight.dtype == want  # the other modules are cast as usual
+
+
+def test_device_moves_still_move():
+    for mod in _modules():
+        dtypes = {k: v.dtype for k, v in mod.named_buffers()}
+        mod.to("meta", torch.float16)
+        assert {k: (v.device.type, v.dtype) for k, v in mod.named_buffers()} == \
+            {k: ("meta", d) for k, d in dtypes.items()}
+        mod.to_empty(device="cpu")
+        assert all(v.device.type == "cpu" for v in mod.buffers())
+
+
+# ------------------------------------------------------------------ FP8GatedMLP checkpoints
+
+def test_gated_mlp_state_dict_layout_version():
+    mod = FP8GatedMLP.from_module(_Mlp(act_fn=torch.nn.SiLU()))
+    state = mod.state_dict()
+    assert int(state["weight_layout_version"]) == f8gemm.PRESHUFFLE_LAYOUT_VERSION
+    fresh = FP8GatedMLP(64, 96)
+    fresh.load_state_dict(state)
+    assert same_bits(fresh.gate_up_weight, mod.gate_up_weight)
+    del state["weight_layout_version"]  # a checkpoint from before the key: version 1
+    FP8GatedMLP(64, 96).load_state_dict(state)
+    state["weight_layout_version"] = torch.tensor(99, dtype=torch.int32)
+    with pytest.raises(RuntimeError, match="gate_up_weight: preshuffle layout version 99"):
+        FP8GatedMLP(64, 96).load_state_dict(state)
+    # The plain form (e4m3fn [N, K], scale [N, 1]) is preshuffled on load.
+    plain = {"gate_up_weight": torch.ops.f8gemm.unshuffle(mod.gate_up_weight, 64),
+             "gate_up_scale": mod.gate_up_scale.unsqueeze(1),
+             "down_weight": torch.ops.f8gemm.unshuffle(mod.down_weight, 96),
+             "down_scale": mod.down_scale}
+    fresh = FP8GatedMLP(64, 96)
+    fresh.load_state_dict(plain)
+    assert same_bits(fresh.gate_up_weight, mod.gate_up_weight)
+    assert same_bits(fresh.down_weight, mod.down_weight)
+    # One pickled whole before it had the (per-instance) hooks gets them when unpickled.
+    mod._state_dict_hooks.clear()
+    mod._load_state_dict_pre_hooks.clear()
+    buf = io.BytesIO()
+    torch.save(mod, buf)
+    buf.seek(0)
+    old = torch.load(buf, weights_only=False)
+    assert "weight_layout_version" in old.state_dict()
+    assert len(old._load_state_dict_pre_hooks) == 1
+
+
+# ------------------------------------------------------------------ forward checks and dtype
+
+def _meta_modules():
+    return [(FP8Linear(64, 32, device="meta"), "in_features"),
+            (FP8GatedMLP(64, 32, device="meta"), "hidden")]
+
+
+def test_input_checks_come_first():
+    for mod, what in _meta_modules():
+        owner = type(mod).__name__
+        with pytest.raises(ValueError, match=f"{owner}: the input must be .*0-dimensional"):
+            mod(torch.zeros((), device="meta"))
+        with pytest.raises(ValueError, match=f"{owner}: the input's last dimension must be "
+                                             f"{what} = 64"):
+            mod(torch.zeros(2, 48, device="meta"))
+        # On another device: refused before quantize_fp8_row runs on the input's device.
+        with pytest.raises(ValueError, match=f"{owner}: the input is on cpu but the module's "
+                                             "weights are on meta"):
+            mod(torch.zeros(2, 64, dtype=torch.bfloat16))
+        x = torch.zeros(2, 64, device="meta", requires_grad=True)
+        with pytest.raises(ValueError, match=f"{owner} is inference-only: call it under "
+                                             r"torch.no_grad\(\)"):
+            mod(x)
+        with torch.no_grad():
+            assert mod(x).shape == (2, 64 if what == "hidden" else 32)
+
+
+@pytest.mark.parametrize("rows", [4, 64])  # FP8GatedMLP: unfused, then fused activation
+def test_output_dtype_follows_the_input(rows):
+    for mod, _ in _meta_modules():
+        for dtype in (torch.float32, torch.bfloat16, torch.float16):
+            y = mod(torch.empty(rows, 64, device="meta", dtype=dtype))
+            assert y.dtype == dtype, (type(mod).__name__, dtype, y.dtype)
+        mod.out_dtype = torch.bfloat16  # explicit: kept for every input
+        assert mod(torch.empty(rows, 64, device="meta")).dtype == torch.bfloat16
+
+
+def test_compile_fullgraph_traces_the_checks():
+    """dynamo traces forward, its input checks included, without a graph break."""
+    for mod, _ in _meta_modules():
+        compiled = torch.compile(mod, fullgraph=True, backend="eager")
+        with torch.no_grad():
+            assert compiled(torch.empty(40, 64, device="meta")).dtype == torch.float32
+
+
+# ------------------------------------------------------------------ GPU
+
+@torch.no_grad()
+def test_fp32_output_is_the_bf16_result_widened_gpu():
+    _gpu()
+    x = torch.randn(40, 256, generator=helpers.gen(3)).cuda()
+    for rows in (8, 40):  # FP8GatedMLP: unfused, then fused activation
+        lin = FP8Linear.from_linear(helpers.make_linear(256, 128, seed=1))
+        mlp = FP8GatedMLP.from_module(helpers.LlamaMLP(256, 512, seed=2))
+        for mod in (lin, mlp):
+            y = mod(x[:rows])
+            mod.out_dtype = torch.bfloat16
+            assert y.dtype == torch.float32 and torch.equal(y, mod(x[:rows]).float())
+
+
+def test_dtype_cast_then_cuda_gpu():
+    _gpu()
+    mod = FP8GatedMLP.from_module(helpers.LlamaMLP(256, 512, seed=4)).cpu()
+    before = {k: v.clone() for k, v in mod.named_buffers()}
+    mod.half().cuda()
+    for name, buf in mod.named_buffers():
+        assert buf.is_cuda and same_bits(buf, before[name]), name
+    with torch.no_grad():
+        y = mod(torch.randn(4, 256, device="cuda", dtype=torch.float16))
+    assert y.dtype == torch.float16
