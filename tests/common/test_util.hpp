@@ -65,6 +65,25 @@ inline void expect_error(const std::function<void()>& f, ErrorCode code,
   }
 }
 
+/// `stmt` throws Error(kInvalidArgument) whose message contains `needle`; the trace names stmt.
+#define F8GEMM_EXPECT_INVALID(stmt, needle)                                               \
+  do {                                                                                    \
+    SCOPED_TRACE(#stmt);                                                                  \
+    ::f8gemm::test::expect_error([&] { stmt; }, ::f8gemm::ErrorCode::kInvalidArgument,    \
+                                 needle);                                                 \
+  } while (0)
+
+/// A call that passes validation reaches the device lookup first: without an sm_90 GPU that is
+/// kNoDevice, which proves validation accepted every argument. With an sm_90 GPU the call would
+/// launch on the fake pointers, so it is not made there (the GPU tests cover valid calls).
+#define F8GEMM_EXPECT_PASSES_VALIDATION(stmt)                                             \
+  do {                                                                                    \
+    SCOPED_TRACE(#stmt);                                                                  \
+    if (!::f8gemm::test::have_sm90()) {                                                   \
+      ::f8gemm::test::expect_error([&] { stmt; }, ::f8gemm::ErrorCode::kNoDevice, "");    \
+    }                                                                                     \
+  } while (0)
+
 /// "Suite.Test" of the running GoogleTest test, for hang reports (HangLabel).
 inline std::string current_test_name() {
   const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();

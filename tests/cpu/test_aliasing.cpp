@@ -16,20 +16,6 @@ namespace {
 using test::dev_view;
 using test::expect_error;
 
-#define EXPECT_OVERLAP(stmt, needle)                                                  \
-  do {                                                                                \
-    SCOPED_TRACE(#stmt);                                                              \
-    expect_error([&] { stmt; }, ErrorCode::kInvalidArgument, needle);                 \
-  } while (0)
-
-/// Without an sm_90 GPU a call that passes validation stops at the device lookup (kNoDevice);
-/// with one, the call would launch on fake pointers, so it is not made.
-#define EXPECT_PASSES_VALIDATION(stmt)                                                \
-  do {                                                                                \
-    SCOPED_TRACE(#stmt);                                                              \
-    if (!test::have_sm90()) expect_error([&] { stmt; }, ErrorCode::kNoDevice, "");    \
-  } while (0)
-
 constexpr int64_t M = 64, N = 128, K = 256;
 // One fake arena: each tensor's place is an offset into it, so that the tests can put an output
 // exactly one byte into an input, or exactly at its end.
@@ -57,7 +43,7 @@ struct Gemm {
 };
 
 TEST(Aliasing, GemmOutputOverlappingAnyInputIsRejectedNamingBoth) {
-  EXPECT_PASSES_VALIDATION(Gemm{}.call());
+  F8GEMM_EXPECT_PASSES_VALIDATION(Gemm{}.call());
   const struct {
     uintptr_t at;
     const char* needle;
@@ -72,19 +58,19 @@ TEST(Aliasing, GemmOutputOverlappingAnyInputIsRejectedNamingBoth) {
   for (const auto& c : cases) {
     Gemm g;
     g.out.data = test::fake(c.at);
-    EXPECT_OVERLAP(g.call(), c.needle);
+    F8GEMM_EXPECT_INVALID(g.call(), c.needle);
   }
   // Touching is not overlapping: out ending exactly where x begins, or beginning at x's end.
   Gemm before;
   before.out.data = test::fake(kX - M * N * 2);
-  EXPECT_PASSES_VALIDATION(before.call());
+  F8GEMM_EXPECT_PASSES_VALIDATION(before.call());
   Gemm after;
   after.out.data = test::fake(kX + M * K);
-  EXPECT_PASSES_VALIDATION(after.call());
+  F8GEMM_EXPECT_PASSES_VALIDATION(after.call());
   // Inputs may share memory with each other: only the output is written.
   Gemm shared;
   shared.ws.data = shared.bias.data;
-  EXPECT_PASSES_VALIDATION(shared.call());
+  F8GEMM_EXPECT_PASSES_VALIDATION(shared.call());
 }
 
 TEST(Aliasing, BatchedAndGroupedOutputsOverlappingAnInputAreRejected) {
@@ -94,9 +80,9 @@ TEST(Aliasing, BatchedAndGroupedOutputsOverlappingAnInputAreRejected) {
   TensorView xs = dev_view(kXs, DType::kF32, {B, M});
   TensorView ws = dev_view(kWs, DType::kF32, {B, N});
   TensorView out = dev_view(kOut, DType::kBF16, {B, M, N});
-  EXPECT_PASSES_VALIDATION(batched_gemm(x, w, WeightLayout::kPlain, xs, ws, out));
+  F8GEMM_EXPECT_PASSES_VALIDATION(batched_gemm(x, w, WeightLayout::kPlain, xs, ws, out));
   TensorView bad = dev_view(kW + B * N * K - 16, DType::kBF16, {B, M, N});  // w's last 16 bytes
-  EXPECT_OVERLAP(batched_gemm(x, w, WeightLayout::kPlain, xs, ws, bad), "out overlaps w");
+  F8GEMM_EXPECT_INVALID(batched_gemm(x, w, WeightLayout::kPlain, xs, ws, bad), "out overlaps w");
 
   const int64_t G = 4;
   TensorView gw = dev_view(kW, DType::kE4M3, {G, N, K});
@@ -105,13 +91,14 @@ TEST(Aliasing, BatchedAndGroupedOutputsOverlappingAnInputAreRejected) {
   TensorView gx = dev_view(kX, DType::kE4M3, {M, K});
   TensorView gxs = dev_view(kXs, DType::kF32, {M});
   TensorView gout = dev_view(kOut, DType::kBF16, {M, N});
-  EXPECT_PASSES_VALIDATION(grouped_gemm(gx, gw, WeightLayout::kPlain, gxs, gws, sizes, gout));
+  F8GEMM_EXPECT_PASSES_VALIDATION(
+      grouped_gemm(gx, gw, WeightLayout::kPlain, gxs, gws, sizes, gout));
   // Its last 16 bytes cover m_sizes.
   TensorView on_sizes = dev_view(kSizes + 16 - M * N * 2, DType::kBF16, {M, N});
-  EXPECT_OVERLAP(grouped_gemm(gx, gw, WeightLayout::kPlain, gxs, gws, sizes, on_sizes),
+  F8GEMM_EXPECT_INVALID(grouped_gemm(gx, gw, WeightLayout::kPlain, gxs, gws, sizes, on_sizes),
                  "out overlaps m_sizes");
   TensorView on_x = dev_view(kX + 16, DType::kBF16, {G, M, N});
-  EXPECT_OVERLAP(grouped_gemm_padded(dev_view(kX, DType::kE4M3, {G, M, K}), gw,
+  F8GEMM_EXPECT_INVALID(grouped_gemm_padded(dev_view(kX, DType::kE4M3, {G, M, K}), gw,
                                      WeightLayout::kPlain, dev_view(kXs, DType::kF32, {G, M}),
                                      gws, sizes, on_x),
                  "out overlaps x");
@@ -126,16 +113,16 @@ TEST(Aliasing, QuantizeOutputsOverlappingTheInputEachOtherOrScaleUbAreRejected) 
   const TensorView qv = make_view(q.data(), DType::kE4M3, {M, K});
   const TensorView sv = make_view(s.data(), DType::kF32, {M});
   quantize_rows(iv, qv, sv);  // passes and runs
-  EXPECT_OVERLAP(quantize_rows(iv, make_view(in.data(), DType::kE4M3, {M, K}), sv),
+  F8GEMM_EXPECT_INVALID(quantize_rows(iv, make_view(in.data(), DType::kE4M3, {M, K}), sv),
                  "out_q overlaps input in memory");
-  EXPECT_OVERLAP(quantize_rows(iv, qv, make_view(in.data() + 8, DType::kF32, {M})),
+  F8GEMM_EXPECT_INVALID(quantize_rows(iv, qv, make_view(in.data() + 8, DType::kF32, {M})),
                  "out_scale overlaps input in memory");
-  EXPECT_OVERLAP(quantize_rows(iv, qv, make_view(q.data() + 64, DType::kF32, {M})),
+  F8GEMM_EXPECT_INVALID(quantize_rows(iv, qv, make_view(q.data() + 64, DType::kF32, {M})),
                  "out_scale overlaps out_q in memory");
   QuantizeOptions o;
   const TensorView ub = make_view(s.data() + M - 1, DType::kF32, {1});  // sv's last value
   o.scale_ub_tensor = &ub;
-  EXPECT_OVERLAP(quantize_rows(iv, qv, sv, o), "out_scale overlaps scale_ub in memory");
+  F8GEMM_EXPECT_INVALID(quantize_rows(iv, qv, sv, o), "out_scale overlaps scale_ub in memory");
   const TensorView ub_apart = make_view(s.data() + M, DType::kF32, {1});  // just past sv
   o.scale_ub_tensor = &ub_apart;
   s[M] = 0.0f;
@@ -144,10 +131,10 @@ TEST(Aliasing, QuantizeOutputsOverlappingTheInputEachOtherOrScaleUbAreRejected) 
   std::vector<uint16_t> gu(M * 2 * K, 0x3f80);
   const TensorView gv = make_view(gu.data(), DType::kBF16, {M, 2 * K});
   silu_mul_quantize_rows(gv, qv, sv);
-  EXPECT_OVERLAP(silu_mul_quantize_rows(gv, make_view(gu.data() + M * K, DType::kE4M3, {M, K}),
-                                        sv),
-                 "out_q overlaps gate_up in memory");
-  EXPECT_OVERLAP(silu_mul_quantize_rows(gv, qv, make_view(q.data(), DType::kF32, {M})),
+  F8GEMM_EXPECT_INVALID(
+      silu_mul_quantize_rows(gv, make_view(gu.data() + M * K, DType::kE4M3, {M, K}), sv),
+      "out_q overlaps gate_up in memory");
+  F8GEMM_EXPECT_INVALID(silu_mul_quantize_rows(gv, qv, make_view(q.data(), DType::kF32, {M})),
                  "out_scale overlaps out_q in memory");
 }
 
@@ -157,9 +144,9 @@ TEST(Aliasing, ShuffledAndPlainWeightsMustNotOverlap) {
   std::vector<uint8_t> buf(2 * n * k);
   const TensorView plain = make_view(buf.data(), DType::kE4M3, {n, k});
   const TensorView shuffled_in_place = make_view(buf.data(), DType::kE4M3, {2, n / 8, 1024});
-  EXPECT_OVERLAP(preshuffle(plain, shuffled_in_place),
+  F8GEMM_EXPECT_INVALID(preshuffle(plain, shuffled_in_place),
                  "the preshuffled weight overlaps w in memory");
-  EXPECT_OVERLAP(unshuffle(shuffled_in_place, plain),
+  F8GEMM_EXPECT_INVALID(unshuffle(shuffled_in_place, plain),
                  "out overlaps the preshuffled weight in memory");
   const TensorView apart = make_view(buf.data() + n * k, DType::kE4M3, {2, n / 8, 1024});
   preshuffle(plain, apart);

@@ -106,12 +106,6 @@ void expect_invalid_in_every_form(const std::function<void(Args&)>& edit,
   }
 }
 
-#define EXPECT_INVALID(stmt, needle)                                          \
-  do {                                                                        \
-    SCOPED_TRACE(#stmt);                                                      \
-    expect_error([&] { stmt; }, ErrorCode::kInvalidArgument, needle);         \
-  } while (0)
-
 // ---- the valid baseline ------------------------------------------------------------------
 
 TEST(GroupedValidation, ValidCallsGiveTheirShape) {
@@ -233,7 +227,7 @@ TEST(GroupedValidation, WrongDtypeOfEachTensor) {
   {
     Args a = grouped_args(G, M, N, K);
     a.w.dtype = DType::kU8;  // uint8 only for the preshuffled form
-    EXPECT_INVALID(a.call(), "w must have dtype float8_e4m3fn, got uint8");
+    F8GEMM_EXPECT_INVALID(a.call(), "w must have dtype float8_e4m3fn, got uint8");
   }
   expect_invalid_in_every_form([](Args& a) { a.xs.dtype = DType::kBF16; },
                                "x_scale must have dtype float32");
@@ -263,12 +257,12 @@ TEST(GroupedValidation, WrongRankOfX) {
   {
     Args a = grouped_args(G, M, N, K);
     a.x = dev_view(kX, DType::kE4M3, {G, M, K});  // padded-shaped x to the stacked form
-    EXPECT_INVALID(a.call(), "x must be 2-D [total_M, K] (the stacked form");
+    F8GEMM_EXPECT_INVALID(a.call(), "x must be 2-D [total_M, K] (the stacked form");
   }
   {
     Args a = grouped_args(G, M, N, K, true);
     a.x = dev_view(kX, DType::kE4M3, {M, K});  // stacked-shaped x to the padded form
-    EXPECT_INVALID(a.call(), "x must be 3-D [G, M_max, K] (the padded form)");
+    F8GEMM_EXPECT_INVALID(a.call(), "x must be 3-D [G, M_max, K] (the padded form)");
   }
 }
 
@@ -276,28 +270,30 @@ TEST(GroupedValidation, WrongRankOrShapeOfW) {
   {
     Args a = grouped_args(G, M, N, K);
     a.w = dev_view(kW, DType::kE4M3, {N, K});  // one expert's weight
-    EXPECT_INVALID(a.call(), "w must be 3-D [G, N, K] (a plain weight), got shape [136, 272]");
+    F8GEMM_EXPECT_INVALID(a.call(),
+                          "w must be 3-D [G, N, K] (a plain weight), got shape [136, 272]");
   }
   {
     Args a = grouped_args(G, M, N, K);
     a.w = dev_view(kW, DType::kE4M3, {G, N, K + 16});
-    EXPECT_INVALID(a.call(), "w must have shape [8, 136, 272] ([G, N, K] matching x's K)");
+    F8GEMM_EXPECT_INVALID(a.call(), "w must have shape [8, 136, 272] ([G, N, K] matching x's K)");
   }
   {
     // A plain weight to the preshuffled form, and a preshuffled one to the plain form.
     Args a = grouped_args(G, M, N, K, false, WeightLayout::kPreshuffled);
     a.w = dev_view(kW, DType::kE4M3, {G, N, K});
-    EXPECT_INVALID(a.call(), "w must be 4-D preshuffled [G, ceil(K/128), N/8, 1024]");
+    F8GEMM_EXPECT_INVALID(a.call(), "w must be 4-D preshuffled [G, ceil(K/128), N/8, 1024]");
     Args b = grouped_args(G, M, N, K);
     b.w = dev_view(kW, DType::kE4M3, preshuffled_shape(G, N, K));
-    EXPECT_INVALID(b.call(), "w must be 3-D [G, N, K]");
+    F8GEMM_EXPECT_INVALID(b.call(), "w must be 3-D [G, N, K]");
   }
   {
     // Preshuffled for another K.
     Args a = grouped_args(G, M, N, K, true, WeightLayout::kPreshuffled);
     a.w = dev_view(kW, DType::kE4M3, preshuffled_shape(G, N, K + 128));
-    EXPECT_INVALID(a.call(), "w must have shape [8, 3, 17, 1024] (preshuffled [G, ceil(K/128), "
-                             "N/8, 1024] matching x's K)");
+    F8GEMM_EXPECT_INVALID(a.call(),
+                          "w must have shape [8, 3, 17, 1024] (preshuffled [G, ceil(K/128), "
+                          "N/8, 1024] matching x's K)");
   }
 }
 
@@ -312,7 +308,7 @@ TEST(GroupedValidation, KMustBeAPositiveMultipleOf16) {
 TEST(GroupedValidation, NMustBeAPositiveMultipleOf8) {
   for (int64_t n : {int64_t(12), int64_t(0)}) {
     Args a = grouped_args(G, M, n, K);
-    EXPECT_INVALID(a.call(), "N (w's rows) must be a positive multiple of 8, got " +
+    F8GEMM_EXPECT_INVALID(a.call(), "N (w's rows) must be a positive multiple of 8, got " +
                                  std::to_string(n));
   }
 }
@@ -336,7 +332,7 @@ TEST(GroupedValidation, ShapeMismatchStacked) {
     Args a = grouped_args(G, M, N, K);
     a.with_bias = true;
     edit(a);
-    EXPECT_INVALID(a.call(), needle);
+    F8GEMM_EXPECT_INVALID(a.call(), needle);
   };
   bad([](Args& a) { a.xs = dev_view(kXs, DType::kF32, {M + 1}); },
       "x_scale must have shape [200] ([total_M]), got [201]");
@@ -356,7 +352,7 @@ TEST(GroupedValidation, ShapeMismatchPadded) {
     Args a = grouped_args(G, M, N, K, true);
     a.with_bias = true;
     edit(a);
-    EXPECT_INVALID(a.call(), needle);
+    F8GEMM_EXPECT_INVALID(a.call(), needle);
   };
   bad([](Args& a) { a.x = dev_view(kX, DType::kE4M3, {G - 1, M, K}); },
       "x has 7 groups but w has 8");
@@ -373,15 +369,15 @@ TEST(GroupedValidation, ArgumentNamesComeFromTheOptions) {
   Args a = grouped_args(G, M, N, K);
   a.names = &names;
   a.sizes = dev_view(kSizes, DType::kI32, {G - 1});
-  EXPECT_INVALID(a.call(), "M_sizes has 7 groups but WQ has 8");
+  F8GEMM_EXPECT_INVALID(a.call(), "M_sizes has 7 groups but WQ has 8");
   a = grouped_args(G, M, N, K);
   a.names = &names;
   a.sizes.device = kHost;
-  EXPECT_INVALID(a.call(), "M_sizes must be on the GPU with XQ (cuda:0)");
+  F8GEMM_EXPECT_INVALID(a.call(), "M_sizes must be on the GPU with XQ (cuda:0)");
   a = grouped_args(G, M, N, K);
   a.names = &names;
   a.out.dtype = DType::kF32;
-  EXPECT_INVALID(a.call(), "output must have dtype bfloat16 or float16");
+  F8GEMM_EXPECT_INVALID(a.call(), "output must have dtype bfloat16 or float16");
 }
 
 // ---- memory ------------------------------------------------------------------------------
@@ -468,7 +464,7 @@ TEST(GroupedValidation, GroupsPastTheLimitAreRejectedWithTheLimit) {
   const int64_t too_many = detail::kMaxGroups + 1;
   for (bool padded : {false, true}) {
     Args a = grouped_args(too_many, 64, 8, 16, padded);
-    EXPECT_INVALID(a.call(), "G = 4097 groups is more than the 4096 a call supports");
+    F8GEMM_EXPECT_INVALID(a.call(), "G = 4097 groups is more than the 4096 a call supports");
   }
   EXPECT_NO_THROW(grouped_args(detail::kMaxGroups, 64, 8, 16).validate());
   EXPECT_NO_THROW(grouped_args(detail::kMaxGroups, 3, 8, 16, true).validate());
@@ -477,32 +473,34 @@ TEST(GroupedValidation, GroupsPastTheLimitAreRejectedWithTheLimit) {
 TEST(GroupedValidation, SizesBeyondTheInt32IndexRangeAreRejected) {
   {
     Args a = grouped_args(2, int64_t(1) << 31, 8, 16);
-    EXPECT_INVALID(a.call(), "sizes exceed the int32 index range: total_M = 2147483648 is more "
-                             "than 2147483392 (a tile's rows past its group's end stay in int32; "
-                             "G,total_M,N,K = 2,2147483648,8,16)");
+    F8GEMM_EXPECT_INVALID(a.call(),
+                          "sizes exceed the int32 index range: total_M = 2147483648 is more "
+                          "than 2147483392 (a tile's rows past its group's end stay in int32; "
+                          "G,total_M,N,K = 2,2147483648,8,16)");
   }
   {
     // Each group's M_max fits; the padded rows of all groups, addressed as one tensor, do not.
     Args a = grouped_args(4096, int64_t(1) << 20, 8, 16, true);
-    EXPECT_INVALID(a.call(), "G * M_max = 4294967296 is more than 2147483392");
+    F8GEMM_EXPECT_INVALID(a.call(), "G * M_max = 4294967296 is more than 2147483392");
   }
   {
     Args a = grouped_args(2, 16, int64_t(1) << 28, 16);
-    EXPECT_INVALID(a.call(), "N = 268435456 is more than 268435200");
+    F8GEMM_EXPECT_INVALID(a.call(), "N = 268435456 is more than 268435200");
   }
   {
     Args a = grouped_args(2, 16, 8, 2147483632);
-    EXPECT_INVALID(a.call(), "K = 2147483632 is more than 2147483392");
+    F8GEMM_EXPECT_INVALID(a.call(), "K = 2147483632 is more than 2147483392");
   }
   {
     // (2^24 / 8 + 2) * 2^12 tiles > 2^30.
     Args a = grouped_args(2, int64_t(1) << 24, int64_t(1) << 15, 16);
-    EXPECT_INVALID(a.call(), "(rows / 8 + G) * ceil(N / 8) is more than 1073741824");
+    F8GEMM_EXPECT_INVALID(a.call(), "(rows / 8 + G) * ceil(N / 8) is more than 1073741824");
   }
   {
     // One group's W of 2^28 x 2^13 bytes = 2^41.
     Args a = grouped_args(1, 16, int64_t(1) << 27, int64_t(1) << 14);
-    EXPECT_INVALID(a.call(), "TMA's stride limit: one group of W must be smaller than 2^40 bytes");
+    F8GEMM_EXPECT_INVALID(a.call(),
+                          "TMA's stride limit: one group of W must be smaller than 2^40 bytes");
   }
   // The limits themselves pass.
   EXPECT_NO_THROW(grouped_args(2, 2147483392, 8, 16).validate());

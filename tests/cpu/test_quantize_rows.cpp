@@ -221,17 +221,6 @@ TEST(QuantizeRowsApi, ScaleUbTensorOnTheHostIsTheBound) {
   }
 }
 
-#define EXPECT_INVALID(stmt, text)                                                   \
-  do {                                                                               \
-    try {                                                                            \
-      stmt;                                                                          \
-      ADD_FAILURE() << "no error from " #stmt;                                       \
-    } catch (const Error& e) {                                                       \
-      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();                  \
-      EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();    \
-    }                                                                                \
-  } while (0)
-
 TEST(SiluMulQuantizeApi, RejectsBadArguments) {
   std::vector<float> in(2 * 3 * 32);
   std::vector<uint8_t> q(2 * 3 * 16);
@@ -239,44 +228,47 @@ TEST(SiluMulQuantizeApi, RejectsBadArguments) {
   const TensorView gu = make_view(in.data(), DType::kF32, {6, 32});
   const TensorView qv = make_view(q.data(), DType::kE4M3, {6, 16});
   const TensorView sv = make_view(s.data(), DType::kF32, {6});
-  EXPECT_INVALID(silu_mul_quantize_rows(make_view(in.data(), DType::kE4M3, {6, 32}), qv, sv),
+  F8GEMM_EXPECT_INVALID(silu_mul_quantize_rows(make_view(in.data(), DType::kE4M3, {6, 32}), qv, sv),
                  "gate_up must be bfloat16, float16 or float32");
-  EXPECT_INVALID(silu_mul_quantize_rows(make_view(in.data(), DType::kF32, {6, 31}), qv, sv),
+  F8GEMM_EXPECT_INVALID(silu_mul_quantize_rows(make_view(in.data(), DType::kF32, {6, 31}), qv, sv),
                  "must be positive and even");
-  EXPECT_INVALID(silu_mul_quantize_rows(gu, make_view(q.data(), DType::kU8, {6, 16}), sv),
+  F8GEMM_EXPECT_INVALID(silu_mul_quantize_rows(gu, make_view(q.data(), DType::kU8, {6, 16}), sv),
                  "out_q must be float8_e4m3fn");
-  EXPECT_INVALID(silu_mul_quantize_rows(gu, make_view(q.data(), DType::kE4M3, {6, 32}), sv),
+  F8GEMM_EXPECT_INVALID(silu_mul_quantize_rows(gu, make_view(q.data(), DType::kE4M3, {6, 32}), sv),
                  "out_q must have gate_up's shape with the last dimension halved");
-  EXPECT_INVALID(silu_mul_quantize_rows(gu, qv, make_view(s.data(), DType::kF32, {5})),
+  F8GEMM_EXPECT_INVALID(silu_mul_quantize_rows(gu, qv, make_view(s.data(), DType::kF32, {5})),
                  "out_scale must hold one value per row");
-  EXPECT_INVALID(silu_mul_quantize_rows(gu, qv, make_view(s.data(), DType::kBF16, {6})),
+  F8GEMM_EXPECT_INVALID(silu_mul_quantize_rows(gu, qv, make_view(s.data(), DType::kBF16, {6})),
                  "out_scale must be float32");
   TensorView strided = make_view(in.data(), DType::kF32, {3, 32});
   strided.stride[0] = 64;
-  EXPECT_INVALID(silu_mul_quantize_rows(strided, make_view(q.data(), DType::kE4M3, {3, 16}),
+  F8GEMM_EXPECT_INVALID(silu_mul_quantize_rows(strided, make_view(q.data(), DType::kE4M3, {3, 16}),
                                         make_view(s.data(), DType::kF32, {3})),
                  "gate_up must be contiguous");
   TensorView on_gpu = qv;
   on_gpu.device = 0;
-  EXPECT_INVALID(silu_mul_quantize_rows(gu, on_gpu, sv), "must be in the same memory");
+  F8GEMM_EXPECT_INVALID(silu_mul_quantize_rows(gu, on_gpu, sv), "must be in the same memory");
   QuantizeOptions o;
   o.eps = 0.0f;
-  EXPECT_INVALID(silu_mul_quantize_rows(gu, qv, sv, o), "eps must be positive");
+  F8GEMM_EXPECT_INVALID(silu_mul_quantize_rows(gu, qv, sv, o), "eps must be positive");
   QuantizeOptions u;
   const TensorView two = make_view(s2.data(), DType::kF32, {2});
   u.scale_ub_tensor = &two;
-  EXPECT_INVALID(silu_mul_quantize_rows(gu, qv, sv, u), "scale_ub must be one float32 value");
+  F8GEMM_EXPECT_INVALID(silu_mul_quantize_rows(gu, qv, sv, u),
+                        "scale_ub must be one float32 value");
   TensorView ub_gpu = make_view(s2.data(), DType::kF32, {1});
   ub_gpu.device = 0;
   u.scale_ub_tensor = &ub_gpu;
-  EXPECT_INVALID(silu_mul_quantize_rows(gu, qv, sv, u), "scale_ub must be in the input's memory");
-  EXPECT_INVALID(quantize_rows(make_view(in.data(), DType::kF32, {6, 32}),
+  F8GEMM_EXPECT_INVALID(silu_mul_quantize_rows(gu, qv, sv, u),
+                        "scale_ub must be in the input's memory");
+  F8GEMM_EXPECT_INVALID(quantize_rows(make_view(in.data(), DType::kF32, {6, 32}),
                                make_view(q.data(), DType::kE4M3, {6, 32}), sv, u),
                  "scale_ub must be in the input's memory");
   QuantizeOptions inf_eps;
   inf_eps.eps = std::numeric_limits<float>::infinity();  // every scale inf, every code 0 before
-  EXPECT_INVALID(silu_mul_quantize_rows(gu, qv, sv, inf_eps), "eps must be positive and finite");
-  EXPECT_INVALID(quantize_rows(make_view(in.data(), DType::kF32, {6, 32}),
+  F8GEMM_EXPECT_INVALID(silu_mul_quantize_rows(gu, qv, sv, inf_eps),
+                        "eps must be positive and finite");
+  F8GEMM_EXPECT_INVALID(quantize_rows(make_view(in.data(), DType::kF32, {6, 32}),
                                make_view(q.data(), DType::kE4M3, {6, 32}), sv, inf_eps),
                  "eps must be positive and finite");
   // Hand-built views are checked before their shapes are read, as in every other entry point.
@@ -284,27 +276,29 @@ TEST(SiluMulQuantizeApi, RejectsBadArguments) {
   // the call wrote two scales.
   TensorView huge = make_view(in.data(), DType::kF32, {3, 2, 2});
   huge.shape[1] = 6148914691236517206;
-  EXPECT_INVALID(silu_mul_quantize_rows(huge, make_view(q.data(), DType::kE4M3, {3, 2, 1}),
+  F8GEMM_EXPECT_INVALID(silu_mul_quantize_rows(huge, make_view(q.data(), DType::kE4M3, {3, 2, 1}),
                                         make_view(s.data(), DType::kF32, {2})),
                  "gate_up has more than 2^63 elements");
   TensorView negative = make_view(in.data(), DType::kF32, {2, 8});
   negative.shape[0] = -2;
-  EXPECT_INVALID(silu_mul_quantize_rows(negative, make_view(q.data(), DType::kE4M3, {2, 4}),
+  F8GEMM_EXPECT_INVALID(silu_mul_quantize_rows(negative, make_view(q.data(), DType::kE4M3, {2, 4}),
                                         make_view(s.data(), DType::kF32, {2})),
                  "gate_up has a negative dimension");
   TensorView rank5 = sv;
   rank5.rank = 5;  // numel() would read past shape[]
-  EXPECT_INVALID(silu_mul_quantize_rows(gu, qv, rank5), "out_scale must have rank 0..4, got 5");
+  F8GEMM_EXPECT_INVALID(silu_mul_quantize_rows(gu, qv, rank5),
+                        "out_scale must have rank 0..4, got 5");
   TensorView ub_rank = make_view(s2.data(), DType::kF32, {1});
   ub_rank.rank = -1;
   u.scale_ub_tensor = &ub_rank;
-  EXPECT_INVALID(silu_mul_quantize_rows(gu, qv, sv, u), "scale_ub must have rank 0..4, got -1");
+  F8GEMM_EXPECT_INVALID(silu_mul_quantize_rows(gu, qv, sv, u),
+                        "scale_ub must have rank 0..4, got -1");
   // Rows of no values have no scale: K = 0 (2I = 0) is refused rather than leaving the scales
   // unwritten.
-  EXPECT_INVALID(silu_mul_quantize_rows(make_view(in.data(), DType::kF32, {6, 0}),
+  F8GEMM_EXPECT_INVALID(silu_mul_quantize_rows(make_view(in.data(), DType::kF32, {6, 0}),
                                         make_view(q.data(), DType::kE4M3, {6, 0}), sv),
                  "gate_up's last dimension must be positive and even");
-  EXPECT_INVALID(quantize_rows(make_view(in.data(), DType::kF32, {6, 0}),
+  F8GEMM_EXPECT_INVALID(quantize_rows(make_view(in.data(), DType::kF32, {6, 0}),
                                make_view(q.data(), DType::kE4M3, {6, 0}), sv),
                  "K (input's last dimension) must be positive");
   // Empty work is valid and touches nothing.

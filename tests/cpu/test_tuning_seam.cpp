@@ -17,12 +17,6 @@ namespace {
 
 using test::expect_error;
 
-#define EXPECT_INVALID(stmt, needle)                                    \
-  do {                                                                  \
-    SCOPED_TRACE(#stmt);                                                \
-    expect_error([&] { stmt; }, ErrorCode::kInvalidArgument, needle);   \
-  } while (0)
-
 ProblemShape problem(int64_t m, int64_t n, int64_t k) {
   ProblemShape p;
   p.m = m;
@@ -34,11 +28,12 @@ ProblemShape problem(int64_t m, int64_t n, int64_t k) {
 TEST(TuningSeam, AnSmCountOutsideOneTo1024IsRefusedNotDividedBy) {
   const ProblemShape p = problem(128, 4096, 4096);
   // Each of these was killed by SIGFPE (a division by the SM count) before.
-  EXPECT_INVALID(model_config(p, 0), "sm_count must be 1..1024, got 0");
-  EXPECT_INVALID(candidate_configs(p, 0), "sm_count must be 1..1024, got 0");
-  EXPECT_INVALID(model_estimate_us(model_config(p, 132), p, -3), "sm_count must be 1..1024");
-  EXPECT_INVALID(decide_config(TargetGpu{"NVIDIA H200", 0, true}, p), "sm_count must be 1..1024");
-  EXPECT_INVALID(tuning_table_key(TargetGpu{"NVIDIA H200", 5000, true}, p),
+  F8GEMM_EXPECT_INVALID(model_config(p, 0), "sm_count must be 1..1024, got 0");
+  F8GEMM_EXPECT_INVALID(candidate_configs(p, 0), "sm_count must be 1..1024, got 0");
+  F8GEMM_EXPECT_INVALID(model_estimate_us(model_config(p, 132), p, -3), "sm_count must be 1..1024");
+  F8GEMM_EXPECT_INVALID(decide_config(TargetGpu{"NVIDIA H200", 0, true}, p),
+                        "sm_count must be 1..1024");
+  F8GEMM_EXPECT_INVALID(tuning_table_key(TargetGpu{"NVIDIA H200", 5000, true}, p),
                  "sm_count must be 1..1024, got 5000");
   EXPECT_GT(model_estimate_us(model_config(p, 132), p, 132), 0.0);
 }
@@ -47,39 +42,42 @@ TEST(TuningSeam, AConfigThatCannotRunTheProblemIsRefusedWithItsReason) {
   const ProblemShape p = problem(128, 4096, 4096);
   Config c = model_config(p, 132);
   c.bm = 0;  // a SIGFPE in the estimate before
-  EXPECT_INVALID(model_estimate_us(c, p, 132), "bm must be 64 or 128");
-  EXPECT_INVALID(describe(c, p), "bm must be 64 or 128");
+  F8GEMM_EXPECT_INVALID(model_estimate_us(c, p, 132), "bm must be 64 or 128");
+  F8GEMM_EXPECT_INVALID(describe(c, p), "bm must be 64 or 128");
   Config split = model_config(p, 132);
   split.split_k = 0;
-  EXPECT_INVALID(model_estimate_us(split, p, 132), "split_k must be 1..8");
+  F8GEMM_EXPECT_INVALID(model_estimate_us(split, p, 132), "split_k must be 1..8");
   Config path = model_config(p, 132);
   path.path = KernelPath(7);  // ran as the tiled path before
   EXPECT_EQ(config_unfit_reason(path, p),
             "path must be tiled, swap or pingpong (KernelPath 0..2), got 7");
-  EXPECT_INVALID(describe(path, p), "path must be tiled, swap or pingpong");
+  F8GEMM_EXPECT_INVALID(describe(path, p), "path must be tiled, swap or pingpong");
 }
 
 TEST(TuningSeam, AnInvalidProblemIsRefusedAsACallWouldRefuseIt) {
   // N = 12 returned a config, and describe() reached NVRTC with it and failed to compile.
   const ProblemShape bad_n = problem(16, 12, 24);
-  EXPECT_INVALID(decide_config(TargetGpu{"NVIDIA H200", 132, true}, bad_n),
+  F8GEMM_EXPECT_INVALID(decide_config(TargetGpu{"NVIDIA H200", 132, true}, bad_n),
                  "N must be a positive multiple of 8, got 12");
-  EXPECT_INVALID(model_config(problem(16, 0, 4096), 132), "N must be a positive multiple of 8");
-  EXPECT_INVALID(candidate_configs(problem(16, 4096, 24), 132),
+  F8GEMM_EXPECT_INVALID(model_config(problem(16, 0, 4096), 132),
+                        "N must be a positive multiple of 8");
+  F8GEMM_EXPECT_INVALID(candidate_configs(problem(16, 4096, 24), 132),
                  "K must be a positive multiple of 16");
-  EXPECT_INVALID(config_unfit_reason(Config{}, problem(-1, 4096, 4096)), "must be non-negative");
+  F8GEMM_EXPECT_INVALID(config_unfit_reason(Config{}, problem(-1, 4096, 4096)),
+                        "must be non-negative");
   Config c;
-  EXPECT_INVALID(describe(c, bad_n), "N must be a positive multiple of 8");
+  F8GEMM_EXPECT_INVALID(describe(c, bad_n), "N must be a positive multiple of 8");
 }
 
 TEST(EnumOptions, AnOutOfRangePdlIsRefusedBeforeAnyLaunch) {
-  EXPECT_INVALID(detail::use_pdl(Pdl(7)), "pdl must be Pdl::kDefault, Pdl::kOff or Pdl::kOn, got 7");
+  F8GEMM_EXPECT_INVALID(detail::use_pdl(Pdl(7)),
+                        "pdl must be Pdl::kDefault, Pdl::kOff or Pdl::kOn, got 7");
   // Through the entry points, before any device access (host buffers; no GPU needed).
   std::vector<float> in(4 * 32, 1.0f), s(4);
   std::vector<uint8_t> q(4 * 32);
   QuantizeOptions o;
   o.pdl = Pdl(-5);
-  EXPECT_INVALID(quantize_rows(make_view(in.data(), DType::kF32, {4, 32}),
+  F8GEMM_EXPECT_INVALID(quantize_rows(make_view(in.data(), DType::kF32, {4, 32}),
                                make_view(q.data(), DType::kE4M3, {4, 32}),
                                make_view(s.data(), DType::kF32, {4}), o),
                  "QuantizeOptions::pdl must be");
@@ -90,7 +88,8 @@ TEST(EnumOptions, AnOutOfRangePdlIsRefusedBeforeAnyLaunch) {
   const TensorView xs = test::dev_view(uintptr_t(3) << 40, DType::kF32, {16});
   const TensorView ws = test::dev_view(uintptr_t(4) << 40, DType::kF32, {32});
   const TensorView out = test::dev_view(uintptr_t(5) << 40, DType::kBF16, {16, 32});
-  EXPECT_INVALID(gemm(x, w, WeightLayout::kPlain, xs, ws, out, g), "GemmOptions::pdl must be");
+  F8GEMM_EXPECT_INVALID(gemm(x, w, WeightLayout::kPlain, xs, ws, out, g),
+                        "GemmOptions::pdl must be");
 }
 
 TEST(EnvSwitches, OnlySwitchValuesAreAcceptedAndAnyOtherNamesTheVariable) {
@@ -105,7 +104,7 @@ TEST(EnvSwitches, OnlySwitchValuesAreAcceptedAndAnyOtherNamesTheVariable) {
   }
   for (const char* bad : {"2", "of", "enable", " 1", "yes please"}) {
     env.set(bad);
-    EXPECT_INVALID(detail::get_env<bool>("F8GEMM_LOG"),
+    F8GEMM_EXPECT_INVALID(detail::get_env<bool>("F8GEMM_LOG"),
                    "is not a switch value: use 1, true, yes or on, or 0, false, no or off");
   }
   env.set("");
@@ -117,7 +116,7 @@ TEST(EnvSwitches, OnlySwitchValuesAreAcceptedAndAnyOtherNamesTheVariable) {
   pdl.set("off");
   EXPECT_FALSE(detail::use_pdl(Pdl::kDefault));
   pdl.set("maybe");
-  EXPECT_INVALID(detail::use_pdl(Pdl::kDefault), "F8GEMM_PDL='maybe' is not a switch value");
+  F8GEMM_EXPECT_INVALID(detail::use_pdl(Pdl::kDefault), "F8GEMM_PDL='maybe' is not a switch value");
 }
 
 }  // namespace

@@ -31,21 +31,6 @@ using test::dev_view;
 using test::expect_error;
 using test::fake;
 
-#define EXPECT_INVALID(stmt, needle)                                          \
-  do {                                                                        \
-    SCOPED_TRACE(#stmt);                                                      \
-    expect_error([&] { stmt; }, ErrorCode::kInvalidArgument, needle);         \
-  } while (0)
-
-/// A call that passes validation reaches the device lookup first: without an sm_90 GPU that is
-/// kNoDevice, which proves validation accepted every argument. With an sm_90 GPU the call would
-/// launch on the fake pointers, so it is not made there (the GPU tests cover valid calls).
-#define EXPECT_PASSES_VALIDATION(stmt)                                        \
-  do {                                                                        \
-    SCOPED_TRACE(#stmt);                                                      \
-    if (!have_sm90()) expect_error([&] { stmt; }, ErrorCode::kNoDevice, ""); \
-  } while (0)
-
 /// The arguments of one GEMM call; the defaults are valid.
 struct Args {
   TensorView x, w, xs, ws, out, bias;
@@ -144,41 +129,41 @@ TEST(Validation, WrongDtypeOfEachTensor) {
   for (DType bad : {DType::kBF16, DType::kU8, DType::kF32}) {
     Args t = a;
     t.x.dtype = bad;
-    EXPECT_INVALID(t.batched(), "x must have dtype float8_e4m3fn");
-    EXPECT_INVALID(t.single(), "x must have dtype");
+    F8GEMM_EXPECT_INVALID(t.batched(), "x must have dtype float8_e4m3fn");
+    F8GEMM_EXPECT_INVALID(t.single(), "x must have dtype");
   }
   {
     Args t = a;
     t.w.dtype = DType::kBF16;
-    EXPECT_INVALID(t.batched(), "w must have dtype");
+    F8GEMM_EXPECT_INVALID(t.batched(), "w must have dtype");
     // uint8 is accepted only for the preshuffled form (a byte buffer holding e4m3 codes).
     t.w.dtype = DType::kU8;
-    EXPECT_INVALID(t.batched(), "w must have dtype float8_e4m3fn, got uint8");
+    F8GEMM_EXPECT_INVALID(t.batched(), "w must have dtype float8_e4m3fn, got uint8");
   }
   {
     Args t = a;
     t.xs.dtype = DType::kBF16;
-    EXPECT_INVALID(t.batched(), "x_scale must have dtype float32");
+    F8GEMM_EXPECT_INVALID(t.batched(), "x_scale must have dtype float32");
   }
   {
     Args t = a;
     t.ws.dtype = DType::kF16;
-    EXPECT_INVALID(t.batched(), "w_scale must have dtype float32");
+    F8GEMM_EXPECT_INVALID(t.batched(), "w_scale must have dtype float32");
   }
   for (DType bad : {DType::kF32, DType::kE4M3, DType::kU8}) {
     Args t = a;
     t.out.dtype = bad;
-    EXPECT_INVALID(t.batched(), "out must have dtype bfloat16 or float16");
+    F8GEMM_EXPECT_INVALID(t.batched(), "out must have dtype bfloat16 or float16");
   }
   for (DType bad : {DType::kF16, DType::kE4M3}) {
     Args t = a;
     t.bias.dtype = bad;
-    EXPECT_INVALID(t.batched(), "bias must have dtype float32 or bfloat16");
+    F8GEMM_EXPECT_INVALID(t.batched(), "bias must have dtype float32 or bfloat16");
   }
   {
     Args t = a;
     t.layout = static_cast<WeightLayout>(7);
-    EXPECT_INVALID(t.batched(), "w_layout must be kPlain or kPreshuffled");
+    F8GEMM_EXPECT_INVALID(t.batched(), "w_layout must be kPlain or kPreshuffled");
   }
 }
 
@@ -188,43 +173,43 @@ TEST(Validation, WrongRank) {
   {
     Args t = batched_args(B, M, N, K);
     t.x = dev_view(kX, DType::kE4M3, {M, K});
-    EXPECT_INVALID(t.batched(), "x must be 3-D [B, M, K]");
+    F8GEMM_EXPECT_INVALID(t.batched(), "x must be 3-D [B, M, K]");
   }
   {
     Args t = batched_args(B, M, N, K);
     t.w = dev_view(kW, DType::kE4M3, {N, K});
-    EXPECT_INVALID(t.batched(), "w must be 3-D");
+    F8GEMM_EXPECT_INVALID(t.batched(), "w must be 3-D");
   }
   {
     Args t = batched_args(B, M, N, K, WeightLayout::kPreshuffled);
     t.w = dev_view(kW, DType::kE4M3, {2, N / 8, 1024});
-    EXPECT_INVALID(t.batched(), "w must be 4-D");
+    F8GEMM_EXPECT_INVALID(t.batched(), "w must be 4-D");
   }
   {
     Args t = batched_args(B, M, N, K);
     t.xs = dev_view(kXs, DType::kF32, {B * M});
-    EXPECT_INVALID(t.batched(), "x_scale must have shape [2, 64]");
+    F8GEMM_EXPECT_INVALID(t.batched(), "x_scale must have shape [2, 64]");
   }
   {
     Args t = batched_args(B, M, N, K);
     t.ws = dev_view(kWs, DType::kF32, {B, N, 1});
-    EXPECT_INVALID(t.batched(), "w_scale must have shape [2, 128]");
+    F8GEMM_EXPECT_INVALID(t.batched(), "w_scale must have shape [2, 128]");
   }
   {
     Args t = batched_args(B, M, N, K);
     t.out = dev_view(kOut, DType::kBF16, {B * M, N});
-    EXPECT_INVALID(t.batched(), "out must have shape [2, 64, 128]");
+    F8GEMM_EXPECT_INVALID(t.batched(), "out must have shape [2, 64, 128]");
   }
   {
     Args t = batched_args(B, M, N, K);
     t.with_bias = true;
     t.bias = dev_view(kBias, DType::kF32, {B * N});
-    EXPECT_INVALID(t.batched(), "bias must have shape [2, 128]");
+    F8GEMM_EXPECT_INVALID(t.batched(), "bias must have shape [2, 128]");
   }
   {
     Args t = single_args({M}, N, K);
     t.w = dev_view(kW, DType::kE4M3, {1, N, K});
-    EXPECT_INVALID(t.single(), "w must be 2-D [N, K]");
+    F8GEMM_EXPECT_INVALID(t.single(), "w must be 2-D [N, K]");
   }
   {
     // A hand-built rank-0 view (make_view refuses rank 0).
@@ -232,7 +217,7 @@ TEST(Validation, WrongRank) {
     t.x = TensorView{};
     t.x.data = fake(kX);
     t.x.dtype = DType::kE4M3;
-    EXPECT_INVALID(t.single(), "x must be [..., K]");
+    F8GEMM_EXPECT_INVALID(t.single(), "x must be [..., K]");
   }
 }
 
@@ -243,7 +228,7 @@ TEST(Validation, ShapeMismatchBatched) {
     Args t = batched_args(B, M, N, K);
     t.with_bias = true;
     edit(t);
-    EXPECT_INVALID(t.batched(), needle);
+    F8GEMM_EXPECT_INVALID(t.batched(), needle);
   };
   bad([](Args& t) { t.w = dev_view(kW, DType::kE4M3, {B + 1, N, K}); }, "w must have shape [2, 128, 256]");
   bad([](Args& t) { t.w = dev_view(kW, DType::kE4M3, {B, N, K + 16}); }, "w must have shape [2, 128, 256]");
@@ -264,7 +249,7 @@ TEST(Validation, ShapeMismatchPreshuffled) {
   auto bad = [](std::vector<int64_t> wshape) {
     Args t = batched_args(B, M, N, K, WeightLayout::kPreshuffled);
     t.w = dev_view(kW, DType::kE4M3, std::move(wshape));
-    EXPECT_INVALID(t.batched(), "w must have shape [2, 2, ");
+    F8GEMM_EXPECT_INVALID(t.batched(), "w must have shape [2, 2, ");
   };
   bad({B, 3, N / 8, 1024});   // ceil(256/128) = 2 k-blocks, not 3
   bad({B, 1, N / 8, 1024});
@@ -273,10 +258,10 @@ TEST(Validation, ShapeMismatchPreshuffled) {
   // N comes from the preshuffled shape, so an N that disagrees with w_scale/out is caught there.
   Args t = batched_args(B, M, N, K, WeightLayout::kPreshuffled);
   t.w = dev_view(kW, DType::kE4M3, {B, 2, N / 8 + 1, 1024});
-  EXPECT_INVALID(t.batched(), "w_scale must have shape [2, 136]");
+  F8GEMM_EXPECT_INVALID(t.batched(), "w_scale must have shape [2, 136]");
   Args s = single_args({M}, N, K, WeightLayout::kPreshuffled);
   s.w = dev_view(kW, DType::kE4M3, {3, N / 8, 1024});
-  EXPECT_INVALID(s.single(), "w must have shape [2, 16, 1024]");
+  F8GEMM_EXPECT_INVALID(s.single(), "w must have shape [2, 16, 1024]");
 }
 
 TEST(Validation, ShapeMismatchSingle) {
@@ -284,7 +269,7 @@ TEST(Validation, ShapeMismatchSingle) {
     Args t = single_args({2, 3}, N, K);
     t.with_bias = true;
     edit(t);
-    EXPECT_INVALID(t.single(), needle);
+    F8GEMM_EXPECT_INVALID(t.single(), needle);
   };
   bad([](Args& t) { t.w = dev_view(kW, DType::kE4M3, {N, K + 16}); }, "w must have shape [128, 256]");
   bad([](Args& t) { t.xs = dev_view(kXs, DType::kF32, {7}); }, "x_scale must have x's leading shape (M = 6");
@@ -306,25 +291,25 @@ TEST(Validation, KMustBeAPositiveMultipleOf16) {
     SCOPED_TRACE(k);
     // Every other tensor is consistent with this K, so only the K rule can fire.
     Args t = batched_args(B, M, N, k);
-    EXPECT_INVALID(t.batched(), "K (x's last dimension) must be a positive multiple of 16");
+    F8GEMM_EXPECT_INVALID(t.batched(), "K (x's last dimension) must be a positive multiple of 16");
     Args s = single_args({M}, N, k);
-    EXPECT_INVALID(s.single(), "positive multiple of 16");
+    F8GEMM_EXPECT_INVALID(s.single(), "positive multiple of 16");
   }
   Args t = batched_args(B, M, N, 200);
-  EXPECT_INVALID(t.batched(), "got 200");
+  F8GEMM_EXPECT_INVALID(t.batched(), "got 200");
 }
 
 TEST(Validation, NMustBeAPositiveMultipleOf8) {
   for (int64_t n : {int64_t(0), int64_t(4), int64_t(100), int64_t(130)}) {
     SCOPED_TRACE(n);
     Args t = batched_args(B, M, n, K);
-    EXPECT_INVALID(t.batched(), "N (w's rows) must be a positive multiple of 8");
+    F8GEMM_EXPECT_INVALID(t.batched(), "N (w's rows) must be a positive multiple of 8");
     Args s = single_args({M}, n, K);
-    EXPECT_INVALID(s.single(), "N (w's rows) must be a positive multiple of 8");
+    F8GEMM_EXPECT_INVALID(s.single(), "N (w's rows) must be a positive multiple of 8");
   }
   Args p = batched_args(B, M, N, K, WeightLayout::kPreshuffled);
   p.w = dev_view(kW, DType::kE4M3, {B, 2, 0, 1024});
-  EXPECT_INVALID(p.batched(), "N (w's rows) must be a positive multiple of 8, got 0");
+  F8GEMM_EXPECT_INVALID(p.batched(), "N (w's rows) must be a positive multiple of 8, got 0");
 }
 
 TEST(Validation, SiluMulEpilogueTakesHalfTheColumnsAndAnEvenGateUpSplit) {
@@ -334,34 +319,34 @@ TEST(Validation, SiluMulEpilogueTakesHalfTheColumnsAndAnEvenGateUpSplit) {
     Args t = batched_args(B, M, N, K, layout);
     GemmOptions o = t.options();
     o.epilogue_op = EpilogueOp::kSiluMul;
-    EXPECT_INVALID(batched_gemm(t.x, t.w, t.layout, t.xs, t.ws, t.out, o),
+    F8GEMM_EXPECT_INVALID(batched_gemm(t.x, t.w, t.layout, t.xs, t.ws, t.out, o),
                    "out must have shape [2, 64, 64] ([B, M, N/2])");
     const TensorView half = dev_view(kOut, DType::kBF16, {B, M, N / 2});
-    EXPECT_PASSES_VALIDATION(batched_gemm(t.x, t.w, t.layout, t.xs, t.ws, half, o));
+    F8GEMM_EXPECT_PASSES_VALIDATION(batched_gemm(t.x, t.w, t.layout, t.xs, t.ws, half, o));
     Args s = single_args({3, 5}, N, K, layout);
     o = s.options();
     o.epilogue_op = EpilogueOp::kSiluMul;
-    EXPECT_INVALID(gemm(s.x, s.w, s.layout, s.xs, s.ws, s.out, o),
+    F8GEMM_EXPECT_INVALID(gemm(s.x, s.w, s.layout, s.xs, s.ws, s.out, o),
                    "out must have shape x.shape[:-1] + [N/2] (N/2 = 64), got [3, 5, 128]");
     const TensorView half_single = dev_view(kOut, DType::kBF16, {3, 5, N / 2});
-    EXPECT_PASSES_VALIDATION(gemm(s.x, s.w, s.layout, s.xs, s.ws, half_single, o));
+    F8GEMM_EXPECT_PASSES_VALIDATION(gemm(s.x, s.w, s.layout, s.xs, s.ws, half_single, o));
   }
   // 2I = 136: I = 68 is not a multiple of 8 (the output's 16-byte rows).
   Args t = batched_args(B, M, 136, K);
   t.out = dev_view(kOut, DType::kBF16, {B, M, 68});
   GemmOptions o = t.options();
   o.epilogue_op = EpilogueOp::kSiluMul;
-  EXPECT_INVALID(batched_gemm(t.x, t.w, t.layout, t.xs, t.ws, t.out, o),
+  F8GEMM_EXPECT_INVALID(batched_gemm(t.x, t.w, t.layout, t.xs, t.ws, t.out, o),
                  "with the SiLU·mul epilogue, N (w's rows: gate then up, 2I) must be a multiple "
                  "of 16, got 136");
   o.epilogue_op = EpilogueOp(7);
-  EXPECT_INVALID(batched_gemm(t.x, t.w, t.layout, t.xs, t.ws, t.out, o),
+  F8GEMM_EXPECT_INVALID(batched_gemm(t.x, t.w, t.layout, t.xs, t.ws, t.out, o),
                  "epilogue_op must be kNone or kSiluMul, got 7");
   ProblemShape p;
   p.n = 136;
   p.k = K;
   p.epilogue_op = EpilogueOp::kSiluMul;
-  EXPECT_INVALID(validate_problem(p), "multiple of 16, got 136");
+  F8GEMM_EXPECT_INVALID(validate_problem(p), "multiple of 16, got 136");
 }
 
 // ---- memory: alignment, contiguity, null -------------------------------------------------
@@ -371,7 +356,7 @@ TEST(Validation, MisalignedPointers) {
     Args t = batched_args(B, M, N, K);
     t.with_bias = true;
     edit(t);
-    EXPECT_INVALID(t.batched(), needle);
+    F8GEMM_EXPECT_INVALID(t.batched(), needle);
   };
   // TMA needs 16-byte aligned global addresses for X, W and the vectorised stores of out.
   bad([](Args& t) { t.x.data = fake(kX, 8); }, "x must be 16-byte aligned");
@@ -386,7 +371,7 @@ TEST(Validation, MisalignedPointers) {
   }, "bias must be 2-byte aligned");
   Args p = batched_args(B, M, N, K, WeightLayout::kPreshuffled);
   p.w.data = fake(kW, 8);
-  EXPECT_INVALID(p.batched(), "w must be 16-byte aligned");
+  F8GEMM_EXPECT_INVALID(p.batched(), "w must be 16-byte aligned");
 }
 
 TEST(Validation, NullDataPointers) {
@@ -394,7 +379,7 @@ TEST(Validation, NullDataPointers) {
     Args t = batched_args(B, M, N, K);
     t.with_bias = true;
     edit(t);
-    EXPECT_INVALID(t.batched(), needle);
+    F8GEMM_EXPECT_INVALID(t.batched(), needle);
   };
   bad([](Args& t) { t.x.data = nullptr; }, "x has a null data pointer");
   bad([](Args& t) { t.w.data = nullptr; }, "w has a null data pointer");
@@ -409,7 +394,7 @@ TEST(Validation, NonContiguousStrides) {
     Args t = batched_args(B, M, N, K);
     t.with_bias = true;
     edit(t);
-    EXPECT_INVALID(t.batched(), needle);
+    F8GEMM_EXPECT_INVALID(t.batched(), needle);
   };
   // Pitched rows (a slice of a wider tensor), a transposed view and a batch gap.
   bad([](Args& t) { t.x.stride[1] = 2 * K; t.x.stride[0] = 2 * K * M; }, "x must be contiguous");
@@ -421,7 +406,7 @@ TEST(Validation, NonContiguousStrides) {
   bad([](Args& t) { t.bias.stride[1] = 2; }, "bias must be contiguous");
   Args p = batched_args(B, M, N, K, WeightLayout::kPreshuffled);
   p.w.stride[2] = 2048;
-  EXPECT_INVALID(p.batched(), "w must be contiguous");
+  F8GEMM_EXPECT_INVALID(p.batched(), "w must be contiguous");
 }
 
 TEST(Validation, SizeOneDimensionsMayCarryAnyStride) {
@@ -433,7 +418,7 @@ TEST(Validation, SizeOneDimensionsMayCarryAnyStride) {
   t.w.stride[0] = 7;
   t.out.stride[0] = 0;
   t.bias.stride[0] = 99;
-  EXPECT_PASSES_VALIDATION(t.batched());
+  F8GEMM_EXPECT_PASSES_VALIDATION(t.batched());
 }
 
 // ---- devices -----------------------------------------------------------------------------
@@ -443,7 +428,7 @@ TEST(Validation, DeviceMismatch) {
     Args t = batched_args(B, M, N, K);
     t.with_bias = true;
     edit(t);
-    EXPECT_INVALID(t.batched(), needle);
+    F8GEMM_EXPECT_INVALID(t.batched(), needle);
   };
   bad([](Args& t) { t.w.device = 1; }, "w is on cuda:1 but x is on cuda:0");
   bad([](Args& t) { t.xs.device = 1; }, "x_scale is on cuda:1");
@@ -460,7 +445,7 @@ TEST(Validation, DeviceMismatch) {
   }, "x must be in GPU memory");
   Args s = single_args({M}, N, K);
   s.x.device = 1;
-  EXPECT_INVALID(s.single(), "w is on cuda:0 but x is on cuda:1");
+  F8GEMM_EXPECT_INVALID(s.single(), "w is on cuda:0 but x is on cuda:1");
 }
 
 TEST(Validation, ConsistentlyOnAMissingDeviceIsNoDevice) {
@@ -476,31 +461,32 @@ TEST(Validation, SizesBeyondInt32AreRejectedBeforeAnything) {
   constexpr int64_t kBig = int64_t(1) << 31;  // INT32_MAX + 1
   {
     Args t = batched_args(1, kBig, 8, 16);
-    EXPECT_INVALID(t.batched(), "sizes exceed the int32 index range: M = 2147483648 is more than "
-                                "2147483392 (a tile's rows past M stay in int32; "
-                                "B,M,N,K = 1,2147483648,8,16)");
+    F8GEMM_EXPECT_INVALID(t.batched(),
+                          "sizes exceed the int32 index range: M = 2147483648 is more than "
+                          "2147483392 (a tile's rows past M stay in int32; "
+                          "B,M,N,K = 1,2147483648,8,16)");
   }
   {
     Args t = batched_args(1, 1, 8, kBig);
-    EXPECT_INVALID(t.batched(), "int32 index range");
+    F8GEMM_EXPECT_INVALID(t.batched(), "int32 index range");
   }
   {
     Args t = batched_args(1, 1, kBig, 16);
-    EXPECT_INVALID(t.batched(), "int32 index range");
+    F8GEMM_EXPECT_INVALID(t.batched(), "int32 index range");
   }
   {
     Args t = batched_args(kBig, 1, 8, 16);
-    EXPECT_INVALID(t.batched(), "int32 index range");
+    F8GEMM_EXPECT_INVALID(t.batched(), "int32 index range");
   }
   {
     // Each size fits, but B * ceil(M/8) * ceil(N/8) = 2^16 * 2^13 * 2^13 = 2^42 tiles do not.
     Args t = batched_args(int64_t(1) << 16, int64_t(1) << 16, int64_t(1) << 16, 16);
-    EXPECT_INVALID(t.batched(), "int32 tile index range");
+    F8GEMM_EXPECT_INVALID(t.batched(), "int32 tile index range");
   }
   {
     // The single form flattens [2^16, 2^16, K] into M = 2^32.
     Args s = single_args({int64_t(1) << 16, int64_t(1) << 16}, 8, 16);
-    EXPECT_INVALID(s.single(), "int32 index range");
+    F8GEMM_EXPECT_INVALID(s.single(), "int32 index range");
   }
 }
 
@@ -511,30 +497,31 @@ TEST(Validation, SizesWhoseKernelIndicesOverflowInt32AreRejectedWithTheLimit) {
   {
     // The issue's repro: K = 2^31 - 16 fits int32, K + 127 does not.
     Args t = batched_args(1, 1, 8, 2147483632);
-    EXPECT_INVALID(t.batched(), "K = 2147483632 is more than 2147483392");
+    F8GEMM_EXPECT_INVALID(t.batched(), "K = 2147483632 is more than 2147483392");
   }
   {
     Args t = batched_args(1, 1, 2147483640, 16);  // N + BN - 1 overflows for any BN > 8
-    EXPECT_INVALID(t.batched(), "N = 2147483640 is more than 268435200");
+    F8GEMM_EXPECT_INVALID(t.batched(), "N = 2147483640 is more than 268435200");
   }
   {
     Args t = batched_args(1, 1, int64_t(1) << 28, 16);  // raster 64 x 2^25 tiles = 2^31
-    EXPECT_INVALID(t.batched(), "N = 268435456 is more than 268435200");
+    F8GEMM_EXPECT_INVALID(t.batched(), "N = 268435456 is more than 268435200");
   }
   {
     Args t = batched_args(1, 2147483520, 8, 16);  // M + 255 overflows
-    EXPECT_INVALID(t.batched(), "M = 2147483520 is more than 2147483392");
+    F8GEMM_EXPECT_INVALID(t.batched(), "M = 2147483520 is more than 2147483392");
   }
   {
     // 2^30 + 2^12 tiles of 8 x 8: t + gridDim.x could pass 2^31.
     Args t = batched_args(1, (int64_t(1) << 21) + 8, int64_t(1) << 15, 16);
-    EXPECT_INVALID(t.batched(), "B * ceil(M/8) * ceil(N/8) is more than 1073741824");
+    F8GEMM_EXPECT_INVALID(t.batched(), "B * ceil(M/8) * ceil(N/8) is more than 1073741824");
   }
   if (have_sm90()) return;  // the limits themselves pass: they would launch on fake pointers
-  EXPECT_PASSES_VALIDATION(batched_args(1, 1, 8, 2147483392).batched());
-  EXPECT_PASSES_VALIDATION(batched_args(1, 1, 268435200, 16).batched());
-  EXPECT_PASSES_VALIDATION(batched_args(1, 2147483392, 8, 16).batched());
-  EXPECT_PASSES_VALIDATION(batched_args(1, int64_t(1) << 21, int64_t(1) << 15, 16).batched());
+  F8GEMM_EXPECT_PASSES_VALIDATION(batched_args(1, 1, 8, 2147483392).batched());
+  F8GEMM_EXPECT_PASSES_VALIDATION(batched_args(1, 1, 268435200, 16).batched());
+  F8GEMM_EXPECT_PASSES_VALIDATION(batched_args(1, 2147483392, 8, 16).batched());
+  F8GEMM_EXPECT_PASSES_VALIDATION(
+      batched_args(1, int64_t(1) << 21, int64_t(1) << 15, 16).batched());
 }
 
 // Issue 8, defect 2: precompile() and choose_config() check sizes as a call does, before the cost
@@ -561,8 +548,8 @@ TEST(Validation, PrecompileAndChooseConfigCheckSizesLikeACall) {
     p.m = c.m;
     p.n = c.n;
     p.k = c.k;
-    EXPECT_INVALID(precompile({p}), c.needle);
-    EXPECT_INVALID(choose_config(p), c.needle);
+    F8GEMM_EXPECT_INVALID(precompile({p}), c.needle);
+    F8GEMM_EXPECT_INVALID(choose_config(p), c.needle);
     // The same answer as the call: batched_gemm rejects the first three for their sizes too.
   }
   // A bad problem anywhere in the list is reported before the good one before it is compiled.
@@ -572,7 +559,7 @@ TEST(Validation, PrecompileAndChooseConfigCheckSizesLikeACall) {
   ProblemShape good;
   good.n = 128;
   good.k = 128;
-  EXPECT_INVALID(precompile({good, bad}), "K must be a positive multiple of 16");
+  F8GEMM_EXPECT_INVALID(precompile({good, bad}), "K must be a positive multiple of 16");
 }
 
 TEST(Validation, ValidateProblemChecksEveryField) {
@@ -582,22 +569,22 @@ TEST(Validation, ValidateProblemChecksEveryField) {
   EXPECT_NO_THROW(validate_problem(p));
   ProblemShape layout = p;
   layout.w_layout = static_cast<WeightLayout>(7);
-  EXPECT_INVALID(validate_problem(layout), "w_layout must be kPlain or kPreshuffled");
+  F8GEMM_EXPECT_INVALID(validate_problem(layout), "w_layout must be kPlain or kPreshuffled");
   ProblemShape out = p;
   out.out_dtype = DType::kF32;
-  EXPECT_INVALID(validate_problem(out), "the output dtype must be bfloat16 or float16");
+  F8GEMM_EXPECT_INVALID(validate_problem(out), "the output dtype must be bfloat16 or float16");
   ProblemShape bias = p;
   bias.has_bias = true;
   bias.bias_dtype = DType::kF16;
-  EXPECT_INVALID(validate_problem(bias), "the bias dtype must be float32 or bfloat16");
+  F8GEMM_EXPECT_INVALID(validate_problem(bias), "the bias dtype must be float32 or bfloat16");
   ProblemShape m = p;
   m.m = -1;
-  EXPECT_INVALID(validate_problem(m), "B and M must be non-negative");
+  F8GEMM_EXPECT_INVALID(validate_problem(m), "B and M must be non-negative");
   ProblemShape stride = p;  // every size within its limit, one batch of X past TMA's 2^40 bytes
   stride.m = int64_t(1) << 25;
   stride.n = 8;
   stride.k = int64_t(1) << 16;
-  EXPECT_INVALID(validate_problem(stride), "TMA's stride limit");
+  F8GEMM_EXPECT_INVALID(validate_problem(stride), "TMA's stride limit");
   ProblemShape empty = p;  // B = 0 or M = 0 is a valid problem with no work
   empty.m = 0;
   EXPECT_NO_THROW(validate_problem(empty));
@@ -611,29 +598,29 @@ TEST(Validation, PlainWeightPassedAsPreshuffledAndViceVersa) {
   {
     Args t = batched_args(B, M, N, K, WeightLayout::kPlain);
     t.layout = WeightLayout::kPreshuffled;  // plain [B,N,K] under the preshuffled flag
-    EXPECT_INVALID(t.batched(), "w must be 4-D preshuffled");
+    F8GEMM_EXPECT_INVALID(t.batched(), "w must be 4-D preshuffled");
   }
   {
     Args t = batched_args(B, M, N, K, WeightLayout::kPreshuffled);
     t.layout = WeightLayout::kPlain;  // [B,KB,N/8,1024] under the plain flag
-    EXPECT_INVALID(t.batched(), "w must be 3-D [B, N, K] (a plain weight)");
+    F8GEMM_EXPECT_INVALID(t.batched(), "w must be 3-D [B, N, K] (a plain weight)");
   }
   {
     Args s = single_args({M}, N, K, WeightLayout::kPlain);
     s.layout = WeightLayout::kPreshuffled;
-    EXPECT_INVALID(s.single(), "w must be 3-D preshuffled");
+    F8GEMM_EXPECT_INVALID(s.single(), "w must be 3-D preshuffled");
   }
   {
     Args s = single_args({M}, N, K, WeightLayout::kPreshuffled);
     s.layout = WeightLayout::kPlain;
-    EXPECT_INVALID(s.single(), "w must be 2-D [N, K] (a plain weight)");
+    F8GEMM_EXPECT_INVALID(s.single(), "w must be 2-D [N, K] (a plain weight)");
   }
   {
     // A batched plain W [B,N,K] handed to the single form as preshuffled: rank 3 matches, the
     // shape does not: its last dimension is K = 256, not 1024 (N/8 is read from dimension 1).
     Args s = single_args({M}, N, K, WeightLayout::kPreshuffled);
     s.w = dev_view(kW, DType::kE4M3, {2, N, K});
-    EXPECT_INVALID(s.single(), "w must have shape [2, 128, 1024]");
+    F8GEMM_EXPECT_INVALID(s.single(), "w must have shape [2, 128, 1024]");
   }
 }
 
@@ -645,19 +632,19 @@ TEST(Validation, SingleGemmFormsPassValidation) {
     // X [2, 3, K] flattens into M = 6; x_scale [2, 3] (X's leading shape); out [2, 3, N].
     Args s = single_args({2, 3}, N, K, layout);
     s.with_bias = true;
-    EXPECT_PASSES_VALIDATION(s.single());
+    F8GEMM_EXPECT_PASSES_VALIDATION(s.single());
     // x_scale 1-D [M] and out 2-D [M, N] are accepted too.
     Args f = s;
     f.xs = dev_view(kXs, DType::kF32, {6});
     f.out = dev_view(kOut, DType::kBF16, {6, N});
-    EXPECT_PASSES_VALIDATION(f.single());
+    F8GEMM_EXPECT_PASSES_VALIDATION(f.single());
     // X [K] is one row: x_scale [1], out [N].
     Args one = single_args({}, N, K, layout);
     one.out = dev_view(kOut, DType::kBF16, {N});
-    EXPECT_PASSES_VALIDATION(one.single());
+    F8GEMM_EXPECT_PASSES_VALIDATION(one.single());
     // Rank 4: [2, 2, 2, K].
     Args r4 = single_args({2, 2, 2}, N, K, layout);
-    EXPECT_PASSES_VALIDATION(r4.single());
+    F8GEMM_EXPECT_PASSES_VALIDATION(r4.single());
   }
 }
 
@@ -698,18 +685,19 @@ TEST(Validation, TraceFieldsAreCheckedBeforeAnyDeviceAccess) {
   };
   GemmTrace bad = t;
   bad.data = nullptr;
-  EXPECT_INVALID(call(bad), "trace.data is null");
+  F8GEMM_EXPECT_INVALID(call(bad), "trace.data is null");
   bad = t;
   bad.data = static_cast<unsigned long long*>(fake(0x700000, 4));
-  EXPECT_INVALID(call(bad), "trace.data must be 8-byte aligned");
+  F8GEMM_EXPECT_INVALID(call(bad), "trace.data must be 8-byte aligned");
   for (int tiles : {0, -3, (1 << 20) + 1}) {
     bad = t;
     bad.tiles = tiles;
-    EXPECT_INVALID(call(bad), "trace.tiles must be in [1, 1048576], got " + std::to_string(tiles));
+    F8GEMM_EXPECT_INVALID(call(bad),
+                          "trace.tiles must be in [1, 1048576], got " + std::to_string(tiles));
   }
   bad = t;
   bad.words = -1;
-  EXPECT_INVALID(call(bad), "trace.words must be >= 0, got -1");
+  F8GEMM_EXPECT_INVALID(call(bad), "trace.words must be >= 0, got -1");
   // The tensors are checked first: a bad tensor is reported even with a bad trace.
   Args wrong = a;
   wrong.xs.dtype = DType::kBF16;
@@ -720,7 +708,7 @@ TEST(Validation, TraceFieldsAreCheckedBeforeAnyDeviceAccess) {
     o.trace = &bad;
     batched_gemm(wrong.x, wrong.w, wrong.layout, wrong.xs, wrong.ws, wrong.out, o);
   }, ErrorCode::kInvalidArgument, "x_scale");
-  EXPECT_PASSES_VALIDATION(call(t));
+  F8GEMM_EXPECT_PASSES_VALIDATION(call(t));
 }
 
 TEST(Validation, EmptyProblemsPassValidationAndStillNeedAnSm90) {
@@ -755,15 +743,15 @@ TEST(Validation, NegativeDimensionsInHandBuiltViewsAreRejected) {
   t.xs.stride[0] = -M;
   t.out.shape[1] = -M;
   t.out.stride[0] = -M * N;
-  EXPECT_INVALID(t.batched(), "");
+  F8GEMM_EXPECT_INVALID(t.batched(), "");
   Args s = single_args({M}, N, K);
   s.x.shape[0] = -M;
   s.xs.shape[0] = -M;
   s.out.shape[0] = -M;
-  EXPECT_INVALID(s.single(), "");
+  F8GEMM_EXPECT_INVALID(s.single(), "");
   Args nb = batched_args(B, M, N, K);
   for (TensorView* v : {&nb.x, &nb.w, &nb.xs, &nb.ws, &nb.out}) v->shape[0] = -B;
-  EXPECT_INVALID(nb.batched(), "");
+  F8GEMM_EXPECT_INVALID(nb.batched(), "");
 }
 
 // Issue 8, defect 8: a single-form x [-2, -3, K] with strides to match flattened into M = 6 and
@@ -778,34 +766,34 @@ TEST(Validation, NegativeDimensionsWhoseProductIsPositiveAreRejected) {
   s.x.stride[1] = K;
   s.x.stride[2] = 1;
   ASSERT_TRUE(s.x.is_contiguous());
-  EXPECT_INVALID(s.single(), "x has a negative dimension: shape [-2, -3, 256]");
+  F8GEMM_EXPECT_INVALID(s.single(), "x has a negative dimension: shape [-2, -3, 256]");
   // The same for every tensor of every entry point.
   Args b = batched_args(B, M, N, K);
   b.bias.shape[0] = -B;
   b.bias.shape[1] = -N;
   b.with_bias = true;
-  EXPECT_INVALID(b.batched(), "bias has a negative dimension");
+  F8GEMM_EXPECT_INVALID(b.batched(), "bias has a negative dimension");
   TensorView w = dev_view(kW, DType::kE4M3, {N, K});
   TensorView shuffled = dev_view(kOut, DType::kE4M3, preshuffled_shape(1, N, K));
   shuffled.shape[0] = -shuffled.shape[0];
   shuffled.shape[1] = -shuffled.shape[1];
-  EXPECT_INVALID(preshuffle(w, shuffled), "the preshuffled weight has a negative dimension");
+  F8GEMM_EXPECT_INVALID(preshuffle(w, shuffled), "the preshuffled weight has a negative dimension");
   TensorView in = dev_view(kX, DType::kBF16, {2, 3, 64});
   TensorView q = dev_view(kW, DType::kE4M3, {2, 3, 64});
   TensorView sc = dev_view(kXs, DType::kF32, {6});
   sc.shape[0] = -6;
-  EXPECT_INVALID(quantize_rows(in, q, sc), "out_scale has a negative dimension");
+  F8GEMM_EXPECT_INVALID(quantize_rows(in, q, sc), "out_scale has a negative dimension");
 }
 
 TEST(Validation, ViewsWithARankPastTheMaximumOrTooManyElementsAreRejected) {
   Args s = single_args({M}, N, K);
   s.x.rank = kMaxRank + 1;  // would read past shape[]
-  EXPECT_INVALID(s.single(), "x must have rank 0..4, got 5");
+  F8GEMM_EXPECT_INVALID(s.single(), "x must have rank 0..4, got 5");
   Args big = single_args({M}, N, K);
   big.x.rank = 4;
   big.x.shape[0] = big.x.shape[1] = big.x.shape[2] = int64_t(1) << 30;  // 2^90 elements
   big.x.shape[3] = 0;  // numel() 0, but its running product overflows before the zero
-  EXPECT_INVALID(big.single(), "x has more than 2^63 elements");
+  F8GEMM_EXPECT_INVALID(big.single(), "x has more than 2^63 elements");
 }
 
 // ---- preshuffle / unshuffle --------------------------------------------------------------
@@ -817,68 +805,71 @@ TEST(ValidationShuffle, BadArguments) {
   {
     TensorView t = w();
     t.dtype = DType::kBF16;
-    EXPECT_INVALID(preshuffle(t, o()), "w must be float8_e4m3fn (or uint8), got bfloat16");
+    F8GEMM_EXPECT_INVALID(preshuffle(t, o()), "w must be float8_e4m3fn (or uint8), got bfloat16");
   }
   {
     TensorView t = o();
     t.dtype = DType::kF32;
-    EXPECT_INVALID(preshuffle(w(), t), "the preshuffled weight must be float8_e4m3fn");
+    F8GEMM_EXPECT_INVALID(preshuffle(w(), t), "the preshuffled weight must be float8_e4m3fn");
   }
-  EXPECT_INVALID(preshuffle(dev_view(kW, DType::kE4M3, {n * k}), o()), "w must be [N, K] or [B, N, K]");
-  EXPECT_INVALID(preshuffle(dev_view(kW, DType::kE4M3, {1, b, n, k}), o()), "w must be [N, K] or [B, N, K]");
+  F8GEMM_EXPECT_INVALID(preshuffle(dev_view(kW, DType::kE4M3, {n * k}), o()),
+                        "w must be [N, K] or [B, N, K]");
+  F8GEMM_EXPECT_INVALID(preshuffle(dev_view(kW, DType::kE4M3, {1, b, n, k}), o()),
+                        "w must be [N, K] or [B, N, K]");
   for (int64_t bad_n : {int64_t(0), int64_t(12), int64_t(130)}) {
-    EXPECT_INVALID(preshuffle(dev_view(kW, DType::kE4M3, {b, bad_n, k}),
+    F8GEMM_EXPECT_INVALID(preshuffle(dev_view(kW, DType::kE4M3, {b, bad_n, k}),
                               dev_view(kOut, DType::kE4M3, {b, 3, 17, 1024})),
                    "N (w's rows) must be a positive multiple of 8");
   }
   for (int64_t bad_k : {int64_t(0), int64_t(24), int64_t(100)}) {
-    EXPECT_INVALID(preshuffle(dev_view(kW, DType::kE4M3, {b, n, bad_k}),
+    F8GEMM_EXPECT_INVALID(preshuffle(dev_view(kW, DType::kE4M3, {b, n, bad_k}),
                               dev_view(kOut, DType::kE4M3, {b, 1, 17, 1024})),
                    "K (w's last dimension) must be a positive multiple of 16");
   }
-  EXPECT_INVALID(preshuffle(w(), dev_view(kOut, DType::kE4M3, {b, 2, 17, 1024})),
+  F8GEMM_EXPECT_INVALID(preshuffle(w(), dev_view(kOut, DType::kE4M3, {b, 2, 17, 1024})),
                  "the preshuffled weight must have shape [B, 3, 17, 1024]");
-  EXPECT_INVALID(preshuffle(w(), dev_view(kOut, DType::kE4M3, {b, 3, 17, 512})),
+  F8GEMM_EXPECT_INVALID(preshuffle(w(), dev_view(kOut, DType::kE4M3, {b, 3, 17, 512})),
                  "the preshuffled weight must have shape");
-  EXPECT_INVALID(preshuffle(w(), dev_view(kOut, DType::kE4M3, {b + 1, 3, 17, 1024})),
+  F8GEMM_EXPECT_INVALID(preshuffle(w(), dev_view(kOut, DType::kE4M3, {b + 1, 3, 17, 1024})),
                  "the preshuffled weight must have shape");
   // A rank-3 output for a batched W and a rank-4 output for a 2-D W.
-  EXPECT_INVALID(preshuffle(w(), dev_view(kOut, DType::kE4M3, {3, 17, 1024})),
+  F8GEMM_EXPECT_INVALID(preshuffle(w(), dev_view(kOut, DType::kE4M3, {3, 17, 1024})),
                  "the preshuffled weight must have shape");
-  EXPECT_INVALID(preshuffle(dev_view(kW, DType::kE4M3, {n, k}), o()),
+  F8GEMM_EXPECT_INVALID(preshuffle(dev_view(kW, DType::kE4M3, {n, k}), o()),
                  "the preshuffled weight must have shape [3, 17, 1024]");
   {
     TensorView t = w();
     t.stride[1] = k + 16;
-    EXPECT_INVALID(preshuffle(t, o()), "w must be contiguous");
+    F8GEMM_EXPECT_INVALID(preshuffle(t, o()), "w must be contiguous");
   }
   {
     TensorView t = w();
     t.data = fake(kW, 8);
-    EXPECT_INVALID(preshuffle(t, o()), "w must be 16-byte aligned");
+    F8GEMM_EXPECT_INVALID(preshuffle(t, o()), "w must be 16-byte aligned");
   }
   {
     TensorView t = o();
     t.data = fake(kOut, 8);
-    EXPECT_INVALID(preshuffle(w(), t), "the preshuffled weight must be 16-byte aligned");
+    F8GEMM_EXPECT_INVALID(preshuffle(w(), t), "the preshuffled weight must be 16-byte aligned");
   }
   {
     TensorView t = w();
     t.device = kHost;
-    EXPECT_INVALID(preshuffle(t, o()), "w and the preshuffled weight must be in the same memory");
+    F8GEMM_EXPECT_INVALID(preshuffle(t, o()),
+                          "w and the preshuffled weight must be in the same memory");
   }
   // unshuffle(shuffled, out) checks the same pair with the roles swapped.
-  EXPECT_INVALID(unshuffle(dev_view(kOut, DType::kE4M3, {b, 2, 17, 1024}), w()),
+  F8GEMM_EXPECT_INVALID(unshuffle(dev_view(kOut, DType::kE4M3, {b, 2, 17, 1024}), w()),
                  "the preshuffled weight must have shape [B, 3, 17, 1024]");
   {
     TensorView t = w();
     t.dtype = DType::kF16;
-    EXPECT_INVALID(unshuffle(o(), t), "must be float8_e4m3fn (or uint8), got float16");
+    F8GEMM_EXPECT_INVALID(unshuffle(o(), t), "must be float8_e4m3fn (or uint8), got float16");
   }
   {
     TensorView t = o();
     t.device = 1;
-    EXPECT_INVALID(unshuffle(t, w()), "must be in the same memory");
+    F8GEMM_EXPECT_INVALID(unshuffle(t, w()), "must be in the same memory");
   }
 }
 
@@ -923,66 +914,69 @@ TEST(ValidationQuantize, BadArguments) {
   auto q = [&] { return dev_view(kW, DType::kE4M3, {2, 3, cols}); };
   auto sc = [&] { return dev_view(kXs, DType::kF32, {2, 3}); };
   for (DType bad : {DType::kE4M3, DType::kU8}) {
-    EXPECT_INVALID(quantize_rows(in(bad), q(), sc()), "input must be bfloat16, float16 or float32");
+    F8GEMM_EXPECT_INVALID(quantize_rows(in(bad), q(), sc()),
+                          "input must be bfloat16, float16 or float32");
   }
   {
     TensorView t = in();
     t.rank = 0;
-    EXPECT_INVALID(quantize_rows(t, q(), sc()), "input must be [..., K]");
+    F8GEMM_EXPECT_INVALID(quantize_rows(t, q(), sc()), "input must be [..., K]");
   }
   {
     TensorView t = q();
     t.dtype = DType::kU8;
-    EXPECT_INVALID(quantize_rows(in(), t, sc()), "out_q must be float8_e4m3fn");
+    F8GEMM_EXPECT_INVALID(quantize_rows(in(), t, sc()), "out_q must be float8_e4m3fn");
   }
   {
     TensorView t = sc();
     t.dtype = DType::kBF16;
-    EXPECT_INVALID(quantize_rows(in(), q(), t), "out_scale must be float32");
+    F8GEMM_EXPECT_INVALID(quantize_rows(in(), q(), t), "out_scale must be float32");
   }
-  EXPECT_INVALID(quantize_rows(in(), dev_view(kW, DType::kE4M3, {rows, cols}), sc()),
+  F8GEMM_EXPECT_INVALID(quantize_rows(in(), dev_view(kW, DType::kE4M3, {rows, cols}), sc()),
                  "out_q must have the input's shape");
-  EXPECT_INVALID(quantize_rows(in(), dev_view(kW, DType::kE4M3, {2, 3, cols + 1}), sc()),
+  F8GEMM_EXPECT_INVALID(quantize_rows(in(), dev_view(kW, DType::kE4M3, {2, 3, cols + 1}), sc()),
                  "out_q must have the input's shape");
-  EXPECT_INVALID(quantize_rows(in(), q(), dev_view(kXs, DType::kF32, {rows + 1})),
+  F8GEMM_EXPECT_INVALID(quantize_rows(in(), q(), dev_view(kXs, DType::kF32, {rows + 1})),
                  "out_scale must hold one value per row (6)");
   for (float eps : {0.0f, -1e-6f, std::numeric_limits<float>::quiet_NaN()}) {
     QuantizeOptions o;
     o.eps = eps;
-    EXPECT_INVALID(quantize_rows(in(), q(), sc(), o), "eps must be positive");
+    F8GEMM_EXPECT_INVALID(quantize_rows(in(), q(), sc(), o), "eps must be positive");
   }
   {
     TensorView t = in();
     t.data = fake(kX, 1);
-    EXPECT_INVALID(quantize_rows(t, q(), sc()), "input must be 2-byte aligned");
+    F8GEMM_EXPECT_INVALID(quantize_rows(t, q(), sc()), "input must be 2-byte aligned");
     TensorView f = in(DType::kF32);
     f.data = fake(kX, 2);
-    EXPECT_INVALID(quantize_rows(f, q(), sc()), "input must be 4-byte aligned");
+    F8GEMM_EXPECT_INVALID(quantize_rows(f, q(), sc()), "input must be 4-byte aligned");
   }
   {
     TensorView t = sc();
     t.data = fake(kXs, 2);
-    EXPECT_INVALID(quantize_rows(in(), q(), t), "out_scale must be 4-byte aligned");
+    F8GEMM_EXPECT_INVALID(quantize_rows(in(), q(), t), "out_scale must be 4-byte aligned");
   }
   {
     TensorView t = in();
     t.stride[1] = 2 * cols;
-    EXPECT_INVALID(quantize_rows(t, q(), sc()), "input must be contiguous");
+    F8GEMM_EXPECT_INVALID(quantize_rows(t, q(), sc()), "input must be contiguous");
     TensorView u = q();
     u.stride[0] = 0;
-    EXPECT_INVALID(quantize_rows(in(), u, sc()), "out_q must be contiguous");
+    F8GEMM_EXPECT_INVALID(quantize_rows(in(), u, sc()), "out_q must be contiguous");
   }
   {
     TensorView t = q();
     t.device = kHost;
-    EXPECT_INVALID(quantize_rows(in(), t, sc()), "input and out_q must be in the same memory");
+    F8GEMM_EXPECT_INVALID(quantize_rows(in(), t, sc()),
+                          "input and out_q must be in the same memory");
     TensorView s = sc();
     s.device = 1;
-    EXPECT_INVALID(quantize_rows(in(), q(), s), "input and out_scale must be in the same memory");
+    F8GEMM_EXPECT_INVALID(quantize_rows(in(), q(), s),
+                          "input and out_scale must be in the same memory");
   }
   {
     const int64_t big = int64_t(1) << 31;
-    EXPECT_INVALID(quantize_rows(dev_view(kX, DType::kF32, {big, 16}),
+    F8GEMM_EXPECT_INVALID(quantize_rows(dev_view(kX, DType::kF32, {big, 16}),
                                  dev_view(kW, DType::kE4M3, {big, 16}),
                                  dev_view(kXs, DType::kF32, {big})),
                    "too many rows: 2147483648");
