@@ -242,6 +242,16 @@ Validated validate_call(const TensorView& x, const TensorView& w, WeightLayout l
   }
 
   v.device = require_gemm_placement(t);
+  if (opt.trace) {
+    // The instrumented kernel writes the trace while it reads the inputs and writes out.
+    const TensorView trace = make_view(opt.trace->data, DType::kI64, {opt.trace->words}, v.device);
+    require_disjoint(trace, "trace.data", t.x, n.x);
+    require_disjoint(trace, "trace.data", t.w, n.w);
+    require_disjoint(trace, "trace.data", t.x_scale, n.x_scale);
+    require_disjoint(trace, "trace.data", t.w_scale, n.w_scale);
+    require_disjoint(trace, "trace.data", t.out, n.out);
+    if (t.bias) require_disjoint(trace, "trace.data", *t.bias, n.bias);
+  }
   return v;
 }
 
@@ -257,7 +267,7 @@ void require_disjoint(const TensorView& out, const char* out_name, const TensorV
                       const char* in_name) {
   const int64_t out_n = out.numel(), in_n = in.numel();
   if (out_n == 0 || in_n == 0) return;
-  // 128-bit ends: numel() < 2^63 and an element is at most 4 bytes, so nothing wraps.
+  // 128-bit ends: numel() < 2^63 and an element is at most 8 bytes, so nothing wraps.
   using U = unsigned __int128;
   const U out_begin = reinterpret_cast<uintptr_t>(out.data);
   const U in_begin = reinterpret_cast<uintptr_t>(in.data);

@@ -38,18 +38,19 @@ void require_scale_ub_form(const char* op, const at::Tensor& ub) {
   }
 }
 
-/// scale_ub of the quantising ops into `opt`. On `input`'s device the kernel reads it
-/// (`view` then holds its view): no host sync, legal inside CUDA-graph capture, and a value <= 0
-/// or NaN there means no bound. A CPU scale_ub is read on the host, which costs no sync, and must
-/// be positive and finite. Anywhere else (another GPU) it is refused: reading it would be a
-/// device-to-host copy on that GPU's stream, a sync outside capture and an error inside one.
+/// scale_ub of the quantising ops into `opt`. On `input`'s GPU the kernel reads it (`view` then
+/// holds its view): no host sync, legal inside CUDA-graph capture, and a value <= 0 or NaN there
+/// means no bound. A CPU scale_ub is read on the host, which costs no sync, and must be positive
+/// and finite, whether the input is on the CPU or a GPU (one rule for both). Anywhere else
+/// (another GPU) it is refused: reading it would be a device-to-host copy on that GPU's stream,
+/// a sync outside capture and an error inside one.
 void pass_scale_ub(const char* op, const char* input_name, const at::Tensor& input,
                    const std::optional<at::Tensor>& scale_ub, TensorView& view,
                    f8gemm::QuantizeOptions& opt) {
   if (!scale_ub.has_value() || !scale_ub->defined()) return;
   const at::Tensor& ub = *scale_ub;
   require_scale_ub_form(op, ub);
-  if (ub.device() == input.device()) {
+  if (ub.is_cuda() && ub.device() == input.device()) {
     view = view_of(ub, op, "scale_ub", "torch.float32");
     opt.scale_ub_tensor = &view;
     return;

@@ -111,6 +111,9 @@ def _replace(what, todo, convert):
                     e.add_note(f"{what}: converting {path} failed after {count} modules before "
                                "it had been replaced")
                 raise
+            # The replacement keeps the original's mode: a model put in eval mode before the
+            # conversion stays in it (a new module starts in training mode).
+            new.train(child.training)
             done[id(child)] = new
         setattr(parent, name, new)
         count += 1

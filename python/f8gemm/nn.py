@@ -3,8 +3,9 @@
 
 The weight is quantised once per output row (quantize_fp8_row) and preshuffled once; each
 forward quantises the activations per row and calls f8f8bf16_rowwise_preshuffled (or the fp16
-op). No autograd: use it for inference (under torch.no_grad() / torch.inference_mode()); a
-forward on an input that requires grad while grad mode is on raises ValueError.
+op). No autograd: use it for inference (under torch.no_grad() / torch.inference_mode()). A
+module in training mode refuses an input that requires grad while grad mode is on (ValueError);
+in eval mode such a forward runs and a backward through it raises (the ops have no derivative).
 
 The buffers' dtypes are the format (e4m3fn weights, fp32 scales, the bias dtype the op takes), so
 module.half(), .bfloat16(), .float() and .to(dtype) leave them as they are; device moves
@@ -122,10 +123,14 @@ class _FP8Module(torch.nn.Module):
         if x.device != device:
             raise ValueError(f"{owner}: the input is on {x.device} but the module's weights are "
                              f"on {device}: move one to the other (module.to(x.device))")
-        # Inference only: nothing here records an autograd graph, so a training forward would
-        # otherwise run and then fail (or silently give no gradient) at backward.
-        if x.requires_grad and torch.is_grad_enabled():
-            raise ValueError(f"{owner} is inference-only: call it under torch.no_grad() or "
+        # Inference only: the ops have no derivative, so a backward through them raises (their
+        # autograd kernels), and a module in training mode whose input requires grad is refused
+        # here, at the forward that starts it. In eval mode the forward runs: a model converted
+        # in part still has trainable layers upstream (embeddings, norms) whose outputs require
+        # grad even for inference outside torch.no_grad().
+        if self.training and x.requires_grad and torch.is_grad_enabled():
+            raise ValueError(f"{owner} is inference-only and is in training mode with an input "
+                             "that requires grad: call .eval() and run under torch.no_grad() or "
                              "torch.inference_mode() (or pass x.detach())")
 
     def _output(self, y, x_dtype):

@@ -396,6 +396,13 @@ def test_cpu_error_messages():
         OPS.quantize_fp8_row(torch.tensor(1.0))
     with pytest.raises(ValueError, match=r"scale_ub must be a 1-element torch.float32"):
         OPS.quantize_fp8_row(torch.ones(2, 16), torch.ones(2))
+    # A CPU scale_ub is read on the host and must bound something, on a CPU input as on a CUDA
+    # one (0, a negative, NaN and inf passed as "no bound" on the CPU input's path for a while).
+    for ub in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match=r"scale_ub must be positive and finite"):
+            OPS.quantize_fp8_row(torch.ones(2, 16), torch.tensor(ub))
+        with pytest.raises(ValueError, match=r"scale_ub must be positive and finite"):
+            OPS.silu_mul_quantize_fp8_row(torch.ones(2, 32), torch.tensor(ub))
 
 
 # ------------------------------------------- meta kernels, autograd, K == 0 (CPU-checkable)

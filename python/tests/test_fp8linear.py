@@ -82,8 +82,11 @@ def test_input_shapes_and_dtypes():
 def test_training_use_is_refused():
     mod = FP8Linear.from_linear(_linear(256, 128, seed=3))
     x = torch.randn(4, 256, device=DEVICE, dtype=torch.bfloat16, requires_grad=True)
-    with pytest.raises(ValueError, match=r"FP8Linear is inference-only"):
+    with pytest.raises(ValueError, match=r"FP8Linear is inference-only and is in training mode"):
         mod(x)
+    y = mod.eval()(x)  # eval mode: runs; a backward through the ops raises
+    with pytest.raises(RuntimeError, match=r"derivative for f8gemm::\w+ is not implemented"):
+        y.float().sum().backward()
     with torch.inference_mode():
         assert mod(x.detach()).shape == (4, 128)
 

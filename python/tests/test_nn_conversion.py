@@ -236,11 +236,27 @@ def test_input_checks_come_first():
                                              "weights are on meta"):
             mod(torch.zeros(2, 64, dtype=torch.bfloat16))
         x = torch.zeros(2, 64, device="meta", requires_grad=True)
-        with pytest.raises(ValueError, match=f"{owner} is inference-only: call it under "
-                                             r"torch.no_grad\(\)"):
+        mod.train()
+        with pytest.raises(ValueError, match=f"{owner} is inference-only and is in training "
+                                             "mode"):
             mod(x)
         with torch.no_grad():
             assert mod(x).shape == (2, 64 if what == "hidden" else 32)
+        # In eval mode the forward runs (a partly converted model's activations require grad);
+        # a backward through the ops raises, since they have no derivative.
+        mod.eval()
+        y = mod(x)
+        assert y.requires_grad
+        with pytest.raises(RuntimeError, match=r"derivative for f8gemm::\w+ is not implemented"):
+            y.sum().backward()
+
+
+def test_a_converted_module_keeps_the_mode_of_the_one_it_replaces():
+    for training in (False, True):
+        net = torch.nn.Sequential(torch.nn.Linear(64, 32, device="meta"))
+        net.train(training)
+        swap_linears(net)
+        assert net[0].training is training
 
 
 @pytest.mark.parametrize("rows", [4, 64])  # FP8GatedMLP: unfused, then fused activation

@@ -121,7 +121,7 @@ TEST(RunCli, BuffersThatCannotFitExitTwoBeforeTheFirstAllocation) {
   if (f8gemm::test::have_sm90()) {
     // 32 PiB of W: no device-side allocation, one line naming the GPU's free memory.
     expect_refusal(dir, "run --once --b 2147483647 --m 0 --n 4096 --k 4096",
-                   "of GPU memory (W 32.0 PiB, W preshuffled 32.0 PiB, scales 32.0 GiB, fp32 "
+                   "of GPU memory (W 32.0 PiB, W preshuffled 32.0 PiB, scales 32.0 TiB, fp32 "
                    "staging 128.0 PiB), more than the ");
   }
 }

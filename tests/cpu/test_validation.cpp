@@ -698,6 +698,14 @@ TEST(Validation, TraceFieldsAreCheckedBeforeAnyDeviceAccess) {
   bad = t;
   bad.words = -1;
   F8GEMM_EXPECT_INVALID(call(bad), "trace.words must be >= 0, got -1");
+  // The kernel writes the trace beside out: neither may share a byte with it, nor any input.
+  bad = t;
+  bad.data = static_cast<unsigned long long*>(fake(kOut, 64));
+  F8GEMM_EXPECT_INVALID(call(bad), "trace.data overlaps out in memory");
+  bad.data = static_cast<unsigned long long*>(fake(kWs - 8 * (t.words - 1)));  // last word: ws's
+  F8GEMM_EXPECT_INVALID(call(bad), "trace.data overlaps w_scale in memory");
+  bad.data = static_cast<unsigned long long*>(fake(kWs - 8 * t.words));  // ends where ws begins
+  F8GEMM_EXPECT_PASSES_VALIDATION(call(bad));
   // The tensors are checked first: a bad tensor is reported even with a bad trace.
   Args wrong = a;
   wrong.xs.dtype = DType::kBF16;
