@@ -43,3 +43,9 @@ bool get_env<bool>(const char* name, const bool& fallback) {
 }
 
 }  // namespace f8gemm::detail
+
+namespace f8gemm {
+
+bool log_enabled() { return detail::get_env<bool>("F8GEMM_LOG"); }
+
+}  // namespace f8gemm

@@ -1,7 +1,6 @@
 /// \brief The `f8gemm` command-line tool: dispatch to the subcommands; errors become one line
 /// on stderr (exit 2 for a bad argument, 1 for everything else).
 #include <cstdio>
-#include <cstring>
 #include <exception>
 #include <string>
 
@@ -52,10 +51,14 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const f8gemm::Error& e) {
     // The JIT's compile errors carry NVRTC's log after the first line; print the first line only
-    // unless F8GEMM_LOG is set.
+    // unless F8GEMM_LOG is on (a value that is not a switch is itself the error reported here).
     std::string message = e.what();
-    const char* log = std::getenv("F8GEMM_LOG");
-    if (!(log && *log && std::strcmp(log, "0") != 0)) message = message.substr(0, message.find('\n'));
+    bool whole = false;
+    try {
+      whole = f8gemm::log_enabled();
+    } catch (const f8gemm::Error&) {
+    }
+    if (!whole) message = message.substr(0, message.find('\n'));
     std::fprintf(stderr, "%s\n", message.c_str());
     // kInvalidArgument is a bad argument by definition; kUnsupported comes from a configuration
     // the user forced (--config, F8GEMM_CONFIG) that cannot run the problem.

@@ -52,6 +52,11 @@ class Error : public std::runtime_error {
   std::string message_;
 };
 
+/// Whether F8GEMM_LOG is on now (README "Environment": the library then logs its decisions,
+/// plans and compiles, and a caller such as the CLI prints whole compile logs). Throws
+/// Error(kInvalidArgument) naming the variable when its value is not a switch value.
+bool log_enabled();
+
 enum class DType : int { kE4M3 = 0, kBF16 = 1, kF16 = 2, kF32 = 3, kU8 = 4, kI32 = 5, kI64 = 6 };
 
 const char* to_string(DType dtype);

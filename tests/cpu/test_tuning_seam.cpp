@@ -107,6 +107,12 @@ TEST(EnvSwitches, OnlySwitchValuesAreAcceptedAndAnyOtherNamesTheVariable) {
     F8GEMM_EXPECT_INVALID(detail::get_env<bool>("F8GEMM_LOG"),
                    "is not a switch value: use 1, true, yes or on, or 0, false, no or off");
   }
+  env.set("off");
+  EXPECT_FALSE(log_enabled()) << "the public query follows the same rule";
+  env.set("Yes");
+  EXPECT_TRUE(log_enabled());
+  env.set("verbose");
+  F8GEMM_EXPECT_INVALID(log_enabled(), "F8GEMM_LOG='verbose' is not a switch value");
   env.set("");
   EXPECT_TRUE(detail::get_env<bool>("F8GEMM_LOG", true)) << "empty is unset: the fallback";
   env.unset();
