@@ -1,6 +1,7 @@
 /// \brief Launches the fp64 reference check kernel (kernels/reference_check.cuh).
 #include "reference_gpu.hpp"
 
+#include <climits>
 #include <cmath>
 
 #include "check.hpp"
@@ -8,6 +9,15 @@
 #include "device.hpp"
 
 namespace f8gemm::detail {
+
+std::string reference_check_unfit(int64_t b, int64_t m, int64_t n) {
+  if (b > 65535) return concat("the fp64 reference checks at most 65535 batches, got B = ", b);
+  if ((m + 15) / 16 > 65535) {
+    return concat("the fp64 reference checks at most 65535 x 16 = 1048560 rows, got M = ", m);
+  }
+  if ((n + 15) / 16 > INT32_MAX) return concat("the fp64 reference cannot check N = ", n);
+  return {};
+}
 
 CheckResult reference_check(const TensorView& x, const TensorView& w, const TensorView& xs,
                             const TensorView& ws, const TensorView* bias, const TensorView& y,
@@ -18,7 +28,8 @@ CheckResult reference_check(const TensorView& x, const TensorView& w, const Tens
   F8GEMM_REQUIRE(w.shape[0] == b && w.shape[2] == k && y.shape[0] == b && y.shape[1] == m &&
                      y.shape[2] == n && xs.numel() == b * m && ws.numel() == b * n,
                  kInvalidArgument, "reference_check: shapes do not match");
-  F8GEMM_REQUIRE(b <= 65535, kInvalidArgument, "reference_check: at most 65535 batches");
+  const std::string unfit = reference_check_unfit(b, m, n);
+  F8GEMM_REQUIRE(unfit.empty(), kInvalidArgument, "reference_check: ", unfit);
   CheckResult result;
   result.count = b * m * n;
   if (result.count == 0) return result;
@@ -43,7 +54,6 @@ CheckResult reference_check(const TensorView& x, const TensorView& w, const Tens
   void* args[] = {&xp, &wp,  &xsp, &wsp, &biasp, &bias_kind, &yp,   &out_f16,
                   &mm, &nn, &kk,  &unit, &gamma, &tiny,      &stats};
   dim3 grid(unsigned((n + 15) / 16), unsigned((m + 15) / 16), unsigned(b));
-  F8GEMM_REQUIRE((m + 15) / 16 <= 65535, kInvalidArgument, "reference_check: M too large");
   F8GEMM_CHECK_CUDA(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), grid, dim3(16, 16),
                                      args, 0, stream));
   F8GEMM_CHECK_CUDA(cudaGetLastError());

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "f8gemm/f8gemm.hpp"
 #include "reference.hpp"
@@ -19,6 +20,11 @@ struct CheckResult {
 /// The element bound is numerics::element_bound with gamma = numerics::accumulation_gamma (one
 /// definition, reference.hpp; README "Accuracy"); the kernel evaluates the same expression.
 using numerics::accumulation_gamma;
+
+/// Empty when reference_check() can check a [B, M, N] output, else why not: its grid is
+/// ceil(N/16) x ceil(M/16) x B blocks of 16 x 16 threads, and CUDA allows 65535 in y and z.
+/// `run --verify` asks before it allocates, so that a shape it cannot check is refused first.
+std::string reference_check_unfit(int64_t b, int64_t m, int64_t n);
 
 /// x [B,M,K] and w [B,N,K] (plain) e4m3, xs [B,M], ws [B,N], bias null or [B,N], y [B,M,N]: all
 /// device memory. Synchronises `stream`.

@@ -26,6 +26,10 @@ void trace_one_call(const Fixture& fx, bool plain, bool fast, const Config* conf
                     cudaStream_t stream, int tiles, const std::string& csv,
                     uint64_t expected_hash, const std::string& label, Warm&& warm) {
   const int64_t words = trace_words(trace_ctas(fx.problem(plain, fast), config), tiles);
+  // Up to about 1 GiB at --trace-tiles 16384: refused in one line where it does not fit beside
+  // the fixture, rather than failing in cudaMalloc.
+  require_fits(Footprint{{{"trace", times(words, int64_t(sizeof(uint64_t)))}}},
+               "run --trace: --trace-tiles " + std::to_string(tiles), free_device_bytes());
   DeviceBuffer buf(size_t(words) * sizeof(uint64_t));
   GemmTrace trace;
   trace.data = buf.as<unsigned long long>();
@@ -103,6 +107,11 @@ int cmd_run(const Args& args) {
   const Footprint footprint = fixture_footprint(shape);
   const std::string sizes = "run: --b,--m,--n,--k " + s.label();
   require_fits(footprint, sizes, std::nullopt);
+  // The fp64 reference's grid has limits of its own: refused here, not after the run.
+  if (const std::string why = detail::reference_check_unfit(s.b, s.m, s.n);
+      opt.flag("--verify") && !why.empty()) {
+    throw UsageError("run --verify: " + why + " (run it without --verify)");
+  }
 
   std::string reason;
   if (!have_gpu(reason)) throw Error(ErrorCode::kNoDevice, "run needs an sm_90 GPU: " + reason);

@@ -179,6 +179,19 @@ TEST(CliFootprint, CountsEveryBufferAndRefusesWhatTheGpuCannotHold) {
 
 // Without --once, an empty problem reached the graph timing, which captured no kernel and failed
 // as an internal error ("captured only 0 graph nodes", exit 1); tune timed it the same way.
+// The fp64 reference's grid (ceil(M/16) and B at most 65535) was checked only after the run, so
+// a long run ended in exit 2 at its very end.
+TEST(RunCli, VerifyRefusesWhatTheReferenceCannotCheckBeforeTheRun) {
+  const f8gemm::test::TempDir dir("f8gemm_run_cli");
+  expect_refusal(dir, "run --once --verify --b 70000 --m 1 --n 8 --k 16",
+                 "run --verify: the fp64 reference checks at most 65535 batches, got B = 70000");
+  expect_refusal(dir, "run --once --verify --m 1048561 --n 8 --k 16",
+                 "run --verify: the fp64 reference checks at most 65535 x 16 = 1048560 rows");
+  // Without --verify the same problem is not refused for it.
+  const Outcome plain = run_cli(dir, "run --once --b 70000 --m 1 --n 8 --k 16");
+  EXPECT_EQ(plain.err.find("fp64 reference"), std::string::npos) << plain.err;
+}
+
 TEST(RunCli, AnEmptyProblemIsRunOnceNotTimed) {
   const f8gemm::test::TempDir dir("f8gemm_run_cli");
   expect_refusal(dir, "run --m 0 --n 256 --k 256",
