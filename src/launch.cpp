@@ -18,12 +18,14 @@ std::shared_ptr<Plan> build_plan(const InstanceSpec& spec, int device) {
   auto plan_ptr = std::make_shared<Plan>();
   Plan& plan = *plan_ptr;
   const Config& config = spec.config;
+  // First: loading the library and looking up its kernel are runtime calls, which would start a
+  // context on the caller's current device when that is another GPU.
+  DeviceGuard guard(device);
   plan.spec = spec;
   plan.instance = gemm_instance(plan.spec);
   plan.kernel = plan.instance->kernel("f8gemm_gemm");
   plan.threads = instance_threads(plan.spec);
   plan.smem = instance_smem_bytes(plan.spec);
-  DeviceGuard guard(device);
   F8GEMM_CHECK_CUDA(cudaFuncSetAttribute(reinterpret_cast<const void*>(plan.kernel),
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, plan.smem));
   plan.max_ctas = props.sm_count;

@@ -51,8 +51,10 @@ struct Plan {
   MapMemo x_map, w_map, out_map;
 };
 
-/// The plans of one entry point by key, each built once (thread-safe). Key is compared and
-/// hashed as bytes: it must have no padding.
+/// The plans of one entry point by key (thread-safe). Key is compared and hashed as bytes: it
+/// must have no padding. Threads whose first calls of one key overlap may each build its plan
+/// (the JIT compiles the instance once for all of them); the first stored is kept and every
+/// caller gets that one, and a build that throws stores nothing.
 template <class Key>
 class PlanCache {
  public:

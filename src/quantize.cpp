@@ -116,9 +116,9 @@ void launch_rows(RowOp op, const TensorView& input, int64_t rows, int64_t cols,
   p.scale_ub_value = opt.scale_ub;
   p.vectorized = plan.vectorized ? 1 : 0;
   p.early_dependents = plan.early_dependents ? 1 : 0;
+  DeviceGuard guard(input.device);  // before the kernel lookup, a runtime call (launch.cpp)
   cudaKernel_t kernel = util_instance()->kernel(entry_name(input.dtype, op, plan.wide));
   void* args[] = {&p};
-  DeviceGuard guard(input.device);
   launch(kernel, int(plan.clusters * plan.cluster), plan.cluster, plan.threads, 0, opt.stream,
          args, input.device, opt.pdl);
 }

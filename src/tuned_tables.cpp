@@ -2,10 +2,13 @@
 /// model ($F8GEMM_TUNE_FILE first, then tables/*.tsv embedded at build time).
 #include "tuned_tables.hpp"
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <memory>
+#include <mutex>
 #include <sstream>
 
 #include "check.hpp"
@@ -111,26 +114,6 @@ void parse_table(const std::string& text, const std::string& origin,
 }
 
 namespace {
-const std::vector<std::pair<std::string, Config>>& all_tables() {
-  static const std::vector<std::pair<std::string, Config>> entries = [] {
-    std::vector<std::pair<std::string, Config>> e;
-    // The user's file first: the lookup takes the first match.
-    if (const std::string path = get_env<std::string>("F8GEMM_TUNE_FILE"); !path.empty()) {
-      std::ifstream f(path);
-      // The user named the file: a path that cannot be read is a bad argument, not an I/O fault.
-      F8GEMM_REQUIRE(f.good(), kInvalidArgument, "F8GEMM_TUNE_FILE='", path,
-                     "' cannot be read: ", std::strerror(errno));
-      std::stringstream ss;
-      ss << f.rdbuf();
-      parse_table(ss.str(), path, e);
-    }
-    for (int i = 0; i < jit::kNumEmbeddedTables; ++i) {
-      parse_table(jit::kEmbeddedTables[i].text, jit::kEmbeddedTables[i].name, e);
-    }
-    return e;
-  }();
-  return entries;
-}
 
 /// The rows an entry serves beside its own: fewer rows in the same number of 64-row blocks. Its
 /// tile was timed on M' >= M rows with the same X tiles or more, and without this a call at an M
@@ -145,25 +128,64 @@ std::string key_without_rows(const std::string& gpu_name, int sm_count, ProblemS
   return table_key(gpu_name, sm_count, p);
 }
 
-/// Every entry's rows and key without them, parsed once, in all_tables()'s order.
+/// An entry's rows and its key without them, parsed once.
 struct RowsIndexEntry {
   int64_t m;
   std::string key_without_rows;
   const Config* config;
 };
-const std::vector<RowsIndexEntry>& rows_index() {
-  static const std::vector<RowsIndexEntry> index = [] {
-    std::vector<RowsIndexEntry> out;
-    for (const auto& [k, c] : all_tables()) {
-      TableKeyParts parts;
-      if (!parse_table_key(k, parts)) continue;  // another version's key
-      out.push_back({parts.problem.m,
-                     key_without_rows(parts.gpu_name, parts.sm_count, parts.problem), &c});
-    }
-    return out;
-  }();
-  return index;
+
+/// Every table's entries ($F8GEMM_TUNE_FILE first: the lookup takes the first match), and their
+/// rows index in the same order.
+struct LoadedTables {
+  std::vector<std::pair<std::string, Config>> entries;
+  std::vector<RowsIndexEntry> rows;  // points into entries, which never grow after the load
+};
+
+std::unique_ptr<const LoadedTables> load_tables() {
+  auto t = std::make_unique<LoadedTables>();
+  if (const std::string path = get_env<std::string>("F8GEMM_TUNE_FILE"); !path.empty()) {
+    std::ifstream f(path);
+    // The user named the file: a path that cannot be read is a bad argument, not an I/O fault.
+    F8GEMM_REQUIRE(f.good(), kInvalidArgument, "F8GEMM_TUNE_FILE='", path,
+                   "' cannot be read: ", std::strerror(errno));
+    std::stringstream ss;
+    ss << f.rdbuf();
+    parse_table(ss.str(), path, t->entries);
+  }
+  for (int i = 0; i < jit::kNumEmbeddedTables; ++i) {
+    parse_table(jit::kEmbeddedTables[i].text, jit::kEmbeddedTables[i].name, t->entries);
+  }
+  for (const auto& [k, c] : t->entries) {
+    TableKeyParts parts;
+    if (!parse_table_key(k, parts)) continue;  // another version's key
+    t->rows.push_back(
+        {parts.problem.m, key_without_rows(parts.gpu_name, parts.sm_count, parts.problem), &c});
+  }
+  return t;
 }
+
+/// The tables, loaded by the first call that succeeds. Not a function-local static initialised by
+/// a throwing lambda: a load that throws (an unreadable F8GEMM_TUNE_FILE) must leave nothing
+/// behind so that the next call tries again, and an aborted static initialisation left the other
+/// waiting threads deadlocked under ThreadSanitizer (the CI sanitizer job).
+const LoadedTables& loaded_tables() {
+  static std::mutex mutex;
+  static std::unique_ptr<const LoadedTables> tables;  // written once, under mutex
+  static std::atomic<const LoadedTables*> ready{nullptr};
+  if (const LoadedTables* t = ready.load(std::memory_order_acquire)) return *t;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!tables) {
+    tables = load_tables();  // a throw sets nothing
+    ready.store(tables.get(), std::memory_order_release);
+  }
+  return *tables;
+}
+
+const std::vector<std::pair<std::string, Config>>& all_tables() {
+  return loaded_tables().entries;
+}
+const std::vector<RowsIndexEntry>& rows_index() { return loaded_tables().rows; }
 
 /// The first entry of exactly this problem's key that can run it.
 std::optional<TunedEntry> exact_entry(const std::string& gpu_name, int sm_count,

@@ -15,12 +15,12 @@ namespace {
 /// Grid-stride launch of a utility kernel on `stream`.
 void launch_util(int device, const char* name, int64_t work, void** args, cudaStream_t stream) {
   const auto& props = detail::require_sm90(device);
-  auto instance = detail::util_instance();
-  cudaKernel_t kernel = instance->kernel(name);
   const int threads = 256;
   const int64_t blocks = std::min<int64_t>((work + threads - 1) / threads, props.sm_count * 8LL);
   if (blocks == 0) return;
-  detail::DeviceGuard guard(device);
+  detail::DeviceGuard guard(device);  // before the kernel lookup, a runtime call (launch.cpp)
+  auto instance = detail::util_instance();
+  cudaKernel_t kernel = instance->kernel(name);
   F8GEMM_CHECK_CUDA(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(unsigned(blocks)),
                                      dim3(threads), args, 0, stream));
   F8GEMM_CHECK_CUDA(cudaGetLastError());

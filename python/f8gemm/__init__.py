@@ -146,17 +146,35 @@ def _load_build_info():
             "cuda": _build_info.CUDA_VERSION}
 
 
+def _torch_mismatch(built, running):
+    """Why a package built against torch `built` cannot load under torch `running`, or None.
+    The build records torch.__version__ whole ("2.11.0+cu130", "2.12.0.dev20260101",
+    "2.8.0a0+5228986c39.nv25.05"); a package built before that recorded major.minor.patch only,
+    which the running version's part before "+" must then equal."""
+    if not built or built in (running, running.split("+")[0]):
+        return None
+    return (f"f8gemm: this package was built against torch {built}, but torch {running} is "
+            "imported; torch's C++ ABI differs between versions. Reinstall f8gemm with "
+            "`pip install --no-build-isolation .` under this torch")
+
+
 build_info = _load_build_info()
 library_path = _find_library()
 if build_info is not None and os.path.dirname(library_path) == _HERE:
-    _running = torch.__version__.split("+")[0]
-    if build_info["torch"] and _running != build_info["torch"]:
-        raise ImportError(
-            f"f8gemm: this package was built against torch {build_info['torch']}, but torch "
-            f"{torch.__version__} is imported; torch's C++ ABI differs between versions. "
-            "Reinstall f8gemm with `pip install --no-build-isolation .` under this torch")
+    _why = _torch_mismatch(build_info["torch"], str(torch.__version__))
+    if _why:
+        raise ImportError(_why)
 if not hasattr(torch.ops.f8gemm, "f8f8bf16_rowwise"):  # loading twice would re-register
-    torch.ops.load_library(library_path)
+    try:
+        torch.ops.load_library(library_path)
+    except OSError as e:
+        # The loader's own error (a library it needs is missing: libnvrtc, or torch's CUDA
+        # libraries under a CPU-only torch) as the ImportError that `import` callers handle.
+        raise ImportError(
+            f"f8gemm: cannot load {library_path}: {e}. It needs torch's CUDA build (torch "
+            f"{torch.__version__} is imported, CUDA {torch.version.cuda}) and the CUDA "
+            "toolkit's libnvrtc.so.13 on the loader's path (LD_LIBRARY_PATH, or the "
+            "nvidia-cuda-nvrtc wheel's lib folder)") from e
 
 _ops = torch.ops.f8gemm
 f8f8bf16_rowwise = _ops.f8f8bf16_rowwise

@@ -77,7 +77,20 @@ def test_installed_package_is_the_one_under_test():
     assert not here.startswith(os.path.realpath(helpers.PYDIR)), here
     assert f8gemm.build_info is not None
     assert os.path.dirname(f8gemm.library_path) == os.path.dirname(f8gemm.__file__)
-    assert f8gemm.build_info["torch"] == torch.__version__.split("+")[0]
+    # torch.__version__ whole, local part included: CMake's Torch_VERSION drops what a
+    # nightly, source-built or NGC torch carries after major.minor.patch.
+    assert f8gemm.build_info["torch"] == torch.__version__
+
+
+def test_the_import_check_compares_torch_versions_whole():
+    check = f8gemm._torch_mismatch
+    for version in ("2.11.0+cu130", "2.12.0.dev20260101+cu130", "2.8.0a0+5228986c39.nv25.05"):
+        assert check(version, version) is None  # nightly and NGC builds load under themselves
+    assert check("2.11.0", "2.11.0+cu130") is None  # a package that recorded 2.11.0 only
+    assert "built against torch 2.11.0+cu130, but torch 2.12.0+cu130" in \
+        check("2.11.0+cu130", "2.12.0+cu130")
+    assert check("2.12.0.dev20260101", "2.12.0.dev20260102") is not None
+    assert check("", "2.11.0") is None  # a checkout's build records none
 
 
 def test_info_is_the_cli_text():

@@ -2,10 +2,13 @@
 /// the decision order (F8GEMM_CONFIG, F8GEMM_TUNE_FILE, F8GEMM_NO_TUNED), and the grouped choice.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -899,6 +902,39 @@ TEST(ConfigTable, LinesEndingInCrLfParseAsTheirText) {
   ASSERT_EQ(entries.size(), 1u);
   EXPECT_EQ(entries[0].first, key);
   EXPECT_EQ(entries[0].second.name(), "sm90_tiled_128x128x128_s4_c1x1_r8");
+}
+
+// A first load that fails (an unreadable F8GEMM_TUNE_FILE) leaves nothing behind: every thread
+// that asked gets the error, and a later call loads the tables. The tables were a function-local
+// static initialised by a throwing lambda; under ThreadSanitizer (the CI sanitizer job) its
+// aborted initialisation deadlocked the waiting threads. The child process (threadsafe death-test
+// style re-runs this test alone) starts with the tables not yet loaded.
+TEST(ConfigTable, AFailedFirstLoadFromManyThreadsThrowsInEachAndTheNextCallLoads) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        const std::string good = std::getenv("F8GEMM_TUNE_FILE");  // TuneFileEnvironment's
+        setenv("F8GEMM_TUNE_FILE", "/nonexistent/f8gemm/tune.tsv", 1);
+        std::atomic<int> refused{0};
+        std::vector<std::thread> threads;
+        for (int i = 0; i < 8; ++i) {
+          threads.emplace_back([&] {
+            try {
+              decide(kTestGpu, kTestSms, tuned_problem());
+            } catch (const Error& e) {
+              if (e.code() == ErrorCode::kInvalidArgument &&
+                  std::string(e.what()).find("cannot be read") != std::string::npos) {
+                ++refused;
+              }
+            }
+          });
+        }
+        for (std::thread& t : threads) t.join();
+        setenv("F8GEMM_TUNE_FILE", good.c_str(), 1);
+        const bool loaded = decide(kTestGpu, kTestSms, tuned_problem()) == tuned_pick();
+        std::exit(refused == 8 && loaded ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 TEST(ConfigTable, AMalformedForcedConfigNamesTheVariable) {
