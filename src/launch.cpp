@@ -18,8 +18,9 @@ std::shared_ptr<Plan> build_plan(const InstanceSpec& spec, int device) {
   auto plan_ptr = std::make_shared<Plan>();
   Plan& plan = *plan_ptr;
   const Config& config = spec.config;
-  // First: loading the library and looking up its kernel are runtime calls, which would start a
-  // context on the caller's current device when that is another GPU.
+  // First: loading the library and looking up its kernel are runtime calls, which may start a
+  // context on the caller's current device when that is another GPU (not measured; the guard
+  // first costs nothing).
   DeviceGuard guard(device);
   plan.spec = spec;
   plan.instance = gemm_instance(plan.spec);

@@ -34,9 +34,9 @@ CheckResult reference_check(const TensorView& x, const TensorView& w, const Tens
   result.count = b * m * n;
   if (result.count == 0) return result;
   require_sm90(x.device);
+  DeviceGuard guard(x.device);  // before the kernel lookup, as the library's launches
   auto instance = util_instance();
   cudaKernel_t kernel = instance->kernel("f8gemm_reference_check");
-  DeviceGuard guard(x.device);
   double* stats = nullptr;
   F8GEMM_CHECK_CUDA(cudaMallocAsync(reinterpret_cast<void**>(&stats), 4 * sizeof(double), stream));
   F8GEMM_CHECK_CUDA(cudaMemsetAsync(stats, 0, 4 * sizeof(double), stream));
@@ -69,9 +69,9 @@ CheckResult reference_check(const TensorView& x, const TensorView& w, const Tens
 
 SiluSfuCheck silu_sfu_check(uint64_t first, uint64_t count, int device) {
   require_sm90(device);
+  DeviceGuard guard(device);
   auto instance = util_instance();
   cudaKernel_t kernel = instance->kernel("f8gemm_silu_sfu_check");
-  DeviceGuard guard(device);
   double* stats = nullptr;
   F8GEMM_CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&stats), 3 * sizeof(double)));
   F8GEMM_CHECK_CUDA(cudaMemset(stats, 0, 3 * sizeof(double)));

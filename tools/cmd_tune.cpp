@@ -92,6 +92,12 @@ int cmd_tune(const Args& args) {
     }
     footprints.push_back(fixture_footprint(p));
     require_fits(footprints.back(), "tune: B,M,N,K " + shape.label(), std::nullopt);
+    // Each shape's winner is checked against the fp64 GPU reference (SiLU·mul: CPU samples),
+    // whose grid has limits of its own: refused here, not after the shape's timings.
+    if (const std::string why = detail::reference_check_unfit(shape.b, shape.m, shape.n);
+        epilogue == EpilogueOp::kNone && !why.empty()) {
+      throw UsageError("tune: B,M,N,K " + shape.label() + ": " + why);
+    }
   }
   const TargetGpu gpu = current_gpu();
   const int64_t free_bytes = free_device_bytes();

@@ -168,13 +168,17 @@ if not hasattr(torch.ops.f8gemm, "f8f8bf16_rowwise"):  # loading twice would re-
     try:
         torch.ops.load_library(library_path)
     except OSError as e:
-        # The loader's own error (a library it needs is missing: libnvrtc, or torch's CUDA
-        # libraries under a CPU-only torch) as the ImportError that `import` callers handle.
+        # The loader's error as the ImportError that `import` callers handle. torch re-raises
+        # dlopen's failure as "Could not load this library", with dlerror's text as the cause.
+        cause = e.__cause__ or e
+        torch_build = (f"a CUDA {torch.version.cuda} build" if torch.version.cuda
+                       else "a CPU-only build, which cannot load it")
         raise ImportError(
-            f"f8gemm: cannot load {library_path}: {e}. It needs torch's CUDA build (torch "
-            f"{torch.__version__} is imported, CUDA {torch.version.cuda}) and the CUDA "
-            "toolkit's libnvrtc.so.13 on the loader's path (LD_LIBRARY_PATH, or the "
-            "nvidia-cuda-nvrtc wheel's lib folder)") from e
+            f"f8gemm: cannot load {library_path}: {cause}. The extension needs a CUDA build "
+            f"of torch (torch {torch.__version__} is {torch_build}), the CUDA toolkit's "
+            "libnvrtc.so.13 on the loader's path (LD_LIBRARY_PATH, or the nvidia-cuda-nvrtc "
+            "wheel's lib folder), and the torch it was built against (an undefined symbol "
+            "means another torch)") from e
 
 _ops = torch.ops.f8gemm
 f8f8bf16_rowwise = _ops.f8f8bf16_rowwise

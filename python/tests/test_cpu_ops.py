@@ -82,6 +82,28 @@ def test_installed_package_is_the_one_under_test():
     assert f8gemm.build_info["torch"] == torch.__version__
 
 
+def test_a_library_the_loader_refuses_is_an_import_error_with_its_reason():
+    """`import f8gemm` with F8GEMM_TORCH_LIB naming a file that is no ELF library: ImportError
+    (what `try: import f8gemm / except ImportError` handles), quoting dlopen's reason."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        _expect_import_error_for_junk_library(tmp)
+
+
+def _expect_import_error_for_junk_library(tmp_path):
+    junk = os.path.join(tmp_path, "libf8gemm_torch.so")
+    with open(junk, "wb") as f:
+        f.write(b"not an ELF file")
+    env = dict(os.environ, F8GEMM_TORCH_LIB=junk)
+    code = ("import sys\ntry:\n    import f8gemm\nexcept ImportError as e:\n"
+            "    print(e)\n    sys.exit(0)\nsys.exit(1)\n")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                       cwd=str(tmp_path), timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"f8gemm: cannot load {junk}" in r.stdout, r.stdout
+    assert "invalid ELF header" in r.stdout or "file too short" in r.stdout, r.stdout
+
+
 def test_the_import_check_compares_torch_versions_whole():
     check = f8gemm._torch_mismatch
     for version in ("2.11.0+cu130", "2.12.0.dev20260101+cu130", "2.8.0a0+5228986c39.nv25.05"):

@@ -177,8 +177,6 @@ TEST(CliFootprint, CountsEveryBufferAndRefusesWhatTheGpuCannotHold) {
             "need more than 2^63 bytes in all: no GPU holds that");
 }
 
-// Without --once, an empty problem reached the graph timing, which captured no kernel and failed
-// as an internal error ("captured only 0 graph nodes", exit 1); tune timed it the same way.
 // The fp64 reference's grid (ceil(M/16) and B at most 65535) was checked only after the run, so
 // a long run ended in exit 2 at its very end.
 TEST(RunCli, VerifyRefusesWhatTheReferenceCannotCheckBeforeTheRun) {
@@ -190,8 +188,14 @@ TEST(RunCli, VerifyRefusesWhatTheReferenceCannotCheckBeforeTheRun) {
   // Without --verify the same problem is not refused for it.
   const Outcome plain = run_cli(dir, "run --once --b 70000 --m 1 --n 8 --k 16");
   EXPECT_EQ(plain.err.find("fp64 reference"), std::string::npos) << plain.err;
+  // tune checks every shape's winner against it: refused before any shape is timed.
+  expect_refusal(dir, "tune --out " + dir.path() + "/t.tsv --shapes " +
+                          shapes_file(dir, "1,16,256,256\n70000,1,8,16\n"),
+                 "tune: B,M,N,K 70000,1,8,16: the fp64 reference checks at most 65535 batches");
 }
 
+// Without --once, an empty problem reached the graph timing, which captured no kernel and failed
+// as an internal error ("captured only 0 graph nodes", exit 1); tune timed it the same way.
 TEST(RunCli, AnEmptyProblemIsRunOnceNotTimed) {
   const f8gemm::test::TempDir dir("f8gemm_run_cli");
   expect_refusal(dir, "run --m 0 --n 256 --k 256",

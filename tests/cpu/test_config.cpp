@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include <unistd.h>
+
 #include "common/test_util.hpp"
 #include "config.hpp"
 #include "f8gemm/f8gemm.hpp"
@@ -913,7 +915,14 @@ TEST(ConfigTable, AFailedFirstLoadFromManyThreadsThrowsInEachAndTheNextCallLoads
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(
       {
-        const std::string good = std::getenv("F8GEMM_TUNE_FILE");  // TuneFileEnvironment's
+        // A regression deadlocks here (under TSan): SIGALRM ends the child, and the test fails
+        // instead of holding the CI job.
+        alarm(60);
+        const char* good = std::getenv("F8GEMM_TUNE_FILE");  // TuneFileEnvironment's
+        if (good == nullptr) std::exit(3);
+        const std::string good_path = good;
+        unsetenv("F8GEMM_NO_TUNED");
+        unsetenv("F8GEMM_CONFIG");
         setenv("F8GEMM_TUNE_FILE", "/nonexistent/f8gemm/tune.tsv", 1);
         std::atomic<int> refused{0};
         std::vector<std::thread> threads;
@@ -930,7 +939,7 @@ TEST(ConfigTable, AFailedFirstLoadFromManyThreadsThrowsInEachAndTheNextCallLoads
           });
         }
         for (std::thread& t : threads) t.join();
-        setenv("F8GEMM_TUNE_FILE", good.c_str(), 1);
+        setenv("F8GEMM_TUNE_FILE", good_path.c_str(), 1);
         const bool loaded = decide(kTestGpu, kTestSms, tuned_problem()) == tuned_pick();
         std::exit(refused == 8 && loaded ? 0 : 1);
       },
