@@ -114,6 +114,21 @@ std::string place_str(int device) {
   return device < 0 ? std::string("the host") : concat("cuda:", device);
 }
 
+namespace {
+
+/// require_disjoint of `written` against each tensor the GEMM reads (x, w, the scales, bias).
+void require_disjoint_from_inputs(const GemmTensors& t, const TensorView& written,
+                                  const char* name) {
+  const GemmArgNames& n = t.names;
+  require_disjoint(written, name, t.x, n.x);
+  require_disjoint(written, name, t.w, n.w);
+  require_disjoint(written, name, t.x_scale, n.x_scale);
+  require_disjoint(written, name, t.w_scale, n.w_scale);
+  if (t.bias) require_disjoint(written, name, *t.bias, n.bias);
+}
+
+}  // namespace
+
 int require_gemm_placement(const GemmTensors& t) {
   const GemmArgNames& n = t.names;
   require_memory(t.x, n.x, 16);
@@ -133,11 +148,7 @@ int require_gemm_placement(const GemmTensors& t) {
   same(t.w_scale, n.w_scale);
   same(t.out, n.out);
   if (t.bias) same(*t.bias, n.bias);
-  require_disjoint(t.out, n.out, t.x, n.x);
-  require_disjoint(t.out, n.out, t.w, n.w);
-  require_disjoint(t.out, n.out, t.x_scale, n.x_scale);
-  require_disjoint(t.out, n.out, t.w_scale, n.w_scale);
-  if (t.bias) require_disjoint(t.out, n.out, *t.bias, n.bias);
+  require_disjoint_from_inputs(t, t.out, n.out);
   return device;
 }
 
@@ -245,12 +256,8 @@ Validated validate_call(const TensorView& x, const TensorView& w, WeightLayout l
   if (opt.trace) {
     // The instrumented kernel writes the trace while it reads the inputs and writes out.
     const TensorView trace = make_view(opt.trace->data, DType::kI64, {opt.trace->words}, v.device);
-    require_disjoint(trace, "trace.data", t.x, n.x);
-    require_disjoint(trace, "trace.data", t.w, n.w);
-    require_disjoint(trace, "trace.data", t.x_scale, n.x_scale);
-    require_disjoint(trace, "trace.data", t.w_scale, n.w_scale);
+    require_disjoint_from_inputs(t, trace, "trace.data");
     require_disjoint(trace, "trace.data", t.out, n.out);
-    if (t.bias) require_disjoint(trace, "trace.data", *t.bias, n.bias);
   }
   return v;
 }

@@ -368,10 +368,10 @@ int cmd_bench(const Args& args) {
   // written: the library's problem check (`tune`'s and a call's messages), the bench's own
   // limits, and buffers past 2^63 bytes; once the GPU is found, buffers beyond its free memory.
   for (const Shape& shape : shapes) {
-    validate_problem(bench_problem(shape, o));
+    const ProblemShape p = bench_problem(shape, o);
+    validate_problem(p);
     check_bench_limits(shape);
-    require_fits(bench_footprint(bench_problem(shape, o), 1), "bench: B,M,N,K " + shape.label(),
-                 std::nullopt);
+    require_fits(bench_footprint(p, 1), "bench: B,M,N,K " + shape.label(), std::nullopt);
   }
   int device_count = 0;
   F8GEMM_CHECK_CUDA(cudaGetDeviceCount(&device_count));

@@ -17,6 +17,8 @@ namespace f8gemm_torch {
 
 /// "torch.float32", ... : dtype names as a Python user writes them.
 const char* torch_dtype_name(at::ScalarType s);
+/// torch_dtype_name without "torch.": the library's spelling ("float8_e4m3fn").
+std::string bare_dtype_name(at::ScalarType s);
 const char* dtype_torch_name(f8gemm::DType d);
 const char* layout_name(f8gemm::WeightLayout layout);
 

@@ -28,17 +28,7 @@
 
 #include "binding.hpp"
 #include "f8gemm/f8gemm.hpp"
-
-namespace f8gemm_torch {
-// Defined once, in the files named.
-void require_scale_ub_form(const char* op, const at::Tensor& ub);  // quantize_ops.cpp
-void pass_scale_ub(const char* op, const char* input_name, const at::Tensor& input,
-                   const std::optional<at::Tensor>& scale_ub, f8gemm::TensorView& view,
-                   f8gemm::QuantizeOptions& opt);  // quantize_ops.cpp
-void require_meta(const char* op,
-                  std::initializer_list<std::pair<const char*, const at::Tensor*>> tensors);
-const at::Tensor* scale_ub_off_cpu(const std::optional<at::Tensor>& scale_ub);  // meta_ops.cpp
-}  // namespace f8gemm_torch
+#include "op_rules.hpp"
 
 namespace f8gemm_torch_fused {
 namespace {

@@ -22,11 +22,9 @@
 
 #include "binding.hpp"
 #include "f8gemm/f8gemm.hpp"
+#include "op_rules.hpp"
 
 namespace f8gemm_torch {
-
-/// The name of the public batched op (shared with meta_ops.cpp).
-const char* batched_name(bool preshuffled);
 
 /// The _out ops' output dtype, for their CPU/CUDA kernels (here and grouped_ops.cpp) and their
 /// Meta kernels (meta_ops.cpp): the library takes bf16 or fp16, these ops promise bf16.

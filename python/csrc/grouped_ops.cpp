@@ -24,10 +24,9 @@
 
 #include "binding.hpp"
 #include "f8gemm/f8gemm.hpp"
+#include "op_rules.hpp"
 
 namespace f8gemm_torch {
-
-void require_out_dtype(const char* op, const at::Tensor& out, at::ScalarType want);  // gemm_ops
 
 namespace {
 

@@ -21,16 +21,9 @@
 #include <vector>
 
 #include "f8gemm/f8gemm.hpp"
+#include "op_rules.hpp"
 
 namespace f8gemm_torch {
-
-// The rules that the CPU/CUDA kernels apply too, defined once, in the files named.
-const char* batched_name(bool preshuffled);  // gemm_ops.cpp
-void require_out_dtype(const char* op, const at::Tensor& out, at::ScalarType want);  // gemm_ops
-std::vector<c10::SymInt> preshuffle_shape(const at::Tensor& WQ);  // weight_ops.cpp
-std::vector<c10::SymInt> unshuffle_shape(const at::Tensor& WQ_shuffled, int64_t K);
-void require_quantize_args(const at::Tensor& a, const std::optional<at::Tensor>& scale_ub,
-                           const std::optional<at::Tensor>& output);  // quantize_ops.cpp
 
 /// An optional tensor argument for require_meta: null when absent.
 const at::Tensor* present(const std::optional<at::Tensor>& t) {

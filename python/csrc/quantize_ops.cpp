@@ -14,11 +14,9 @@
 
 #include "binding.hpp"
 #include "f8gemm/f8gemm.hpp"
+#include "op_rules.hpp"
 
 namespace f8gemm_torch {
-
-/// torch_dtype_name without "torch.": the library's spelling (binding.cpp).
-std::string bare_dtype_name(at::ScalarType s);
 
 namespace {
 
