@@ -10,6 +10,7 @@
 
 #include "check.hpp"
 #include "jit/disk_cache.hpp"
+#include "jit/nvrtc_identity.hpp"
 
 namespace f8gemm::detail {
 
@@ -110,6 +111,7 @@ namespace f8gemm {
 DeviceInfo device_info() {
   DeviceInfo info;
   nvrtcVersion(&info.nvrtc_major, &info.nvrtc_minor);
+  info.nvrtc_library = jit::nvrtc_identity();
   info.cache_dir = jit::cache_dir();
   info.cache_problem = jit::cache_problem();
   cudaRuntimeGetVersion(&info.runtime_version);

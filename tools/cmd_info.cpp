@@ -13,6 +13,7 @@ int cmd_info(const Args& args) {
   std::printf("f8gemm %s\n", kVersion);
   std::printf("NVRTC %d.%d, CUDA runtime %d, driver %d\n", info.nvrtc_major, info.nvrtc_minor,
               info.runtime_version, info.driver_version);
+  std::printf("NVRTC library (in the JIT cache key): %s\n", info.nvrtc_library.c_str());
   if (info.cache_problem.empty()) {
     std::printf("cache: %s\n", info.cache_dir.c_str());
   } else {

@@ -155,7 +155,8 @@ std::string info() {
   const f8gemm::DeviceInfo d = f8gemm::device_info();
   std::string text = c10::str("f8gemm ", f8gemm::kVersion, "\n", "NVRTC ", d.nvrtc_major, ".",
                               d.nvrtc_minor, ", CUDA runtime ", d.runtime_version, ", driver ",
-                              d.driver_version, "\n", "cache: ", d.cache_dir, "\n");
+                              d.driver_version, "\n", "NVRTC library (in the JIT cache key): ",
+                              d.nvrtc_library, "\n", "cache: ", d.cache_dir, "\n");
   if (!d.has_device) {
     return text + c10::str("GPU: none (", d.reason, "); kernels still compile for sm_90a\n");
   }

@@ -120,8 +120,9 @@ def test_info_is_the_cli_text():
     lines = text.splitlines()
     assert lines[0].startswith("f8gemm "), text
     assert lines[1].startswith("NVRTC "), text
-    assert lines[2].startswith("cache: "), text
-    assert lines[3].startswith("GPU"), text
+    assert lines[2].startswith("NVRTC library (in the JIT cache key): NVRTC "), text
+    assert lines[3].startswith("cache: "), text
+    assert lines[4].startswith("GPU"), text
     env = dict(os.environ)
     if not helpers.INSTALLED:
         env["PYTHONPATH"] = helpers.PYDIR + os.pathsep + env.get("PYTHONPATH", "")

@@ -2,47 +2,57 @@
 /// change here recompiles every instance once.
 #include "jit/key.hpp"
 
-#include <nvrtc.h>
-
 #include <cstring>
 
-#include "check.hpp"
+#include "f8gemm/f8gemm.hpp"
 #include "hash.hpp"
 #include "jit/disk_cache.hpp"
 #include "jit/embedded.hpp"
+#include "jit/nvrtc_identity.hpp"
 
 namespace f8gemm::jit {
 namespace {
 
-/// The hash of everything that is the same for every key of this process: computed once.
-const detail::Hash128& constant_prefix() {
-  static const detail::Hash128 prefix = [] {
-    detail::Hash128 h;
-    int major = 0, minor = 0;
-    F8GEMM_CHECK_NVRTC(nvrtcVersion(&major, &minor));
-    h.field(std::string("f8gemm-jit"));
-    h.field(kCacheFormat);
-    h.field(std::string(kVersion));
-    h.field(static_cast<uint64_t>(major));
-    h.field(static_cast<uint64_t>(minor));
-    h.field(static_cast<uint64_t>(kNumEmbeddedFiles));
-    for (int i = 0; i < kNumEmbeddedFiles; ++i) {
-      h.field(kEmbeddedFiles[i].name, std::strlen(kEmbeddedFiles[i].name));
-      h.field(kEmbeddedFiles[i].text, std::strlen(kEmbeddedFiles[i].text));
-    }
-    return h;
-  }();
+/// The hash of everything that is the same for every key compiled by one NVRTC library.
+detail::Hash128 prefix_for(const std::string& nvrtc) {
+  detail::Hash128 h;
+  h.field(std::string("f8gemm-jit"));
+  h.field(kCacheFormat);
+  h.field(std::string(kVersion));
+  // The version and the library file (nvrtc_identity.hpp): a patch update of the toolkit keeps
+  // nvrtcVersion's 13.0 but brings another ptxas, whose cubins must not be mixed with the old.
+  h.field(nvrtc);
+  h.field(static_cast<uint64_t>(kNumEmbeddedFiles));
+  for (int i = 0; i < kNumEmbeddedFiles; ++i) {
+    h.field(kEmbeddedFiles[i].name, std::strlen(kEmbeddedFiles[i].name));
+    h.field(kEmbeddedFiles[i].text, std::strlen(kEmbeddedFiles[i].text));
+  }
+  return h;
+}
+
+/// This process's prefix, computed once: it hashes 137 KB of embedded headers.
+const detail::Hash128& process_prefix() {
+  static const detail::Hash128 prefix = prefix_for(nvrtc_identity());
   return prefix;
+}
+
+std::string finish(detail::Hash128 h, const std::string& source,
+                   const std::vector<std::string>& options) {
+  h.field(source);
+  h.field(static_cast<uint64_t>(options.size()));
+  for (const std::string& o : options) h.field(o);
+  return h.hex();
 }
 
 }  // namespace
 
 std::string make_key(const std::string& source, const std::vector<std::string>& options) {
-  detail::Hash128 h = constant_prefix();
-  h.field(source);
-  h.field(static_cast<uint64_t>(options.size()));
-  for (const std::string& o : options) h.field(o);
-  return h.hex();
+  return finish(process_prefix(), source, options);
+}
+
+std::string make_key_for_nvrtc(const std::string& nvrtc, const std::string& source,
+                               const std::vector<std::string>& options) {
+  return finish(prefix_for(nvrtc), source, options);
 }
 
 }  // namespace f8gemm::jit

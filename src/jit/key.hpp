@@ -7,7 +7,14 @@
 namespace f8gemm::jit {
 
 /// The cache key of (source, options): 32 hex digits over the source, every embedded header,
-/// the options, the NVRTC version, kVersion and the cache file format.
+/// the options, the loaded NVRTC library (nvrtc_identity(): its version, file, size and mtime),
+/// kVersion and the cache file format.
 std::string make_key(const std::string& source, const std::vector<std::string>& options);
+
+/// make_key() with the NVRTC identity given instead of the process's: the seam that lets a test
+/// stand for another NVRTC library without faking files. make_key(s, o) equals
+/// make_key_for_nvrtc(nvrtc_identity(), s, o).
+std::string make_key_for_nvrtc(const std::string& nvrtc, const std::string& source,
+                               const std::vector<std::string>& options);
 
 }  // namespace f8gemm::jit

@@ -189,4 +189,15 @@ TEST_F(CliTest, InfoShowsAnUnusableCache) {
   EXPECT_NE(good.out.find("cache: " + dir_ + "/cache\n"), std::string::npos) << good.out;
 }
 
+// The JIT cache key's NVRTC identity is the same in another process of this installation (the
+// CLI and this test link one libnvrtc): a second run finds the first run's cubins.
+TEST_F(CliTest, InfoNamesTheNvrtcLibraryOfTheCacheKeyAsThisProcessDoes) {
+  const Result r = run("info");
+  EXPECT_EQ(r.rc, 0) << r.err;
+  const std::string identity = f8gemm::device_info().nvrtc_library;
+  EXPECT_NE(r.out.find("NVRTC library (in the JIT cache key): " + identity + "\n"),
+            std::string::npos)
+      << r.out;
+}
+
 }  // namespace

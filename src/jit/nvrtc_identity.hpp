@@ -1,0 +1,22 @@
+/// \brief Which NVRTC library this process loaded, as the JIT cache key names it: nvrtcVersion()
+/// says only major.minor, and a patch release (13.0.48 -> 13.0.88) changes ptxas inside it.
+#pragma once
+
+#include <string>
+
+namespace f8gemm::jit {
+
+/// "NVRTC <major>.<minor>, <file> <size> bytes, mtime <seconds>.<nanoseconds>": the version and
+/// the loaded shared object that holds nvrtcVersion (dladdr, then realpath), named by its file
+/// name, size and modification time. A patch update replaces the file, so size and mtime change
+/// even where the name does not carry the patch (the toolkit's realpath is libnvrtc.so.13 in
+/// 13.0). The directory is left out: two identical copies at different paths share a cache.
+/// "NVRTC <major>.<minor>, library unidentified (<why>)" when dladdr or stat fails; the key is
+/// then as specific as nvrtcVersion alone. Reads the file system at each call.
+std::string describe_nvrtc_library();
+
+/// describe_nvrtc_library(), computed once per process (thread-safe) and kept: the key of an
+/// instance must not change while the process runs, even if the file is replaced under it.
+const std::string& nvrtc_identity();
+
+}  // namespace f8gemm::jit

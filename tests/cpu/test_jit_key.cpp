@@ -1,0 +1,75 @@
+/// \brief The JIT cache key names the loaded NVRTC library, not only nvrtcVersion's major.minor:
+/// a patch update of the toolkit (same 13.0, another ptxas) must not reuse the old cubins.
+#include <gtest/gtest.h>
+#include <nvrtc.h>
+
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "f8gemm/check.hpp"
+#include "jit/jit.hpp"
+#include "jit/nvrtc_identity.hpp"
+
+namespace {
+
+using f8gemm::jit::describe_nvrtc_library;
+using f8gemm::jit::make_key;
+using f8gemm::jit::make_key_for_nvrtc;
+using f8gemm::jit::nvrtc_identity;
+
+const std::string kSource = "extern \"C\" __global__ void f8gemm_key_test() {}\n";
+const std::vector<std::string> kOptions = {"--gpu-architecture=sm_90a", "-std=c++17"};
+
+// Two installations of one minor version, as describe_nvrtc_library() writes them: the older
+// patch and the newer differ in size and modification time, not in nvrtcVersion or file name.
+const std::string kOld = "NVRTC 13.0, libnvrtc.so.13 109338064 bytes, mtime 1792100186.000000000";
+const std::string kNewSize = "NVRTC 13.0, libnvrtc.so.13 109401552 bytes, mtime 1792100186.000000000";
+const std::string kNewTime = "NVRTC 13.0, libnvrtc.so.13 109338064 bytes, mtime 1799000000.000000000";
+const std::string kNewName =
+    "NVRTC 13.0, libnvrtc.so.13.0.88 109338064 bytes, mtime 1792100186.000000000";
+
+TEST(JitKey, ChangesWithTheNvrtcLibraryWithinOneMinorVersion) {
+  const std::string old_key = make_key_for_nvrtc(kOld, kSource, kOptions);
+  ASSERT_EQ(old_key.size(), 32u);
+  for (const std::string& other : {kNewSize, kNewTime, kNewName}) {
+    EXPECT_NE(make_key_for_nvrtc(other, kSource, kOptions), old_key) << other;
+  }
+  // Equal identities, equal keys (a copy of the string, not the same object).
+  EXPECT_EQ(make_key_for_nvrtc(std::string(kOld.data(), kOld.size()), kSource, kOptions), old_key);
+  // The identity is its own field: moving text between it and the source changes the key.
+  EXPECT_NE(make_key_for_nvrtc(kOld + "x", kSource, kOptions),
+            make_key_for_nvrtc(kOld, "x" + kSource, kOptions));
+}
+
+TEST(JitKey, TheProcessKeyUsesTheLoadedLibrary) {
+  EXPECT_EQ(make_key(kSource, kOptions), make_key_for_nvrtc(nvrtc_identity(), kSource, kOptions));
+  EXPECT_NE(make_key(kSource, kOptions), make_key_for_nvrtc(kOld + " (another)", kSource, kOptions));
+}
+
+// One installation gives one identity: computed twice from the file system, and from eight
+// threads racing for the process's first computation, it is the same string.
+TEST(JitKey, TheNvrtcIdentityIsStableAndNamesTheLibrary) {
+  const std::string first = describe_nvrtc_library();
+  EXPECT_EQ(describe_nvrtc_library(), first);
+  std::vector<std::string> seen(8);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < seen.size(); ++i) {
+    threads.emplace_back([&seen, i] { seen[i] = nvrtc_identity(); });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const std::string& s : seen) EXPECT_EQ(s, first);
+
+  int major = 0, minor = 0;
+  ASSERT_EQ(nvrtcVersion(&major, &minor), NVRTC_SUCCESS);
+  const std::string version = f8gemm::detail::concat("NVRTC ", major, ".", minor, ", ");
+  EXPECT_EQ(first.rfind(version, 0), 0u) << first;
+  // The tests link libnvrtc.so (CMake's CUDA::nvrtc), so dladdr finds it and stat reads it.
+  EXPECT_EQ(first.find("unidentified"), std::string::npos) << first;
+  EXPECT_EQ(first.find(version + "libnvrtc"), 0u) << first;
+  EXPECT_NE(first.find(" bytes, mtime "), std::string::npos) << first;
+  // No directory: identical copies of the library at two paths share one cache.
+  EXPECT_EQ(first.find('/'), std::string::npos) << first;
+}
+
+}  // namespace
