@@ -1,6 +1,7 @@
-/// \brief The device memory that `run`, `tune` and `bench` allocate for a problem, counted with
-/// overflow-checked arithmetic, so that a problem that cannot fit is refused (exit 2, one line)
-/// before the first allocation. validate_problem() bounds each batch (below 2^40 bytes) and B
+/// \brief The device memory that `run`, `tune` and `bench` allocate for a problem (and `bench`
+/// for its ceilings and its cuBLASLt peer), counted with overflow-checked arithmetic, so that a
+/// problem that cannot fit is refused (exit 2, one line) before the first allocation. The
+/// allocating code takes its sizes from here, so that what is checked is what is allocated. validate_problem() bounds each batch (below 2^40 bytes) and B
 /// (below 2^31) but not their product: B = 2^30 batches of 2^34 bytes is 2^64 bytes, a signed
 /// overflow in int64, and 2^55 bytes is a cudaMalloc failure, a CUDA error. Pure and header-only,
 /// on public types, so that the CPU tests call it.
@@ -87,12 +88,58 @@ inline Bytes bench_set_bytes(const OperandBytes& o) {
   return plus(plus(plus(o.x, o.w), o.w_preshuffled), plus(o.x_scale, o.w_scale));
 }
 
-/// `bench`: `sets` copies of the inputs (its L2 rotation) and one Y.
+/// The cuBLASLt peer's workspace, which CublasLtPeer allocates when it is made (before the
+/// ceilings) and holds until the bench ends. 32 MiB is the workspace the cuBLAS documentation
+/// recommends on Hopper; owning it also keeps cuBLASLt from allocating during graph capture.
+inline constexpr int64_t kCublasLtWorkspaceBytes = int64_t{32} << 20;
+
+/// `bench` while it times a shape: `sets` copies of the inputs (its L2 rotation), one Y, and the
+/// cuBLASLt peer's workspace. The peer reads the same input sets and writes the same Y as ours
+/// (cmd_bench.cpp), so the workspace is all that it adds.
 inline Footprint bench_footprint(const ProblemShape& p, int sets) {
   const OperandBytes o = operand_bytes(p);
   Footprint f{{{sets == 1 ? std::string("inputs") : std::to_string(sets) + " input sets",
                 times(bench_set_bytes(o), sets)},
-               {"Y", o.y}}};
+               {"Y", o.y},
+               {"cuBLASLt workspace", kCublasLtWorkspaceBytes}}};
+  return f;
+}
+
+/// PEAK is cuBLASLt tensorwise FP8 at kPeakSize^3 (`bench`'s ceilings).
+inline constexpr int64_t kPeakSize = 8192;
+/// PEAK's two scalar scales sit this many floats (256 bytes) apart in one buffer: cuBLASLt
+/// refuses scale pointers that are not 16-byte aligned (CUBLAS_STATUS_NOT_SUPPORTED).
+inline constexpr int64_t kPeakScaleGap = 64;
+
+/// The buffers of PEAK's GEMM: X and W e4m3 [8192, 8192], Y bf16, the two scales.
+struct PeakBytes {
+  int64_t x, w, y, scales;
+};
+inline constexpr PeakBytes peak_bytes() {
+  return {kPeakSize * kPeakSize, kPeakSize * kPeakSize, 2 * kPeakSize * kPeakSize,
+          2 * kPeakScaleGap * 4};
+}
+
+/// Each of the copy-bandwidth ceiling's two buffers: 4 GiB (~70x the L2, so the copy runs at
+/// HBM speed, ~2 ms at 4.2 TB/s), halved while the pair would leave less than 1 GiB of
+/// `free_bytes`, down to 256 MiB.
+inline int64_t copy_buffer_bytes(int64_t free_bytes) {
+  int64_t bytes = int64_t{4} << 30;
+  while (bytes > (int64_t{256} << 20) && 2 * bytes + (int64_t{1} << 30) > free_bytes) bytes /= 2;
+  return bytes;
+}
+
+/// `bench` before its shapes: the peer's workspace and PEAK's buffers, and while they are held,
+/// either the clock warm-up's copy scratch (PEAK's Y size, only when cuBLASLt fails; freed before
+/// the copies) or the copy-bandwidth pair at its smallest (it grows only where 1 GiB stays free).
+inline Footprint ceilings_footprint() {
+  const PeakBytes b = peak_bytes();
+  Footprint f{{{"cuBLASLt workspace", kCublasLtWorkspaceBytes},
+               {"PEAK X", b.x},
+               {"PEAK W", b.w},
+               {"PEAK Y", b.y},
+               {"PEAK scales", b.scales},
+               {"copy-bandwidth buffers", std::max(b.y, 2 * copy_buffer_bytes(0))}}};
   return f;
 }
 

@@ -29,7 +29,6 @@ constexpr const char* kUsage =
 /// not a committed log; the bench runs that measured PEAK themselves logged 1297 TFLOP/s
 /// (docs/logs/2026-11-30-bench-large.log), so ratios against this fallback err on the strict side.
 constexpr double kAssumedPeakTflops = 1464.0;
-constexpr int64_t kPeakSize = 8192;
 constexpr int kWarmupCalls = 10;
 constexpr int kCallsPerGraph = 20;
 /// The SM clock idles at 345 MHz; a few hundred ms of load bring it to 1980 MHz.
@@ -380,7 +379,11 @@ int cmd_bench(const Args& args) {
   F8GEMM_CHECK_CUDA(cudaGetDevice(&device));
   cudaDeviceProp prop{};
   F8GEMM_CHECK_CUDA(cudaGetDeviceProperties(&prop, device));
+  // Measured before the peer's workspace and the ceilings' buffers exist: both footprints
+  // count them.
   const int64_t free_bytes = free_device_bytes();
+  require_fits(ceilings_footprint(), "bench: the ceilings (PEAK at 8192^3, copy bandwidth)",
+               free_bytes);
   for (const Shape& shape : shapes) {
     const ProblemShape p = bench_problem(shape, o);
     require_fits(bench_footprint(p, input_sets(operand_bytes(p), o)),
@@ -406,16 +409,16 @@ int cmd_bench(const Args& args) {
   {
     // The 8192^3 tensorwise GEMM both warms the clock (~0.8 ms of full-chip work per call) and,
     // unless --no-peak, measures PEAK.
-    const size_t sq = static_cast<size_t>(kPeakSize * kPeakSize);
-    // The two scalar scales sit 256 bytes apart: cuBLASLt refuses scale pointers that are not
-    // 16-byte aligned (CUBLAS_STATUS_NOT_SUPPORTED at cublasLtMatmul).
-    constexpr size_t kScaleGap = 64;
-    DeviceBuffer px(sq), pw(sq), py(sq * 2), pscale(2 * kScaleGap * sizeof(float));
-    fill_random_e4m3(px.get(), sq, 0xBEEF1, kCodeStddev);
-    fill_random_e4m3(pw.get(), sq, 0xBEEF2, kCodeStddev);
-    fill_random_f32(pscale.as<float>(), 2 * kScaleGap, 0xBEEF3, kScaleLo, kScaleHi);
+    // The sizes that ceilings_footprint() checked.
+    const PeakBytes sizes = peak_bytes();
+    DeviceBuffer px(size_t(sizes.x)), pw(size_t(sizes.w)), py(size_t(sizes.y)),
+        pscale(size_t(sizes.scales));
+    fill_random_e4m3(px.get(), px.bytes(), 0xBEEF1, kCodeStddev);
+    fill_random_e4m3(pw.get(), pw.bytes(), 0xBEEF2, kCodeStddev);
+    fill_random_f32(pscale.as<float>(), pscale.bytes() / sizeof(float), 0xBEEF3, kScaleLo,
+                    kScaleHi);
     const float* x_scale = pscale.as<const float>();
-    const float* w_scale = x_scale + kScaleGap;
+    const float* w_scale = x_scale + kPeakScaleGap;
     StreamFn peak_fn = [&](cudaStream_t st) {
       std::string status = peer.tensorwise(kPeakSize, kPeakSize, kPeakSize, px.get(), pw.get(),
                                            x_scale, w_scale, py.get(), true, st);
@@ -441,9 +444,9 @@ int cmd_bench(const Args& args) {
     } else {
       std::printf("warning: cuBLASLt tensorwise FP8 8192^3: %s; warming with copies instead\n",
                   status.c_str());
-      DeviceBuffer scratch(sq * 2);
+      DeviceBuffer scratch(py.bytes());
       run_for_ms([&](cudaStream_t st) {
-        F8GEMM_CHECK_CUDA(cudaMemcpyAsync(scratch.get(), py.get(), sq * 2,
+        F8GEMM_CHECK_CUDA(cudaMemcpyAsync(scratch.get(), py.get(), py.bytes(),
                                           cudaMemcpyDeviceToDevice, st));
       }, kClockWarmMs, stream);
     }

@@ -7,6 +7,7 @@
 #include <map>
 #include <tuple>
 
+#include "buffer_bytes.hpp"
 #include "f8gemm/check.hpp"
 
 namespace f8gemm::cli {
@@ -60,9 +61,8 @@ struct CublasLtPeer::Impl {
     }
   };
 
-  // 32 MiB is the workspace the cuBLAS documentation recommends on Hopper; owning it also keeps
-  // cuBLASLt from allocating during graph capture.
-  static constexpr size_t kWorkspaceBytes = size_t{32} << 20;
+  // The one size that `bench`'s memory check counts (buffer_bytes.hpp).
+  static constexpr size_t kWorkspaceBytes = static_cast<size_t>(kCublasLtWorkspaceBytes);
 
   cublasLtHandle_t handle = nullptr;
   void* workspace = nullptr;

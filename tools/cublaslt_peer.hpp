@@ -9,8 +9,9 @@
 
 namespace f8gemm::cli {
 
-/// A cuBLASLt handle, a 32 MiB workspace (graph capture needs a caller-owned workspace) and one
-/// cached plan (descriptors plus the heuristic's algorithm) per problem.
+/// A cuBLASLt handle, a 32 MiB workspace (kCublasLtWorkspaceBytes; graph capture needs a
+/// caller-owned workspace) and one cached plan (descriptors plus the heuristic's algorithm) per
+/// problem.
 ///
 /// Both entry points return "" on success, or "unsupported: <reason>" (no commas) when cuBLASLt
 /// has no algorithm for the problem or answers CUBLAS_STATUS_NOT_SUPPORTED. Any other failure

@@ -156,8 +156,9 @@ TEST(CliFootprint, CountsEveryBufferAndRefusesWhatTheGpuCannotHold) {
   p.epilogue_op = EpilogueOp::kSiluMul;  // N / 2 output columns
   EXPECT_EQ(operand_bytes(p).y, 2 * 16 * 128 * 2);
   const Footprint bench = bench_footprint(p, 3);
-  EXPECT_EQ(bench.total(), 3 * (8192 + 131072 + 131072 + 128 + 2048) + 8192);
-  EXPECT_NE(footprint_refusal(bench, 1).find("(3 input sets 798.4 KiB, Y 8.0 KiB)"),
+  EXPECT_EQ(bench.total(), 3 * (8192 + 131072 + 131072 + 128 + 2048) + 8192 + (32 << 20));
+  EXPECT_NE(footprint_refusal(bench, 1).find(
+                "(3 input sets 798.4 KiB, Y 8.0 KiB, cuBLASLt workspace 32.0 MiB)"),
             std::string::npos);
 
   ProblemShape huge;  // the audit's 2^64 bytes of X
@@ -175,6 +176,44 @@ TEST(CliFootprint, CountsEveryBufferAndRefusesWhatTheGpuCannotHold) {
   EXPECT_EQ(fixture_footprint(huge).total(), std::nullopt);
   EXPECT_EQ(footprint_refusal(fixture_footprint(huge), int64_t{1} << 40),
             "need more than 2^63 bytes in all: no GPU holds that");
+}
+
+// The bench times cuBLASLt beside ours, and its footprint left out the peer's workspace: a GPU
+// that held our buffers but not the peer's 32 MiB passed the check and failed in cudaMalloc
+// (exit 1) instead of a refusal (exit 2). The peer reads our input sets and writes our Y, so
+// its workspace is all that it adds; CublasLtPeer allocates exactly kCublasLtWorkspaceBytes.
+TEST(CliFootprint, BenchCountsTheCublasLtPeerAndTheCeilings) {
+  using namespace f8gemm;
+  using namespace f8gemm::cli;
+  ProblemShape p;
+  p.m = 4096;
+  p.n = 4096;
+  p.k = 4096;
+  const OperandBytes o = operand_bytes(p);
+  const int64_t ours = 2 * *bench_set_bytes(o) + *o.y;  // two input sets and Y
+  const Footprint bench = bench_footprint(p, 2);
+  EXPECT_EQ(kCublasLtWorkspaceBytes, int64_t{32} << 20);
+  EXPECT_EQ(bench.total(), ours + kCublasLtWorkspaceBytes);
+  // Free memory for ours alone, or one byte short of the peer's workspace, is refused.
+  EXPECT_NE(footprint_refusal(bench, ours), "");
+  EXPECT_NE(footprint_refusal(bench, ours + kCublasLtWorkspaceBytes - 1), "");
+  EXPECT_EQ(footprint_refusal(bench, ours + kCublasLtWorkspaceBytes), "");
+  EXPECT_NE(footprint_refusal(bench, ours).find("cuBLASLt workspace 32.0 MiB"), std::string::npos)
+      << footprint_refusal(bench, ours);
+
+  // Before the shapes: the workspace, PEAK's 8192^3 operands (64 + 64 + 128 MiB and 512 bytes of
+  // scales) and the copy-bandwidth pair at its smallest (2 x 256 MiB).
+  EXPECT_EQ(copy_buffer_bytes(0), int64_t{256} << 20);
+  EXPECT_EQ(copy_buffer_bytes(int64_t{9} << 30), int64_t{4} << 30);  // 2 x 4 GiB + 1 GiB free
+  EXPECT_EQ(copy_buffer_bytes((int64_t{9} << 30) - 1), int64_t{2} << 30);
+  const Footprint ceilings = ceilings_footprint();
+  EXPECT_EQ(ceilings.total(),
+            (int64_t{32} << 20) + (int64_t{256} << 20) + 512 + (int64_t{512} << 20));
+  EXPECT_EQ(footprint_refusal(ceilings, (int64_t{800} << 20) + 512), "");
+  EXPECT_EQ(footprint_refusal(ceilings, (int64_t{800} << 20) + 511),
+            "need 800.0 MiB (838861312 bytes) of GPU memory (cuBLASLt workspace 32.0 MiB, PEAK X "
+            "64.0 MiB, PEAK W 64.0 MiB, PEAK Y 128.0 MiB, PEAK scales 512 B, copy-bandwidth "
+            "buffers 512.0 MiB), more than the 800.0 MiB free");
 }
 
 // The fp64 reference's grid (ceil(M/16) and B at most 65535) was checked only after the run, so
