@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
-#include <cstdio>
 #include <cstring>
 
 #include "check.hpp"
@@ -43,11 +42,7 @@ std::string describe_nvrtc_library() {
   }
   const char* slash = std::strrchr(resolved, '/');
   const char* file = slash != nullptr ? slash + 1 : resolved;
-  char nanoseconds[16];
-  std::snprintf(nanoseconds, sizeof nanoseconds, "%09ld", static_cast<long>(st.st_mtim.tv_nsec));
-  return detail::concat(version, ", ", file, " ", static_cast<long long>(st.st_size),
-                        " bytes, mtime ", static_cast<long long>(st.st_mtim.tv_sec), ".",
-                        nanoseconds);
+  return detail::concat(version, ", ", file, " ", static_cast<long long>(st.st_size), " bytes");
 }
 
 const std::string& nvrtc_identity() {

@@ -6,11 +6,12 @@
 
 namespace f8gemm::jit {
 
-/// "NVRTC <major>.<minor>, <file> <size> bytes, mtime <seconds>.<nanoseconds>": the version and
-/// the loaded shared object that holds nvrtcVersion (dladdr, then realpath), named by its file
-/// name, size and modification time. A patch update replaces the file, so size and mtime change
-/// even where the name does not carry the patch (the toolkit's realpath is libnvrtc.so.13 in
-/// 13.0). The directory is left out: two identical copies at different paths share a cache.
+/// "NVRTC <major>.<minor>, <file> <size> bytes": the version and the loaded shared object that
+/// holds nvrtcVersion (dladdr, then realpath), named by its file name and size. A patch update
+/// brings another ptxas, so the size changes even where the name does not carry the patch (the
+/// toolkit's realpath is libnvrtc.so.13 in 13.0). No directory and no modification time: a cache
+/// filled by `f8gemm precompile` on one machine serves another with the same toolkit, whose
+/// installer wrote the file at another time (an mtime would miss every cubin there).
 /// "NVRTC <major>.<minor>, library unidentified (<why>)" when dladdr or stat fails; the key is
 /// then as specific as nvrtcVersion alone. Reads the file system at each call.
 std::string describe_nvrtc_library();
