@@ -125,7 +125,7 @@ REFUSED = [
     ("batched W", "f8f8bf16_rowwise_batched", (XB, T(2, 64, 256), XSB, WSB), {},
      r"WQ must have shape \[3, 64, 256\] \(\[B, N, K\] matching XQ \[B, M, K\]\)"),
     ("batched K%16", "f8f8bf16_rowwise_batched", (T(3, 8, 40), T(3, 64, 40), XSB, WSB), {},
-     r"must be a positive multiple of 16 .*got 40"),
+     r"K \(XQ's last dimension\) must be a positive multiple of 16 .*got 40"),
     ("batched x_scale", "f8f8bf16_rowwise_batched", (XB, WB, T(3, 7, dtype=F32), WSB), {},
      r"x_scale must have shape \[3, 8\] \(\[B, M\]\)"),
     ("batched w_scale", "f8f8bf16_rowwise_batched", (XB, WB, XSB, T(64, dtype=F32)), {},
@@ -140,7 +140,8 @@ REFUSED = [
      r"with the SiLU·mul epilogue, N \(WQ's rows: gate then up, 2I\) must be a multiple of "
      r"16, got 24"),
     ("preshuffled silu_mul", "f8f8bf16_rowwise_preshuffled_silu_mul",
-     (X, T(2, 3, 1024), XS, T(24, dtype=F32)), {}, r"must be a multiple of 16, got 24"),
+     (X, T(2, 3, 1024), XS, T(24, dtype=F32)), {},
+     r"with the SiLU·mul epilogue, N \(WQ's rows: gate then up, 2I\) must be a multiple of 16"),
     ("grouped K%16", "f8f8bf16_rowwise_grouped_stacked",
      (T(40, 200), T(4, 64, 200), XSG, WSG, SIZES), {},
      r"K \(XQ's last dimension\) must be a positive multiple of 16"),
@@ -251,7 +252,8 @@ def test_symbolic_sizes_check_the_concrete_rules_and_add_no_guard():
     y = call(256, 64, 64)
     assert isinstance(y.shape[0], torch.SymInt) and y.shape[1] == 64
     # M is a symbol: K, N, WQ's K and w_scale are still checked ...
-    with pytest.raises(ValueError, match=r"must be a positive multiple of 16 .*got 200"):
+    with pytest.raises(ValueError, match=r"K \(XQ's last dimension\) must be a positive "
+                                         r"multiple of 16 .*got 200"):
         call(200, 64, 64)
     with pytest.raises(ValueError, match=r"N \(WQ's rows\) must be a positive multiple of 8"):
         call(256, 60, 60)
