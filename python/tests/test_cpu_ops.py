@@ -526,6 +526,8 @@ def test_backward_through_an_op_raises():
 def test_autograd_kernel_records_only_what_needs_it():
     """The Autograd kernel goes below autograd at once unless an input requires grad in grad
     mode or carries a forward-mode gradient; those keep torch's fallback (grad_fn, refusal)."""
+    import warnings
+
     import torch.autograd.forward_ad as fwad
 
     a = torch.randn(4, 64, requires_grad=True)
@@ -537,7 +539,9 @@ def test_autograd_kernel_records_only_what_needs_it():
     view = torch.randn(8, 64)[2:6]  # autograd metadata (a view), no grad required
     _, s = OPS.quantize_fp8_row(view)
     assert not s.requires_grad and s.grad_fn is None
-    with fwad.dual_level():
+    with fwad.dual_level(), warnings.catch_warnings():
+        # make_dual's first call scripts torch's jvp decompositions: torch.jit's deprecation.
+        warnings.simplefilter("ignore", DeprecationWarning)
         dual = fwad.make_dual(torch.randn(4, 64), torch.ones(4, 64))
         for grad_mode in (True, False):
             with torch.set_grad_enabled(grad_mode):
