@@ -30,6 +30,10 @@ std::string shape_str(const TensorView& t) {
 }
 
 int64_t known_product(const TensorView& t, int begin, int end) {
+  // A zero makes the product 0 whatever the other sizes, unknown ones included.
+  for (int i = begin; i < end; ++i) {
+    if (t.shape[i] == 0) return 0;
+  }
   int64_t product = 1;
   for (int i = begin; i < end; ++i) {
     if (!known(t.shape[i])) return kUnknownSize;

@@ -46,8 +46,9 @@ void require_view(const TensorView& t, const char* name, bool allow_unknown = fa
 std::string shape_str(const TensorView& t);
 /// One size as the messages print it: the number, or "?" when unknown.
 std::string size_str(int64_t size);
-/// The product of a view's dimensions from `begin` to `end` (exclusive), or kUnknownSize when
-/// one of them is unknown. The view has passed require_view, so no product overflows.
+/// The product of a view's dimensions from `begin` to `end` (exclusive): 0 when one of them is
+/// 0, else kUnknownSize when one is unknown. The view has passed require_view, which bounds the
+/// product of its nonzero dimensions, so none overflows.
 int64_t known_product(const TensorView& t, int begin, int end);
 
 /// The checks of one tensor that every call makes; each throws Error(kInvalidArgument) naming

@@ -213,6 +213,13 @@ TEST(ShapeChecks, UnknownSizesSkipOnlyTheRulesThatNeedThem) {
   set_shape(wrong_rank.xs, {U, 2, 3});
   EXPECT_NE(wrong_rank.shape_error().find("(M = ? values), got [?, 2, 3]"), std::string::npos);
 
+  // A zero among X's leading sizes makes M 0 whatever the unknown ones.
+  Call empty = c;
+  set_shape(empty.x, {0, U, 256});
+  set_shape(empty.xs, {5});
+  set_shape(empty.out, {0, U, 64});
+  EXPECT_NE(empty.shape_error().find("(M = 0 values), got [5]"), std::string::npos);
+
   // N unknown: W's K and the shapes that do not read N still hold.
   Call n = single();
   set_shape(n.w, {U, 256});
