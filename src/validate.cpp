@@ -2,7 +2,6 @@
 /// failure throws Error(kInvalidArgument) naming the argument or the size at fault.
 #include "validate.hpp"
 
-#include <algorithm>
 #include <string>
 
 #include "check.hpp"
@@ -11,19 +10,37 @@
 namespace f8gemm {
 namespace detail {
 
-std::string shape_str(const TensorView& t) {
+namespace {
+
+/// shape_str with every size as a number (a negative one included).
+std::string raw_shape_str(const TensorView& t) {
   std::string s = "[";
   for (int i = 0; i < t.rank; ++i) s += (i ? ", " : "") + std::to_string(t.shape[i]);
   return s + "]";
 }
 
-namespace {
+}  // namespace
 
-std::string sizes_str(const ProblemShape& p) {
-  return concat("B,M,N,K = ", p.batch, ",", p.m, ",", p.n, ",", p.k);
+std::string size_str(int64_t size) { return known(size) ? std::to_string(size) : "?"; }
+
+std::string shape_str(const TensorView& t) {
+  std::string s = "[";
+  for (int i = 0; i < t.rank; ++i) s += (i ? ", " : "") + size_str(t.shape[i]);
+  return s + "]";
 }
 
-}  // namespace
+int64_t known_product(const TensorView& t, int begin, int end) {
+  // A zero makes the product 0 whatever the other sizes, unknown ones included.
+  for (int i = begin; i < end; ++i) {
+    if (t.shape[i] == 0) return 0;
+  }
+  int64_t product = 1;
+  for (int i = begin; i < end; ++i) {
+    if (!known(t.shape[i])) return kUnknownSize;
+    product *= t.shape[i];
+  }
+  return product;
+}
 
 void require_dtype(const TensorView& t, const char* name, DType a, DType b, bool allow_b) {
   F8GEMM_REQUIRE(t.dtype == a || (allow_b && t.dtype == b), kInvalidArgument, name,
@@ -40,11 +57,11 @@ void require_shape(const TensorView& t, const char* name, std::initializer_list<
                    const std::string& layout) {
   bool ok = t.rank == int(dims.size());
   int i = 0;
-  for (int64_t d : dims) ok = ok && t.shape[i++] == d;
+  for (int64_t d : dims) ok = ok && may_equal(t.shape[i++], d);
   if (!ok) {
     std::string want = "[";
     i = 0;
-    for (int64_t d : dims) want += (i++ ? ", " : "") + std::to_string(d);
+    for (int64_t d : dims) want += (i++ ? ", " : "") + size_str(d);
     throw Error(ErrorCode::kInvalidArgument, concat(name, " must have shape ", want, "] (", layout,
                                                     "), got ", shape_str(t)));
   }
@@ -59,24 +76,14 @@ void require_memory(const TensorView& t, const char* name, int alignment) {
                  " must be ", alignment, "-byte aligned, got address ", t.data);
 }
 
-namespace {
-
-/// Throws unless value <= limit, naming the size, the limit and the reason for it.
-void require_at_most(const char* what, int64_t value, int64_t limit, const char* why,
-                     const ProblemShape& p) {
-  F8GEMM_REQUIRE(value <= limit, kInvalidArgument, "sizes exceed the int32 index range: ", what,
-                 " = ", value, " is more than ", limit, " (", why, "; ", sizes_str(p), ")");
-}
-
-}  // namespace
-
-void require_view(const TensorView& t, const char* name) {
+void require_view(const TensorView& t, const char* name, bool allow_unknown) {
   F8GEMM_REQUIRE(t.rank >= 0 && t.rank <= kMaxRank, kInvalidArgument, name, " must have rank 0..",
                  kMaxRank, ", got ", t.rank);
   int64_t product = 1;
   for (int i = 0; i < t.rank; ++i) {
+    if (allow_unknown && !known(t.shape[i])) continue;
     F8GEMM_REQUIRE(t.shape[i] >= 0, kInvalidArgument, name, " has a negative dimension: shape ",
-                   shape_str(t));
+                   raw_shape_str(t));
     if (t.shape[i] == 0) continue;
     F8GEMM_REQUIRE(!__builtin_mul_overflow(product, t.shape[i], &product), kInvalidArgument, name,
                    " has more than 2^63 elements: shape ", shape_str(t));
@@ -85,7 +92,7 @@ void require_view(const TensorView& t, const char* name) {
 
 GemmTensors require_gemm_tensors(const TensorView& x, const TensorView& w, WeightLayout layout,
                                  const TensorView& xs, const TensorView& ws, const TensorView& out,
-                                 const GemmOptions& opt) {
+                                 const GemmOptions& opt, bool allow_unknown) {
   static const GemmArgNames kDefaultNames;
   const GemmArgNames& n = opt.names ? *opt.names : kDefaultNames;
   const bool shuffled = layout == WeightLayout::kPreshuffled;
@@ -101,12 +108,12 @@ GemmTensors require_gemm_tensors(const TensorView& x, const TensorView& w, Weigh
   const TensorView* bias = opt.bias && opt.bias->defined() ? opt.bias : nullptr;
   if (bias) require_dtype(*bias, n.bias, DType::kF32, DType::kBF16, true);
   // Before any shape is read: a hand-built view may hold anything.
-  require_view(x, n.x);
-  require_view(w, n.w);
-  require_view(xs, n.x_scale);
-  require_view(ws, n.w_scale);
-  require_view(out, n.out);
-  if (bias) require_view(*bias, n.bias);
+  require_view(x, n.x, allow_unknown);
+  require_view(w, n.w, allow_unknown);
+  require_view(xs, n.x_scale, allow_unknown);
+  require_view(ws, n.w_scale, allow_unknown);
+  require_view(out, n.out, allow_unknown);
+  if (bias) require_view(*bias, n.bias, allow_unknown);
   return GemmTensors{x, w, xs, ws, out, bias, n};
 }
 
@@ -155,93 +162,14 @@ int require_gemm_placement(const GemmTensors& t) {
 Validated validate_call(const TensorView& x, const TensorView& w, WeightLayout layout,
                         const TensorView& xs, const TensorView& ws, const TensorView& out,
                         const GemmOptions& opt, bool batched) {
+  // The shape rules first, as check_gemm_shapes() runs them alone: a Meta kernel then refuses
+  // what the call refuses, with the same Error.
   const GemmTensors t = require_gemm_tensors(x, w, layout, xs, ws, out, opt);
   const GemmArgNames& n = t.names;
-  const TensorView* bias = t.bias;
-  const std::string x_s = concat(n.x, "'s");  // "x's"
-  const bool shuffled = layout == WeightLayout::kPreshuffled;
-
   Validated v;
-  ProblemShape& p = v.shape;
-  if (batched) {
-    require_rank(x, n.x, 3, "[B, M, K]");
-    p.batch = x.shape[0];
-    p.m = x.shape[1];
-    p.k = x.shape[2];
-  } else {
-    F8GEMM_REQUIRE(x.rank >= 1, kInvalidArgument, n.x,
-                   " must be [..., K] with at least 1 dimension");
-    p.batch = 1;
-    p.k = x.shape[x.rank - 1];
-    p.m = 1;
-    for (int i = 0; i + 1 < x.rank; ++i) p.m *= x.shape[i];  // require_view: no overflow
-  }
-  F8GEMM_REQUIRE(p.k > 0 && p.k % 16 == 0, kInvalidArgument, "K (", x_s, " last dimension) must ",
-                 "be a positive multiple of 16 (TMA moves 16-byte rows), got ", p.k);
-  const int lead = batched ? 1 : 0;  // index of N (or K-blocks) in w's shape
-  if (shuffled) {
-    require_rank(w, n.w, 3 + lead, batched ? "preshuffled [B, ceil(K/128), N/8, 1024]"
-                                           : "preshuffled [ceil(K/128), N/8, 1024]");
-    p.n = w.shape[lead + 1] * 8;
-    if (batched) {
-      require_shape(w, n.w, {p.batch, (p.k + 127) / 128, w.shape[2], 1024},
-                    concat("preshuffled [B, ceil(K/128), N/8, 1024] matching ", n.x));
-    } else {
-      require_shape(w, n.w, {(p.k + 127) / 128, w.shape[1], 1024},
-                    concat("preshuffled [ceil(K/128), N/8, 1024] matching ", x_s, " K"));
-    }
-  } else {
-    require_rank(w, n.w, 2 + lead, batched ? "[B, N, K] (a plain weight)" : "[N, K] (a plain weight)");
-    p.n = w.shape[lead];
-    if (batched) {
-      require_shape(w, n.w, {p.batch, p.n, p.k}, concat("[B, N, K] matching ", n.x, " [B, M, K]"));
-    } else {
-      require_shape(w, n.w, {p.n, p.k}, concat("[N, K] matching ", x_s, " K"));
-    }
-  }
-  F8GEMM_REQUIRE(p.n > 0 && p.n % 8 == 0, kInvalidArgument,
-                 "N (", n.w, "'s rows) must be a positive multiple of 8, got ", p.n);
-  F8GEMM_REQUIRE(opt.epilogue_op == EpilogueOp::kNone || opt.epilogue_op == EpilogueOp::kSiluMul,
-                 kInvalidArgument, "epilogue_op must be kNone or kSiluMul, got ",
-                 int(opt.epilogue_op));
-  const bool silu_mul = opt.epilogue_op == EpilogueOp::kSiluMul;
-  F8GEMM_REQUIRE(!silu_mul || p.n % 16 == 0, kInvalidArgument, "with the SiLU·mul epilogue, N (",
-                 n.w, "'s rows: gate then up, 2I) must be a multiple of 16, got ", p.n);
-  const int64_t out_n = silu_mul ? p.n / 2 : p.n;  // Y's columns
-  const char* out_n_name = silu_mul ? "N/2" : "N";
-
-  if (batched) {
-    require_shape(xs, n.x_scale, {p.batch, p.m}, "[B, M]");
-    require_shape(ws, n.w_scale, {p.batch, p.n}, "[B, N]");
-    require_shape(out, n.out, {p.batch, p.m, out_n}, silu_mul ? "[B, M, N/2]" : "[B, M, N]");
-    if (bias) require_shape(*bias, n.bias, {p.batch, p.n}, "[B, N]");
-  } else {
-    // x_scale has x's leading shape (what quantize_rows produces), or is 1-D [M].
-    bool xs_ok = xs.numel() == p.m && (xs.rank == 1 || xs.rank == x.rank - 1);
-    for (int i = 0; xs_ok && xs.rank == x.rank - 1 && i < xs.rank; ++i) {
-      xs_ok = xs.shape[i] == x.shape[i];
-    }
-    F8GEMM_REQUIRE(xs_ok, kInvalidArgument, n.x_scale, " must have ", x_s, " leading shape (M = ",
-                   p.m, " values), got ", shape_str(xs), " for ", n.x, " ", shape_str(x));
-    require_shape(ws, n.w_scale, {p.n}, "[N]");
-    bool out_ok = out.rank == x.rank && out.shape[out.rank - 1] == out_n;
-    for (int i = 0; out_ok && i + 1 < x.rank; ++i) out_ok = out.shape[i] == x.shape[i];
-    if (!out_ok && out.rank == 2) out_ok = out.shape[0] == p.m && out.shape[1] == out_n;
-    F8GEMM_REQUIRE(out_ok, kInvalidArgument, n.out, " must have shape ", n.x, ".shape[:-1] + [",
-                   out_n_name, "] (", out_n_name, " = ", out_n, "), got ", shape_str(out), " for ",
-                   n.x, " ", shape_str(x));
-    if (bias) require_shape(*bias, n.bias, {p.n}, "[N]");
-  }
-
-  p.w_layout = layout;
-  p.out_dtype = out.dtype;
-  p.has_bias = bias != nullptr;
-  p.bias_dtype = bias ? bias->dtype : DType::kF32;
-  p.fast_accum = opt.fast_accum;
+  v.shape = gemm_shape_rules(t, layout, opt, batched);
   v.pdl = use_pdl(opt.pdl) ? Pdl::kOn : Pdl::kOff;
-  p.chained = opt.prefetch_w && v.pdl == Pdl::kOn;
-  p.epilogue_op = opt.epilogue_op;
-  validate_problem(p);
+  v.shape.chained = opt.prefetch_w && v.pdl == Pdl::kOn;
   if (opt.trace) {
     const GemmTrace& tr = *opt.trace;
     F8GEMM_REQUIRE(tr.data != nullptr, kInvalidArgument, "trace.data is null");
@@ -299,43 +227,6 @@ ProblemShape batched_gemm_problem(const TensorView& x, const TensorView& w, Weig
                                   const TensorView& x_scale, const TensorView& w_scale,
                                   const TensorView& out, const GemmOptions& options) {
   return detail::validate_call(x, w, w_layout, x_scale, w_scale, out, options, true).shape;
-}
-
-void validate_problem(const ProblemShape& p) {
-  using detail::sizes_str;
-  F8GEMM_REQUIRE(p.w_layout == WeightLayout::kPlain || p.w_layout == WeightLayout::kPreshuffled,
-                 kInvalidArgument, "w_layout must be kPlain or kPreshuffled, got ", int(p.w_layout));
-  F8GEMM_REQUIRE(p.out_dtype == DType::kBF16 || p.out_dtype == DType::kF16, kInvalidArgument,
-                 "the output dtype must be bfloat16 or float16, got ", to_string(p.out_dtype));
-  F8GEMM_REQUIRE(!p.has_bias || p.bias_dtype == DType::kF32 || p.bias_dtype == DType::kBF16,
-                 kInvalidArgument, "the bias dtype must be float32 or bfloat16, got ",
-                 to_string(p.bias_dtype));
-  F8GEMM_REQUIRE(p.batch >= 0 && p.m >= 0, kInvalidArgument, "B and M must be non-negative (",
-                 sizes_str(p), ")");
-  F8GEMM_REQUIRE(p.n > 0 && p.n % 8 == 0, kInvalidArgument,
-                 "N must be a positive multiple of 8, got ", p.n, " (", sizes_str(p), ")");
-  F8GEMM_REQUIRE(p.epilogue_op == EpilogueOp::kNone || p.epilogue_op == EpilogueOp::kSiluMul,
-                 kInvalidArgument, "epilogue_op must be kNone or kSiluMul, got ",
-                 int(p.epilogue_op));
-  F8GEMM_REQUIRE(p.epilogue_op != EpilogueOp::kSiluMul || p.n % 16 == 0, kInvalidArgument,
-                 "with the SiLU·mul epilogue N (gate then up rows, 2I) must be a multiple of 16, "
-                 "got ", p.n, " (", sizes_str(p), ")");
-  F8GEMM_REQUIRE(p.k > 0 && p.k % 16 == 0, kInvalidArgument,
-                 "K must be a positive multiple of 16 (TMA moves 16-byte rows), got ", p.k, " (",
-                 sizes_str(p), ")");
-  detail::require_at_most("B", p.batch, detail::kMaxBatch, "the batch index is int32", p);
-  detail::require_at_most("M", p.m, detail::kMaxM, "a tile's rows past M stay in int32", p);
-  detail::require_at_most("N", p.n, detail::kMaxN, "the rasterisation group of up to 64 x N/8 tiles is int32", p);
-  detail::require_at_most("K", p.k, detail::kMaxK, "the k-block count (K + 127) / 128 is int32", p);
-  // B, M, N and K are now in int32, so these products fit in int64.
-  const int64_t tiles_bm = p.batch * ((p.m + 7) / 8), tiles_n = (p.n + 7) / 8;
-  F8GEMM_REQUIRE(tiles_bm <= detail::kMaxTiles / tiles_n, kInvalidArgument,
-                 "sizes exceed the int32 tile index range: B * ceil(M/8) * ceil(N/8) is more than ",
-                 detail::kMaxTiles, " (", sizes_str(p), ")");
-  const int64_t max_stride = std::max({p.m * p.k, p.n * p.k, p.m * p.n * 2});
-  F8GEMM_REQUIRE(max_stride < detail::kMaxBatchStrideBytes, kInvalidArgument,
-                 "sizes exceed TMA's stride limit: one batch of X, W or Y must be smaller than "
-                 "2^40 bytes, got ", max_stride, " (", sizes_str(p), ")");
 }
 
 }  // namespace f8gemm

@@ -1,5 +1,7 @@
 /// \brief Argument validation for every entry point: tensor views (rank, sizes, memory), the
-/// GEMM call's tensors, and the problem sizes against the kernel's int32 index limits.
+/// GEMM call's tensors, and the problem sizes against the kernel's int32 index limits. The shape
+/// rules of the GEMM calls (validate_shapes.cpp, validate_grouped.cpp) come first in each call
+/// and also stand alone (check_gemm_shapes, check_grouped_shapes), where a size may be unknown.
 #pragma once
 
 #include <cstdint>
@@ -28,12 +30,26 @@ inline constexpr int64_t kMaxTiles = int64_t(1) << 30;
 /// TMA's limit on a tensor map's strides: the batch stride of X, W and Y in bytes.
 inline constexpr int64_t kMaxBatchStrideBytes = int64_t(1) << 40;
 
-/// A TensorView whose fields may be read: rank 0..kMaxRank, every dimension >= 0, and the product
-/// of its nonzero dimensions within int64 (so numel() cannot overflow). Throws kInvalidArgument.
-void require_view(const TensorView& t, const char* name);
+/// Whether a size is known. Every size of a call is (require_view refuses a negative one); in a
+/// shape-only check (check_gemm_shapes, check_grouped_shapes) a size may be kUnknownSize, and
+/// each rule skips what it cannot decide from the known sizes.
+inline bool known(int64_t size) { return size != kUnknownSize; }
+/// a == b where both are known; true where either is not.
+inline bool may_equal(int64_t a, int64_t b) { return !known(a) || !known(b) || a == b; }
 
-/// "[2, 64, 128]": a view's shape as the messages print it.
+/// A TensorView whose fields may be read: rank 0..kMaxRank, every dimension >= 0 (or
+/// kUnknownSize where allow_unknown), and the product of its known nonzero dimensions within
+/// int64 (so numel() cannot overflow). Throws kInvalidArgument.
+void require_view(const TensorView& t, const char* name, bool allow_unknown = false);
+
+/// "[2, 64, 128]": a view's shape as the messages print it ("?" for an unknown size).
 std::string shape_str(const TensorView& t);
+/// One size as the messages print it: the number, or "?" when unknown.
+std::string size_str(int64_t size);
+/// The product of a view's dimensions from `begin` to `end` (exclusive): 0 when one of them is
+/// 0, else kUnknownSize when one is unknown. The view has passed require_view, which bounds the
+/// product of its nonzero dimensions, so none overflows.
+int64_t known_product(const TensorView& t, int begin, int end);
 
 /// The checks of one tensor that every call makes; each throws Error(kInvalidArgument) naming
 /// the tensor. require_dtype: dtype a, or b where allow_b. require_rank: rank `rank`, with the
@@ -59,12 +75,26 @@ struct GemmTensors {
   const GemmArgNames& names;
 };
 
-/// The GEMM tensors of a call, after the checks that need no shape: a valid layout; dtypes (x
-/// e4m3; w e4m3, or uint8 preshuffled; scales fp32; out bf16 or fp16; bias fp32 or bf16); then
-/// require_view of each, so that their shapes may be read.
+/// The GEMM tensors of a call, after the checks that need no shape: a valid layout and Pdl;
+/// dtypes (x e4m3; w e4m3, or uint8 preshuffled; scales fp32; out bf16 or fp16; bias fp32 or
+/// bf16); then require_view of each (allow_unknown: for a shape-only check), so that their
+/// shapes may be read.
 GemmTensors require_gemm_tensors(const TensorView& x, const TensorView& w, WeightLayout layout,
                                  const TensorView& x_scale, const TensorView& w_scale,
-                                 const TensorView& out, const GemmOptions& options);
+                                 const TensorView& out, const GemmOptions& options,
+                                 bool allow_unknown = false);
+
+/// The shape rules of a gemm() (batched false) or batched_gemm() (batched true) call over its
+/// checked tensors (validate_shapes.cpp): ranks, K % 16, N % 8 (16 with the SiLU·mul epilogue),
+/// W's plain or padded preshuffled shape, the scales', output's and bias' shapes, then the
+/// problem's limits (check_problem). Returns the problem without `chained` (which reads
+/// F8GEMM_PDL); its sizes may be kUnknownSize when the tensors' are.
+ProblemShape gemm_shape_rules(const GemmTensors& t, WeightLayout layout,
+                              const GemmOptions& options, bool batched);
+
+/// validate_problem(), where allow_unknown lets B, M, N and K be kUnknownSize (each limit is then
+/// checked with the sizes that are known).
+void check_problem(const ProblemShape& problem, bool allow_unknown);
 
 /// The memory of the GEMM tensors (x, w and out 16-byte aligned, the scales 4, the bias its
 /// element; out disjoint from every input) and their place: all on x's GPU. Returns that device.
@@ -82,8 +112,9 @@ struct Validated {
   Pdl pdl = Pdl::kOff;
 };
 
-/// Checks every argument of gemm() (batched false) or batched_gemm() (batched true), then the
-/// problem with validate_problem(). Throws Error(kInvalidArgument) naming the argument as
+/// Checks every argument of gemm() (batched false) or batched_gemm() (batched true): first the
+/// shapes and dtypes (require_gemm_tensors, gemm_shape_rules), then the trace and the memory and
+/// place of every tensor. Throws Error(kInvalidArgument) naming the argument as
 /// options.names calls it (the C++ names by default).
 Validated validate_call(const TensorView& x, const TensorView& w, WeightLayout layout,
                         const TensorView& x_scale, const TensorView& w_scale,

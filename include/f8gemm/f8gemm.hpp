@@ -65,6 +65,9 @@ int dtype_size(DType dtype);
 inline constexpr int kMaxRank = 4;
 /// Where a TensorView's memory lives: kHost, or a CUDA device ordinal >= 0.
 inline constexpr int kHost = -1;
+/// A size that is not known yet, for check_gemm_shapes() and check_grouped_shapes(): a symbolic
+/// size while torch.compile traces a model (the PyTorch extension's Meta kernels).
+inline constexpr int64_t kUnknownSize = -1;
 
 /// A non-owning view of a strided tensor (strides in elements).
 struct TensorView {
@@ -267,6 +270,16 @@ GroupedProblem grouped_problem(const TensorView& x, const TensorView& w, WeightL
                                const TensorView& m_sizes, const TensorView& out,
                                const GemmOptions& options = {}, bool padded = false);
 
+/// The checks of a grouped_gemm() (padded false) or grouped_gemm_padded() (padded true) call
+/// that read only shapes, dtypes and options, as check_gemm_shapes() is for gemm(): the same
+/// Error as the call for the same shapes (m_sizes' dtype and shape [G] included), sizes that
+/// may be kUnknownSize, and the problem returned.
+GroupedProblem check_grouped_shapes(const TensorView& x, const TensorView& w,
+                                    WeightLayout w_layout, const TensorView& x_scale,
+                                    const TensorView& w_scale, const TensorView& m_sizes,
+                                    const TensorView& out, const GemmOptions& options,
+                                    bool padded);
+
 /// True when a grouped call with this problem on the current device needs no compilation,
 /// loading or attribute setting (any sizes): a CUDA-graph capture may only contain such calls.
 /// It answers for calls without options.config (a forced config is a plan of its own), as
@@ -366,6 +379,19 @@ ProblemShape gemm_problem(const TensorView& x, const TensorView& w, WeightLayout
 ProblemShape batched_gemm_problem(const TensorView& x, const TensorView& w, WeightLayout w_layout,
                                   const TensorView& x_scale, const TensorView& w_scale,
                                   const TensorView& out, const GemmOptions& options = {});
+
+/// The checks of a gemm() (batched false) or batched_gemm() (batched true) call that read only
+/// shapes, dtypes and options, before any tensor exists: the call runs these very checks first,
+/// so for the same shapes, dtypes and options this throws the Error the call would throw
+/// (dtypes, ranks, K % 16, N % 8, W's plain or padded preshuffled shape, the scales', output's
+/// and bias' shapes, the index limits). Of each view only dtype, rank and shape are read (data,
+/// strides and device may be anything), and a dimension may be kUnknownSize: a rule that needs
+/// an unknown size is skipped (e.g. x_scale's M against X's while M is symbolic), the others
+/// still hold. options.trace is not read (its checks read memory). Returns the problem, whose
+/// sizes are kUnknownSize where the shapes leave them unknown and whose `chained` is false.
+ProblemShape check_gemm_shapes(const TensorView& x, const TensorView& w, WeightLayout w_layout,
+                               const TensorView& x_scale, const TensorView& w_scale,
+                               const TensorView& out, const GemmOptions& options, bool batched);
 
 /// The configuration gemm()/batched_gemm() would use for this problem on the current device.
 Config choose_config(const ProblemShape& problem);

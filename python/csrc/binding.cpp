@@ -52,7 +52,11 @@ std::optional<DType> to_dtype(at::ScalarType s) {
   }
 }
 
-TensorView view_of(const at::Tensor& t, const char* op, const char* name, const char* wanted) {
+namespace {
+
+/// The checks of view_of that read no memory: a dtype the library knows and a rank it takes.
+/// Returns the view's dtype and rank, shape unset.
+TensorView view_head(const at::Tensor& t, const char* op, const char* name, const char* wanted) {
   const std::optional<DType> dtype = to_dtype(t.scalar_type());
   if (!dtype) {
     C10_THROW_ERROR(ValueError, c10::str("f8gemm.", op, ": invalid argument: ", name,
@@ -61,12 +65,33 @@ TensorView view_of(const at::Tensor& t, const char* op, const char* name, const 
   }
   if (t.dim() > f8gemm::kMaxRank) {
     C10_THROW_ERROR(ValueError, c10::str("f8gemm.", op, ": invalid argument: ", name, " has ",
-                                         t.dim(), " dimensions (shape ", t.sizes(),
+                                         t.dim(), " dimensions (shape ", t.sym_sizes(),
                                          "); at most ", f8gemm::kMaxRank,
                                          " are supported: flatten the leading ones"));
   }
   TensorView v;
   v.dtype = *dtype;
+  v.rank = static_cast<int>(t.dim());
+  return v;
+}
+
+}  // namespace
+
+TensorView shape_view_of(const at::Tensor& t, const char* op, const char* name,
+                         const char* wanted) {
+  TensorView v = view_head(t, op, name, wanted);
+  const auto sizes = t.sym_sizes();
+  for (int i = 0; i < v.rank; ++i) {
+    // A symbolic size (torch.compile's dynamic shapes) is unknown to the library's rules; one
+    // that the trace has specialised to a constant is as good as an int.
+    const std::optional<int64_t> size = sizes[i].maybe_as_int();
+    v.shape[i] = size ? *size : f8gemm::kUnknownSize;
+  }
+  return v;
+}
+
+TensorView view_of(const at::Tensor& t, const char* op, const char* name, const char* wanted) {
+  TensorView v = view_head(t, op, name, wanted);
   if (t.is_cuda()) {
     v.device = t.get_device();
   } else if (t.is_cpu()) {
@@ -75,7 +100,6 @@ TensorView view_of(const at::Tensor& t, const char* op, const char* name, const 
     C10_THROW_ERROR(ValueError, c10::str("f8gemm.", op, ": invalid argument: ", name,
                                          " must be a CUDA tensor, got one on ", t.device()));
   }
-  v.rank = static_cast<int>(t.dim());
   const auto sizes = t.sizes();
   const auto strides = t.strides();
   for (int i = 0; i < v.rank; ++i) {

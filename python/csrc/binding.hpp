@@ -31,6 +31,12 @@ std::optional<f8gemm::DType> to_dtype(at::ScalarType s);
 f8gemm::TensorView view_of(const at::Tensor& t, const char* op, const char* name,
                            const char* wanted);
 
+/// view_of's checks that read no memory (dtype and rank) and the tensor's shape, for the
+/// library's shape-only checks (f8gemm::check_gemm_shapes) in a Meta kernel: a symbolic size
+/// becomes f8gemm::kUnknownSize, and data, strides and device stay unset.
+f8gemm::TensorView shape_view_of(const at::Tensor& t, const char* op, const char* name,
+                                 const char* wanted);
+
 /// A new tensor of `sizes` and `dtype` on `like`'s device: the CUDA path skips the dispatcher.
 at::Tensor new_empty(const at::Tensor& like, at::IntArrayRef sizes, at::ScalarType dtype);
 

@@ -10,6 +10,8 @@
 /// GemmOptions::pdl: programmatic dependent launch for this call, or the library's default. The
 /// single preshuffled ops' `prefetch_w` becomes GemmOptions::prefetch_w (WQ is final: with PDL
 /// its first ring slots load before the grid-dependency wait); every other op passes false.
+/// The same views, shapes only, serve the Meta kernels (meta_ops.cpp): check_gemm_shapes runs the
+/// library's shape rules over them, so that a traced call refuses what this one refuses.
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/util/Exception.h>
@@ -42,29 +44,6 @@ using f8gemm::DType;
 using f8gemm::TensorView;
 using f8gemm::WeightLayout;
 
-/// N as the weight's shape gives it (0 when its rank is wrong: the library then says why).
-int64_t weight_rows(const at::Tensor& w, WeightLayout layout, bool batched) {
-  const int64_t lead = batched ? 1 : 0;
-  if (layout == WeightLayout::kPlain) return w.dim() == 2 + lead ? w.size(lead) : 0;
-  return w.dim() == 3 + lead ? w.size(lead + 1) * f8gemm::kShuffleSlabRows : 0;
-}
-
-struct GemmArgs {
-  const char* op;
-  const at::Tensor& XQ;
-  const at::Tensor& WQ;
-  const at::Tensor& x_scale;
-  const at::Tensor& w_scale;
-  const std::optional<at::Tensor>& bias;
-  bool use_fast_accum;
-  WeightLayout layout;
-  bool batched;
-  f8gemm::Pdl pdl;  ///< the op's `pdl` (to_pdl): GemmOptions::pdl
-  bool prefetch_w;  ///< the op's `prefetch_w` (false for ops without one): GemmOptions::prefetch_w
-  /// GemmOptions::epilogue_op: kSiluMul for the _silu_mul ops (output [..., N / 2]).
-  f8gemm::EpilogueOp epilogue_op = f8gemm::EpilogueOp::kNone;
-};
-
 /// The hint added to a rank/shape error when a weight of the other layout was passed.
 std::string layout_hint(const GemmArgs& a) {
   const int64_t plain_rank = a.batched ? 3 : 2;
@@ -73,7 +52,7 @@ std::string layout_hint(const GemmArgs& a) {
            "_preshuffled ops, or use the op without the _preshuffled suffix";
   }
   if (a.layout == WeightLayout::kPlain && a.WQ.dim() == plain_rank + 1 &&
-      a.WQ.size(-1) == f8gemm::kShuffleSlabBytes) {
+      a.WQ.sym_size(-1).maybe_as_int() == f8gemm::kShuffleSlabBytes) {
     return "WQ looks like a preshuffled weight: use the _preshuffled op";
   }
   return std::string();
@@ -124,21 +103,6 @@ void check_capture(const GemmArgs& a, const GemmCall& c, const OnDevice& on) {
                "it outside the capture says why)"));
 }
 
-/// The output's shape for valid inputs; {0} when XQ's rank is wrong (the library rejects XQ
-/// before it looks at the output).
-std::vector<int64_t> gemm_out_shape(const GemmArgs& a) {
-  const int64_t w_rows = weight_rows(a.WQ, a.layout, a.batched);
-  const int64_t n = a.epilogue_op == f8gemm::EpilogueOp::kSiluMul ? w_rows / 2 : w_rows;
-  if (a.batched) {
-    if (a.XQ.dim() != 3) return {0};
-    return {a.XQ.size(0), a.XQ.size(1), n};
-  }
-  if (a.XQ.dim() < 1) return {0};
-  std::vector<int64_t> shape(a.XQ.sizes().begin(), a.XQ.sizes().end() - 1);
-  shape.push_back(n);
-  return shape;
-}
-
 /// `v` without its dimension `dim`, which has size 1: the same elements, the same order.
 TensorView drop_unit_dim(TensorView v, int dim) {
   for (int i = dim; i + 1 < v.rank; ++i) {
@@ -168,25 +132,40 @@ TensorView accept_scale_shape(const TensorView& v, const GemmArgs& a, bool is_x)
 
 /// Added to a scale-shape error: the shapes as passed and the accepted forms.
 std::string scale_hint(const GemmArgs& a) {
-  return c10::str("x_scale ", a.x_scale.sizes(), " and w_scale ", a.w_scale.sizes(),
+  return c10::str("x_scale ", a.x_scale.sym_sizes(), " and w_scale ", a.w_scale.sym_sizes(),
                   " were passed; accepted: ",
                   a.batched ? "x_scale [B, M] or [B, M, 1], w_scale [B, N], [B, N, 1] or [B, 1, N]"
                             : "x_scale XQ's leading shape, [M] or [M, 1] (or XQ's leading "
                               "shape + [1]), w_scale [N], [N, 1] or [1, N]");
 }
 
-void run_gemm(const GemmArgs& a, const at::Tensor& out) {
+/// The hint that the ops add to a library error: the other layout's weight, or the accepted
+/// scale forms after a scale-shape error.
+std::string gemm_hint(const GemmArgs& a, const f8gemm::Error& e) {
+  std::string hint = layout_hint(a);
+  if (hint.empty() && (std::strstr(e.what(), "_scale must have shape") ||
+                       std::strstr(e.what(), "_scale must have XQ's leading shape"))) {
+    hint = scale_hint(a);
+  }
+  return hint;
+}
+
+/// Fills `c` (options.bias points into it) with the views of a call and its options, all but
+/// the stream. with_memory: the call's views (view_of); else shapes only (shape_view_of), for
+/// the Meta kernels' check. Both take the same steps in the same order, so that both raise the
+/// same first error.
+void fill_gemm_call(GemmCall& c, const GemmArgs& a, const at::Tensor& out, bool with_memory) {
   const char* op = a.op;
-  GemmCall c;
-  c.x = view_of(a.XQ, op, "XQ", "torch.float8_e4m3fn");
-  c.w = view_of(a.WQ, op, "WQ",
-                a.layout == WeightLayout::kPlain ? "torch.float8_e4m3fn"
-                                                 : "torch.float8_e4m3fn (or torch.uint8)");
-  c.xs = accept_scale_shape(view_of(a.x_scale, op, "x_scale", "torch.float32"), a, true);
-  c.ws = accept_scale_shape(view_of(a.w_scale, op, "w_scale", "torch.float32"), a, false);
-  c.y = view_of(out, op, "output", "torch.bfloat16 or torch.float16");
+  const auto view = with_memory ? &view_of : &shape_view_of;
+  c.x = view(a.XQ, op, "XQ", "torch.float8_e4m3fn");
+  c.w = view(a.WQ, op, "WQ",
+             a.layout == WeightLayout::kPlain ? "torch.float8_e4m3fn"
+                                              : "torch.float8_e4m3fn (or torch.uint8)");
+  c.xs = accept_scale_shape(view(a.x_scale, op, "x_scale", "torch.float32"), a, true);
+  c.ws = accept_scale_shape(view(a.w_scale, op, "w_scale", "torch.float32"), a, false);
+  c.y = view(out, op, "output", "torch.bfloat16 or torch.float16");
   if (a.bias.has_value() && a.bias->defined()) {
-    c.bias = view_of(*a.bias, op, "bias", "torch.float32 or torch.bfloat16");
+    c.bias = view(*a.bias, op, "bias", "torch.float32 or torch.bfloat16");
     c.options.bias = &c.bias;
   }
   c.options.fast_accum = a.use_fast_accum;
@@ -194,6 +173,11 @@ void run_gemm(const GemmArgs& a, const at::Tensor& out) {
   c.options.prefetch_w = a.prefetch_w;
   c.options.epilogue_op = a.epilogue_op;
   c.options.names = &kGemmNames;
+}
+
+void run_gemm(const GemmArgs& a, const at::Tensor& out) {
+  GemmCall c;
+  fill_gemm_call(c, a, out, true);
   OnDevice on(a.XQ);
   c.options.stream = on.stream;
   try {
@@ -204,17 +188,13 @@ void run_gemm(const GemmArgs& a, const at::Tensor& out) {
       f8gemm::gemm(c.x, c.w, a.layout, c.xs, c.ws, c.y, c.options);
     }
   } catch (const f8gemm::Error& e) {
-    std::string hint = layout_hint(a);
-    if (hint.empty() && (std::strstr(e.what(), "_scale must have shape") ||
-                         std::strstr(e.what(), "_scale must have XQ's leading shape"))) {
-      hint = scale_hint(a);
-    }
-    rethrow(op, e, hint);
+    rethrow(a.op, e, gemm_hint(a, e));
   }
 }
 
 at::Tensor gemm_functional(const GemmArgs& a, at::ScalarType out_dtype) {
-  at::Tensor out = new_empty(a.XQ, gemm_out_shape(a), out_dtype);
+  const std::vector<c10::SymInt> shape = gemm_out_shape(a);
+  at::Tensor out = new_empty(a.XQ, C10_AS_INTARRAYREF_SLOW(shape), out_dtype);
   run_gemm(a, out);
   return out;
 }
@@ -375,6 +355,35 @@ at::Tensor f8f8bf16_rowwise_preshuffled_silu_mul(const at::Tensor& XQ, const at:
 /// traced graphs (torch.compile, opcheck) only see ops with plain schemas.
 const char* batched_name(bool preshuffled) {
   return preshuffled ? "f8f8bf16_rowwise_batched_preshuffled" : "f8f8bf16_rowwise_batched";
+}
+
+std::vector<c10::SymInt> gemm_out_shape(const GemmArgs& a) {
+  const int64_t lead = a.batched ? 1 : 0;
+  c10::SymInt n = 0;  // 0 when WQ's rank is wrong: the checks then say why
+  if (a.layout == WeightLayout::kPlain && a.WQ.dim() == 2 + lead) n = a.WQ.sym_size(lead);
+  if (a.layout == WeightLayout::kPreshuffled && a.WQ.dim() == 3 + lead) {
+    n = a.WQ.sym_size(lead + 1) * f8gemm::kShuffleSlabRows;
+  }
+  if (a.epilogue_op == f8gemm::EpilogueOp::kSiluMul) n = n / 2;
+  if (a.batched) {
+    if (a.XQ.dim() != 3) return {0};
+    return {a.XQ.sym_size(0), a.XQ.sym_size(1), n};
+  }
+  if (a.XQ.dim() < 1) return {0};
+  const auto sizes = a.XQ.sym_sizes();
+  std::vector<c10::SymInt> shape(sizes.begin(), sizes.end() - 1);
+  shape.push_back(n);
+  return shape;
+}
+
+void check_gemm_shapes(const GemmArgs& a, const at::Tensor& out) {
+  GemmCall c;
+  fill_gemm_call(c, a, out, false);
+  try {
+    (void)f8gemm::check_gemm_shapes(c.x, c.w, a.layout, c.xs, c.ws, c.y, c.options, a.batched);
+  } catch (const f8gemm::Error& e) {
+    rethrow(a.op, e, gemm_hint(a, e));
+  }
 }
 
 }  // namespace f8gemm_torch

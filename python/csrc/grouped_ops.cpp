@@ -13,7 +13,9 @@
 ///
 /// As in gemm_ops.cpp: the op runs on XQ's device and current stream, inputs are validated by
 /// the library under the op's argument names and never copied, and inside CUDA-graph capture a
-/// grouped problem that has not run before raises a RuntimeError instead of compiling.
+/// grouped problem that has not run before raises a RuntimeError instead of compiling. The
+/// Meta kernels (meta_ops.cpp) run the library's shape rules over the same views
+/// (check_grouped_shapes).
 #include <ATen/core/Tensor.h>
 #include <c10/util/Exception.h>
 #include <torch/library.h>
@@ -34,22 +36,6 @@ using f8gemm::DType;
 using f8gemm::TensorView;
 using f8gemm::WeightLayout;
 
-struct GroupedArgs {
-  const char* op;
-  const at::Tensor& XQ;
-  const at::Tensor& WQ;
-  const at::Tensor& x_scale;
-  const at::Tensor& w_scale;
-  const at::Tensor& sizes;
-  const std::optional<at::Tensor>& bias;
-  bool use_fast_accum;
-  WeightLayout layout;
-  bool padded;
-  /// The dynamic ops' zeroing_output_tensor for a CUDA output: zeroed once every argument is
-  /// valid, so that a bad call launches nothing.
-  bool zero_output = false;
-};
-
 /// The name FBGEMM gives the sizes argument of each form.
 const char* sizes_name(bool padded) { return padded ? "zero_start_index_M" : "M_sizes"; }
 
@@ -57,21 +43,6 @@ const f8gemm::GemmArgNames kStackedNames{"XQ", "WQ", "x_scale", "w_scale", "outp
                                          "M_sizes"};
 const f8gemm::GemmArgNames kPaddedNames{"XQ", "WQ", "x_scale", "w_scale", "output", "bias",
                                         "zero_start_index_M"};
-
-/// N as the weight's shape gives it (0 when its rank is wrong: the library then says why).
-int64_t grouped_weight_rows(const at::Tensor& w, WeightLayout layout) {
-  if (layout == WeightLayout::kPlain) return w.dim() == 3 ? w.size(1) : 0;
-  return w.dim() == 4 ? w.size(2) * f8gemm::kShuffleSlabRows : 0;
-}
-
-/// The output's shape for valid inputs: [total_M, N] or [G, M_max, N]; {0} when XQ's rank is
-/// wrong (the library rejects XQ before it looks at the output).
-std::vector<int64_t> grouped_out_shape(const GroupedArgs& a) {
-  const int64_t n = grouped_weight_rows(a.WQ, a.layout);
-  if (a.padded) return a.XQ.dim() == 3 ? std::vector<int64_t>{a.XQ.size(0), a.XQ.size(1), n}
-                                       : std::vector<int64_t>{0};
-  return a.XQ.dim() == 2 ? std::vector<int64_t>{a.XQ.size(0), n} : std::vector<int64_t>{0};
-}
 
 /// `v` without its last dimension when that is a size-1 dimension past `rank`: the scale
 /// shapes that keep the reduced dimension (x_scale [total_M, 1], w_scale [G, N, 1], as
@@ -89,7 +60,7 @@ std::string grouped_layout_hint(const GroupedArgs& a) {
            "_preshuffled ops, or use the op without _preshuffled";
   }
   if (a.layout == WeightLayout::kPlain && a.WQ.dim() == 4 &&
-      a.WQ.size(-1) == f8gemm::kShuffleSlabBytes) {
+      a.WQ.sym_size(-1).maybe_as_int() == f8gemm::kShuffleSlabBytes) {
     return "WQ looks like a preshuffled weight: use the _preshuffled op";
   }
   return std::string();
@@ -128,24 +99,34 @@ void check_grouped_capture(const GroupedArgs& a, const GroupedCall& c, const OnD
                p.has_bias ? dtype_torch_name(p.bias_dtype) : "None", ")"));
 }
 
-void run_grouped(const GroupedArgs& a, const at::Tensor& out) {
+/// Fills `c` (options.bias points into it) with the views of a call and its options, all but
+/// the stream. with_memory: the call's views (view_of); else shapes only (shape_view_of), for
+/// the Meta kernels' check, in the same steps and order.
+void fill_grouped_call(GroupedCall& c, const GroupedArgs& a, const at::Tensor& out,
+                       bool with_memory) {
   const char* op = a.op;
+  const auto view = with_memory ? &view_of : &shape_view_of;
   const int lead = a.padded ? 2 : 1;  // the rank of x_scale: [G, M_max] or [total_M]
-  GroupedCall c;
-  c.x = view_of(a.XQ, op, "XQ", "torch.float8_e4m3fn");
-  c.w = view_of(a.WQ, op, "WQ",
-                a.layout == WeightLayout::kPlain ? "torch.float8_e4m3fn"
-                                                 : "torch.float8_e4m3fn (or torch.uint8)");
-  c.xs = accept_keepdim(view_of(a.x_scale, op, "x_scale", "torch.float32"), lead);
-  c.ws = accept_keepdim(view_of(a.w_scale, op, "w_scale", "torch.float32"), 2);
-  c.sizes = view_of(a.sizes, op, sizes_name(a.padded), "torch.int32 or torch.int64");
-  c.y = view_of(out, op, "output", "torch.bfloat16 or torch.float16");
+  c.x = view(a.XQ, op, "XQ", "torch.float8_e4m3fn");
+  c.w = view(a.WQ, op, "WQ",
+             a.layout == WeightLayout::kPlain ? "torch.float8_e4m3fn"
+                                              : "torch.float8_e4m3fn (or torch.uint8)");
+  c.xs = accept_keepdim(view(a.x_scale, op, "x_scale", "torch.float32"), lead);
+  c.ws = accept_keepdim(view(a.w_scale, op, "w_scale", "torch.float32"), 2);
+  c.sizes = view(a.sizes, op, sizes_name(a.padded), "torch.int32 or torch.int64");
+  c.y = view(out, op, "output", "torch.bfloat16 or torch.float16");
   if (a.bias.has_value() && a.bias->defined()) {
-    c.bias = view_of(*a.bias, op, "bias", "torch.float32 or torch.bfloat16");
+    c.bias = view(*a.bias, op, "bias", "torch.float32 or torch.bfloat16");
     c.options.bias = &c.bias;
   }
   c.options.fast_accum = a.use_fast_accum;
   c.options.names = a.padded ? &kPaddedNames : &kStackedNames;
+}
+
+void run_grouped(const GroupedArgs& a, const at::Tensor& out) {
+  const char* op = a.op;
+  GroupedCall c;
+  fill_grouped_call(c, a, out, true);
   OnDevice on(a.XQ);
   c.options.stream = on.stream;
   try {
@@ -176,7 +157,8 @@ at::Tensor stacked(const char* op, const at::Tensor& XQ, const at::Tensor& WQ,
   static const std::optional<at::Tensor> kNoBias;
   const GroupedArgs a{op, XQ, WQ, x_scale, w_scale, M_sizes, kNoBias, true, layout, false};
   // Rows outside every group stay unwritten: unspecified, as FBGEMM's op leaves them.
-  at::Tensor out = new_empty(XQ, grouped_out_shape(a), at::ScalarType::BFloat16);
+  const std::vector<c10::SymInt> shape = grouped_out_shape(a);
+  at::Tensor out = new_empty(XQ, C10_AS_INTARRAYREF_SLOW(shape), at::ScalarType::BFloat16);
   run_grouped(a, out);
   return out;
 }
@@ -230,7 +212,8 @@ at::Tensor dynamic(const char* op, const at::Tensor& XQ, const at::Tensor& WQ,
   static const std::optional<at::Tensor> kNoBias;
   GroupedArgs a{op, XQ, WQ, x_scale, w_scale, zero_start_index_M, kNoBias, true, layout, true};
   a.zero_output = zeroing_output_tensor && XQ.is_cuda();  // the library rejects a CPU XQ
-  at::Tensor out = new_empty(XQ, grouped_out_shape(a), at::ScalarType::BFloat16);
+  const std::vector<c10::SymInt> shape = grouped_out_shape(a);
+  at::Tensor out = new_empty(XQ, C10_AS_INTARRAYREF_SLOW(shape), at::ScalarType::BFloat16);
   run_grouped(a, out);
   return out;
 }
@@ -254,6 +237,32 @@ at::Tensor f8f8bf16_rowwise_grouped_dynamic_preshuffled(const at::Tensor& XQ,
 }
 
 }  // namespace
+
+std::vector<c10::SymInt> grouped_out_shape(const GroupedArgs& a) {
+  c10::SymInt n = 0;  // 0 when WQ's rank is wrong: the checks then say why
+  if (a.layout == WeightLayout::kPlain && a.WQ.dim() == 3) n = a.WQ.sym_size(1);
+  if (a.layout == WeightLayout::kPreshuffled && a.WQ.dim() == 4) {
+    n = a.WQ.sym_size(2) * f8gemm::kShuffleSlabRows;
+  }
+  if (a.padded) {
+    if (a.XQ.dim() != 3) return {0};
+    return {a.XQ.sym_size(0), a.XQ.sym_size(1), n};
+  }
+  if (a.XQ.dim() != 2) return {0};
+  return {a.XQ.sym_size(0), n};
+}
+
+void check_grouped_shapes(const GroupedArgs& a, const at::Tensor& out) {
+  GroupedCall c;
+  fill_grouped_call(c, a, out, false);
+  try {
+    (void)f8gemm::check_grouped_shapes(c.x, c.w, a.layout, c.xs, c.ws, c.sizes, c.y, c.options,
+                                       a.padded);
+  } catch (const f8gemm::Error& e) {
+    rethrow(a.op, e, grouped_layout_hint(a));
+  }
+}
+
 }  // namespace f8gemm_torch
 
 // CPU tensors reach the same code: the library rejects them ("XQ must be in GPU memory", or

@@ -1,12 +1,17 @@
 /// \brief The Meta (fake) implementations of the PyTorch extension's ops (schemas in
 /// schemas.cpp): output shapes and dtypes only, symbolic sizes allowed, for torch.compile,
 /// torch.export and opcheck. Every one first requires all its tensors on the meta device
-/// (require_meta). The GEMMs then check what the shape inference itself needs (ranks, the _out
-/// forms' output dtype); preshuffle, unshuffle and quantize_fp8_row run the very rules of their
-/// CPU/CUDA kernels (weight_ops.cpp, quantize_ops.cpp), so they reject what those reject; all
-/// with the same error types as the CUDA implementations. The trailing `pdl` of the GEMM and
+/// (require_meta), then refuses what its CPU/CUDA kernel refuses before it touches memory, with
+/// the same rules in the same order and the same errors: the GEMMs and grouped GEMMs run the
+/// library's shape checks (check_gemm_shapes, check_grouped_shapes: dtypes, ranks, K % 16,
+/// N % 8, the padded preshuffled shape, the scales', bias' and output's shapes, the index
+/// limits) over the views their CPU/CUDA kernels build (gemm_ops.cpp, grouped_ops.cpp), and
+/// preshuffle, unshuffle and quantize_fp8_row the rules of weight_ops.cpp and quantize_ops.cpp.
+/// A symbolic size is checked only where the trace has made it a constant: each rule that needs
+/// an unknown size is skipped, and none adds a guard. What is left for the call is what needs
+/// memory or a GPU (placement, alignment, overlap, a plan). The trailing `pdl` of the GEMM and
 /// quantisation ops and `prefetch_w` of the single preshuffled GEMMs only say how a kernel is
-/// launched and loads its weight: they change no shape, and are ignored here.
+/// launched and loads its weight: they change no shape.
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
 #include <c10/core/SymInt.h>
@@ -20,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "binding.hpp"
 #include "f8gemm/f8gemm.hpp"
 #include "op_rules.hpp"
 
@@ -69,167 +75,127 @@ namespace {
 
 using f8gemm::WeightLayout;
 
-c10::SymInt meta_weight_rows(const char* op, const at::Tensor& WQ, WeightLayout layout,
-                             bool batched) {
-  const int64_t lead = batched ? 1 : 0;
-  if (layout == WeightLayout::kPlain) {
-    if (WQ.dim() != 2 + lead) {
-      C10_THROW_ERROR(ValueError,
-                      c10::str("f8gemm.", op, ": invalid argument: WQ must be ", 2 + lead, "-D ",
-                               batched ? "[B, N, K]" : "[N, K]", " (a plain weight), got ",
-                               WQ.dim(), "-D",
-                               WQ.dim() == 3 + lead ? " (use the _preshuffled op)" : ""));
-    }
-    return WQ.sym_size(lead);
-  }
-  if (WQ.dim() != 3 + lead) {
-    C10_THROW_ERROR(ValueError,
-                    c10::str("f8gemm.", op, ": invalid argument: WQ must be ", 3 + lead,
-                             "-D preshuffled ",
-                             batched ? "[B, ceil(K/128), N/8, 1024]" : "[ceil(K/128), N/8, 1024]",
-                             ", got ", WQ.dim(), "-D",
-                             WQ.dim() == 2 + lead ? " (WQ looks like a plain weight: pass "
-                                                    "torch.ops.f8gemm.preshuffle(WQ))"
-                                                  : ""));
-  }
-  return WQ.sym_size(lead + 1) * f8gemm::kShuffleSlabRows;
-}
-
-/// The output shape of a GEMM. silu_mul: the _silu_mul ops (f8gemm::EpilogueOp::kSiluMul),
-/// whose output has N / 2 columns.
-std::vector<c10::SymInt> meta_gemm_shape(const char* op, const at::Tensor& XQ,
-                                         const at::Tensor& WQ, WeightLayout layout, bool batched,
-                                         bool silu_mul) {
-  c10::SymInt n = meta_weight_rows(op, WQ, layout, batched);
-  if (silu_mul) n = n / 2;
-  std::vector<c10::SymInt> shape;
-  if (batched) {
-    if (XQ.dim() != 3) {
-      C10_THROW_ERROR(ValueError, c10::str("f8gemm.", op, ": invalid argument: XQ must be 3-D "
-                                           "[B, M, K], got ", XQ.dim(), "-D"));
-    }
-    shape = {XQ.sym_size(0), XQ.sym_size(1), n};
-  } else {
-    if (XQ.dim() < 1) {
-      C10_THROW_ERROR(ValueError, c10::str("f8gemm.", op, ": invalid argument: XQ must be "
-                                           "[..., K] with at least 1 dimension"));
-    }
-    const auto sizes = XQ.sym_sizes();
-    shape.assign(sizes.begin(), sizes.end() - 1);
-    shape.push_back(n);
-  }
-  return shape;
-}
-
 /// The tensors of a GEMM call on meta (output: the _out forms' argument, else null).
-void require_meta_gemm(const char* op, const at::Tensor& XQ, const at::Tensor& WQ,
-                       const at::Tensor& x_scale, const at::Tensor& w_scale,
-                       const std::optional<at::Tensor>& bias, const at::Tensor* output) {
-  require_meta(op, {{"XQ", &XQ}, {"WQ", &WQ}, {"x_scale", &x_scale}, {"w_scale", &w_scale},
-                    {"bias", present(bias)}, {"output", output}});
+void require_meta_gemm(const GemmArgs& a, const at::Tensor* output) {
+  require_meta(a.op, {{"XQ", &a.XQ}, {"WQ", &a.WQ}, {"x_scale", &a.x_scale},
+                      {"w_scale", &a.w_scale}, {"bias", present(a.bias)}, {"output", output}});
 }
 
-at::Tensor meta_gemm(const char* op, const at::Tensor& XQ, const at::Tensor& WQ,
-                     const at::Tensor& x_scale, const at::Tensor& w_scale,
-                     const std::optional<at::Tensor>& bias, WeightLayout layout, bool batched,
-                     at::ScalarType out_dtype, bool silu_mul = false) {
-  require_meta_gemm(op, XQ, WQ, x_scale, w_scale, bias, nullptr);
-  return at::empty_symint(meta_gemm_shape(op, XQ, WQ, layout, batched, silu_mul),
-                          XQ.options().dtype(out_dtype));
+/// The functional GEMMs: the output as the CPU/CUDA kernel allocates it, then its checks.
+at::Tensor meta_gemm(const GemmArgs& a, at::ScalarType out_dtype) {
+  require_meta_gemm(a, nullptr);
+  at::Tensor out = at::empty_symint(gemm_out_shape(a), a.XQ.options().dtype(out_dtype));
+  check_gemm_shapes(a, out);
+  return out;
 }
 
-/// The _out forms: no result, but the checks of the functional form and output's dtype.
-void meta_gemm_out(const char* op, const at::Tensor& XQ, const at::Tensor& WQ,
-                   const at::Tensor& x_scale, const at::Tensor& w_scale,
-                   const at::Tensor& output, const std::optional<at::Tensor>& bias,
-                   WeightLayout layout, bool batched) {
-  require_meta_gemm(op, XQ, WQ, x_scale, w_scale, bias, &output);
-  require_out_dtype(op, output, at::ScalarType::BFloat16);
-  (void)meta_gemm_shape(op, XQ, WQ, layout, batched, false);
+/// The _out forms: output's dtype first, as the CPU/CUDA kernel checks it, then the shapes.
+void meta_gemm_out(const GemmArgs& a, const at::Tensor& output) {
+  require_meta_gemm(a, &output);
+  require_out_dtype(a.op, output, at::ScalarType::BFloat16);
+  check_gemm_shapes(a, output);
 }
 
-// The GEMMs. Each names its tensors for require_meta.
+WeightLayout layout_of(bool preshuffled) {
+  return preshuffled ? WeightLayout::kPreshuffled : WeightLayout::kPlain;
+}
+
+// The GEMMs, with the arguments their CPU/CUDA kernels pass (gemm_ops.cpp).
 
 at::Tensor f8f8bf16_rowwise_meta(const at::Tensor& XQ, const at::Tensor& WQ,
                                  const at::Tensor& x_scale, const at::Tensor& w_scale,
-                                 const std::optional<at::Tensor>& bias, bool,
-                                 std::optional<bool>) {
-  return meta_gemm("f8f8bf16_rowwise", XQ, WQ, x_scale, w_scale, bias, WeightLayout::kPlain,
-                   false, at::ScalarType::BFloat16);
+                                 const std::optional<at::Tensor>& bias, bool use_fast_accum,
+                                 std::optional<bool> pdl) {
+  return meta_gemm({"f8f8bf16_rowwise", XQ, WQ, x_scale, w_scale, bias, use_fast_accum,
+                    WeightLayout::kPlain, false, to_pdl(pdl), false},
+                   at::ScalarType::BFloat16);
 }
 
 at::Tensor f8f8f16_rowwise_meta(const at::Tensor& XQ, const at::Tensor& WQ,
                                 const at::Tensor& x_scale, const at::Tensor& w_scale,
-                                const std::optional<at::Tensor>& bias, bool,
-                                std::optional<bool>) {
-  return meta_gemm("f8f8f16_rowwise", XQ, WQ, x_scale, w_scale, bias, WeightLayout::kPlain,
-                   false, at::ScalarType::Half);
+                                const std::optional<at::Tensor>& bias, bool use_fast_accum,
+                                std::optional<bool> pdl) {
+  return meta_gemm({"f8f8f16_rowwise", XQ, WQ, x_scale, w_scale, bias, use_fast_accum,
+                    WeightLayout::kPlain, false, to_pdl(pdl), false},
+                   at::ScalarType::Half);
 }
 
 void f8f8bf16_rowwise_out_meta(const at::Tensor& XQ, const at::Tensor& WQ,
                                const at::Tensor& x_scale, const at::Tensor& w_scale,
                                const at::Tensor& output, const std::optional<at::Tensor>& bias,
-                               bool, std::optional<bool>) {
-  meta_gemm_out("f8f8bf16_rowwise_out", XQ, WQ, x_scale, w_scale, output, bias,
-                WeightLayout::kPlain, false);
+                               bool use_fast_accum, std::optional<bool> pdl) {
+  meta_gemm_out({"f8f8bf16_rowwise_out", XQ, WQ, x_scale, w_scale, bias, use_fast_accum,
+                 WeightLayout::kPlain, false, to_pdl(pdl), false},
+                output);
 }
 
 at::Tensor rowwise_batched_meta(const at::Tensor& XQ, const at::Tensor& WQ,
                                 const at::Tensor& x_scale, const at::Tensor& w_scale,
-                                const std::optional<at::Tensor>& bias, bool, bool preshuffled,
-                                std::optional<bool>) {
-  return meta_gemm(batched_name(preshuffled), XQ, WQ, x_scale, w_scale, bias,
-                   preshuffled ? WeightLayout::kPreshuffled : WeightLayout::kPlain, true,
+                                const std::optional<at::Tensor>& bias, bool use_fast_accum,
+                                bool preshuffled, std::optional<bool> pdl) {
+  return meta_gemm({batched_name(preshuffled), XQ, WQ, x_scale, w_scale, bias, use_fast_accum,
+                    layout_of(preshuffled), true, to_pdl(pdl), false},
                    at::ScalarType::BFloat16);
 }
 
 void rowwise_batched_out_meta(const at::Tensor& XQ, const at::Tensor& WQ,
                               const at::Tensor& x_scale, const at::Tensor& w_scale,
                               const at::Tensor& output, const std::optional<at::Tensor>& bias,
-                              bool, bool preshuffled, std::optional<bool>) {
-  meta_gemm_out(batched_name(preshuffled), XQ, WQ, x_scale, w_scale, output, bias,
-                preshuffled ? WeightLayout::kPreshuffled : WeightLayout::kPlain, true);
+                              bool use_fast_accum, bool preshuffled, std::optional<bool> pdl) {
+  meta_gemm_out({batched_name(preshuffled), XQ, WQ, x_scale, w_scale, bias, use_fast_accum,
+                 layout_of(preshuffled), true, to_pdl(pdl), false},
+                output);
 }
 
 at::Tensor f8f8bf16_rowwise_preshuffled_meta(const at::Tensor& XQ, const at::Tensor& WQ,
                                              const at::Tensor& x_scale, const at::Tensor& w_scale,
-                                             const std::optional<at::Tensor>& bias, bool,
-                                             std::optional<bool>, bool) {
-  return meta_gemm("f8f8bf16_rowwise_preshuffled", XQ, WQ, x_scale, w_scale, bias,
-                   WeightLayout::kPreshuffled, false, at::ScalarType::BFloat16);
+                                             const std::optional<at::Tensor>& bias,
+                                             bool use_fast_accum, std::optional<bool> pdl,
+                                             bool prefetch_w) {
+  return meta_gemm({"f8f8bf16_rowwise_preshuffled", XQ, WQ, x_scale, w_scale, bias,
+                    use_fast_accum, WeightLayout::kPreshuffled, false, to_pdl(pdl), prefetch_w},
+                   at::ScalarType::BFloat16);
 }
 
 at::Tensor f8f8f16_rowwise_preshuffled_meta(const at::Tensor& XQ, const at::Tensor& WQ,
                                             const at::Tensor& x_scale, const at::Tensor& w_scale,
-                                            const std::optional<at::Tensor>& bias, bool,
-                                            std::optional<bool>, bool) {
-  return meta_gemm("f8f8f16_rowwise_preshuffled", XQ, WQ, x_scale, w_scale, bias,
-                   WeightLayout::kPreshuffled, false, at::ScalarType::Half);
+                                            const std::optional<at::Tensor>& bias,
+                                            bool use_fast_accum, std::optional<bool> pdl,
+                                            bool prefetch_w) {
+  return meta_gemm({"f8f8f16_rowwise_preshuffled", XQ, WQ, x_scale, w_scale, bias,
+                    use_fast_accum, WeightLayout::kPreshuffled, false, to_pdl(pdl), prefetch_w},
+                   at::ScalarType::Half);
 }
 
 at::Tensor f8f8bf16_rowwise_silu_mul_meta(const at::Tensor& XQ, const at::Tensor& WQ,
                                           const at::Tensor& x_scale, const at::Tensor& w_scale,
-                                          const std::optional<at::Tensor>& bias, bool,
-                                          std::optional<bool>) {
-  return meta_gemm("f8f8bf16_rowwise_silu_mul", XQ, WQ, x_scale, w_scale, bias,
-                   WeightLayout::kPlain, false, at::ScalarType::BFloat16, true);
+                                          const std::optional<at::Tensor>& bias,
+                                          bool use_fast_accum, std::optional<bool> pdl) {
+  return meta_gemm({"f8f8bf16_rowwise_silu_mul", XQ, WQ, x_scale, w_scale, bias, use_fast_accum,
+                    WeightLayout::kPlain, false, to_pdl(pdl), false,
+                    f8gemm::EpilogueOp::kSiluMul},
+                   at::ScalarType::BFloat16);
 }
 
 at::Tensor f8f8bf16_rowwise_preshuffled_silu_mul_meta(
     const at::Tensor& XQ, const at::Tensor& WQ, const at::Tensor& x_scale,
-    const at::Tensor& w_scale, const std::optional<at::Tensor>& bias, bool, std::optional<bool>,
-    bool) {
-  return meta_gemm("f8f8bf16_rowwise_preshuffled_silu_mul", XQ, WQ, x_scale, w_scale, bias,
-                   WeightLayout::kPreshuffled, false, at::ScalarType::BFloat16, true);
+    const at::Tensor& w_scale, const std::optional<at::Tensor>& bias, bool use_fast_accum,
+    std::optional<bool> pdl, bool prefetch_w) {
+  return meta_gemm({"f8f8bf16_rowwise_preshuffled_silu_mul", XQ, WQ, x_scale, w_scale, bias,
+                    use_fast_accum, WeightLayout::kPreshuffled, false, to_pdl(pdl), prefetch_w,
+                    f8gemm::EpilogueOp::kSiluMul},
+                   at::ScalarType::BFloat16);
 }
 
 void f8f8bf16_rowwise_preshuffled_out_meta(const at::Tensor& XQ, const at::Tensor& WQ,
                                            const at::Tensor& x_scale, const at::Tensor& w_scale,
                                            const at::Tensor& output,
-                                           const std::optional<at::Tensor>& bias, bool,
-                                           std::optional<bool>, bool) {
-  meta_gemm_out("f8f8bf16_rowwise_preshuffled_out", XQ, WQ, x_scale, w_scale, output, bias,
-                WeightLayout::kPreshuffled, false);
+                                           const std::optional<at::Tensor>& bias,
+                                           bool use_fast_accum, std::optional<bool> pdl,
+                                           bool prefetch_w) {
+  meta_gemm_out({"f8f8bf16_rowwise_preshuffled_out", XQ, WQ, x_scale, w_scale, bias,
+                 use_fast_accum, WeightLayout::kPreshuffled, false, to_pdl(pdl), prefetch_w},
+                output);
 }
 
 // The weight layout and quantisation ops: the CPU/CUDA kernels' own rules.
@@ -261,55 +227,25 @@ std::tuple<at::Tensor, at::Tensor> quantize_fp8_row_meta(const at::Tensor& a,
   return std::make_tuple(q, scale);
 }
 
-/// The grouped ops' output shape: [total_M, N] (stacked, XQ [total_M, K]) or [G, M_max, N]
-/// (padded, XQ [G, M_max, K]), with N from WQ [G, N, K] or preshuffled
-/// [G, ceil(K/128), N/8, 1024]; all tensors on meta first.
-std::vector<c10::SymInt> meta_grouped_shape(const char* op, const at::Tensor& XQ,
-                                            const at::Tensor& WQ, const at::Tensor& x_scale,
-                                            const at::Tensor& w_scale, const at::Tensor& sizes,
-                                            const at::Tensor* output,
-                                            const std::optional<at::Tensor>& bias,
-                                            WeightLayout layout, bool padded) {
-  require_meta(op, {{"XQ", &XQ}, {"WQ", &WQ}, {"x_scale", &x_scale}, {"w_scale", &w_scale},
-                    {padded ? "zero_start_index_M" : "M_sizes", &sizes}, {"output", output},
-                    {"bias", present(bias)}});
-  const int64_t w_rank = layout == WeightLayout::kPlain ? 3 : 4;
-  if (WQ.dim() != w_rank) {
-    C10_THROW_ERROR(ValueError,
-                    c10::str("f8gemm.", op, ": invalid argument: WQ must be ", w_rank, "-D ",
-                             layout == WeightLayout::kPlain
-                                 ? "[G, N, K] (a plain weight)"
-                                 : "preshuffled [G, ceil(K/128), N/8, 1024]",
-                             ", got ", WQ.dim(), "-D",
-                             layout == WeightLayout::kPlain && WQ.dim() == 4
-                                 ? " (use the _preshuffled op)"
-                             : layout == WeightLayout::kPreshuffled && WQ.dim() == 3
-                                 ? " (WQ looks like a plain weight: pass "
-                                   "torch.ops.f8gemm.preshuffle(WQ))"
-                                 : ""));
-  }
-  const c10::SymInt n = layout == WeightLayout::kPlain
-                            ? WQ.sym_size(1)
-                            : WQ.sym_size(2) * f8gemm::kShuffleSlabRows;
-  const int64_t x_rank = padded ? 3 : 2;
-  if (XQ.dim() != x_rank) {
-    C10_THROW_ERROR(ValueError, c10::str("f8gemm.", op, ": invalid argument: XQ must be ", x_rank,
-                                         "-D ", padded ? "[G, M_max, K]" : "[total_M, K]",
-                                         ", got ", XQ.dim(), "-D"));
-  }
-  std::vector<c10::SymInt> shape = {XQ.sym_size(0)};
-  if (padded) shape.push_back(XQ.sym_size(1));
-  shape.push_back(n);
-  return shape;
+/// The tensors of a grouped call on meta (output: the _out forms' argument, else null).
+void require_meta_grouped(const GroupedArgs& a, const at::Tensor* output) {
+  require_meta(a.op, {{"XQ", &a.XQ}, {"WQ", &a.WQ}, {"x_scale", &a.x_scale},
+                      {"w_scale", &a.w_scale},
+                      {a.padded ? "zero_start_index_M" : "M_sizes", &a.sizes},
+                      {"output", output}, {"bias", present(a.bias)}});
 }
 
+/// The functional grouped ops (no bias, fast accumulation, as their CPU/CUDA kernels pass).
 at::Tensor meta_grouped(const char* op, const at::Tensor& XQ, const at::Tensor& WQ,
                         const at::Tensor& x_scale, const at::Tensor& w_scale,
                         const at::Tensor& sizes, WeightLayout layout, bool padded) {
   static const std::optional<at::Tensor> kNoBias;
-  return at::empty_symint(
-      meta_grouped_shape(op, XQ, WQ, x_scale, w_scale, sizes, nullptr, kNoBias, layout, padded),
-      XQ.options().dtype(at::ScalarType::BFloat16));
+  const GroupedArgs a{op, XQ, WQ, x_scale, w_scale, sizes, kNoBias, true, layout, padded};
+  require_meta_grouped(a, nullptr);
+  at::Tensor out =
+      at::empty_symint(grouped_out_shape(a), XQ.options().dtype(at::ScalarType::BFloat16));
+  check_grouped_shapes(a, out);
+  return out;
 }
 
 at::Tensor grouped_stacked_meta(const at::Tensor& XQ, const at::Tensor& WQ,
@@ -326,28 +262,33 @@ at::Tensor grouped_stacked_preshuffled_meta(const at::Tensor& XQ, const at::Tens
                       M_sizes, WeightLayout::kPreshuffled, false);
 }
 
+/// The _out forms: output's dtype first, as the CPU/CUDA kernel checks it, then the shapes.
 void meta_grouped_out(const char* op, const at::Tensor& XQ, const at::Tensor& WQ,
                       const at::Tensor& x_scale, const at::Tensor& w_scale,
                       const at::Tensor& M_sizes, const at::Tensor& output,
-                      const std::optional<at::Tensor>& bias, WeightLayout layout) {
-  (void)meta_grouped_shape(op, XQ, WQ, x_scale, w_scale, M_sizes, &output, bias, layout, false);
+                      const std::optional<at::Tensor>& bias, bool use_fast_accum,
+                      WeightLayout layout) {
+  const GroupedArgs a{op, XQ, WQ, x_scale, w_scale, M_sizes, bias, use_fast_accum, layout, false};
+  require_meta_grouped(a, &output);
   require_out_dtype(op, output, at::ScalarType::BFloat16);
+  check_grouped_shapes(a, output);
 }
 
 void grouped_stacked_out_meta(const at::Tensor& XQ, const at::Tensor& WQ,
                               const at::Tensor& x_scale, const at::Tensor& w_scale,
                               const at::Tensor& M_sizes, const at::Tensor& output,
-                              const std::optional<at::Tensor>& bias, bool) {
+                              const std::optional<at::Tensor>& bias, bool use_fast_accum) {
   meta_grouped_out("f8f8bf16_rowwise_grouped_stacked_out", XQ, WQ, x_scale, w_scale, M_sizes,
-                   output, bias, WeightLayout::kPlain);
+                   output, bias, use_fast_accum, WeightLayout::kPlain);
 }
 
 void grouped_stacked_preshuffled_out_meta(const at::Tensor& XQ, const at::Tensor& WQ,
                                           const at::Tensor& x_scale, const at::Tensor& w_scale,
                                           const at::Tensor& M_sizes, const at::Tensor& output,
-                                          const std::optional<at::Tensor>& bias, bool) {
+                                          const std::optional<at::Tensor>& bias,
+                                          bool use_fast_accum) {
   meta_grouped_out("f8f8bf16_rowwise_grouped_stacked_preshuffled_out", XQ, WQ, x_scale, w_scale,
-                   M_sizes, output, bias, WeightLayout::kPreshuffled);
+                   M_sizes, output, bias, use_fast_accum, WeightLayout::kPreshuffled);
 }
 
 at::Tensor grouped_dynamic_meta(const at::Tensor& XQ, const at::Tensor& WQ,

@@ -22,6 +22,59 @@ const char* batched_name(bool preshuffled);
 /// The _out ops' output dtype: the library takes bf16 or fp16, these ops promise `want`.
 void require_out_dtype(const char* op, const at::Tensor& out, at::ScalarType want);
 
+/// One GEMM op call (f8f8bf16_rowwise and its siblings), as its CPU/CUDA kernel and its Meta
+/// kernel see it.
+struct GemmArgs {
+  const char* op;
+  const at::Tensor& XQ;
+  const at::Tensor& WQ;
+  const at::Tensor& x_scale;
+  const at::Tensor& w_scale;
+  const std::optional<at::Tensor>& bias;
+  bool use_fast_accum;
+  f8gemm::WeightLayout layout;
+  bool batched;
+  f8gemm::Pdl pdl;  ///< the op's `pdl` (to_pdl): GemmOptions::pdl
+  bool prefetch_w;  ///< the op's `prefetch_w` (false for ops without one): GemmOptions::prefetch_w
+  /// GemmOptions::epilogue_op: kSiluMul for the _silu_mul ops (output [..., N / 2]).
+  f8gemm::EpilogueOp epilogue_op = f8gemm::EpilogueOp::kNone;
+};
+/// The functional ops' output shape for valid inputs (symbolic sizes allowed): XQ.shape[:-1] +
+/// [N] (or [B, M, N]; N / 2 for kSiluMul); {0} for an XQ of the wrong rank and N = 0 for a WQ of
+/// the wrong rank, which the checks then refuse before they look at the output.
+std::vector<c10::SymInt> gemm_out_shape(const GemmArgs& a);
+/// The checks of a GEMM op that read no memory, for its Meta kernel: the library's
+/// f8gemm::check_gemm_shapes (the rules that f8gemm::gemm runs first) over the views that the
+/// CPU/CUDA kernel builds, with the same scale forms accepted, the same error and the same hint.
+/// Symbolic sizes are unknown to it: a rule that needs one is skipped.
+void check_gemm_shapes(const GemmArgs& a, const at::Tensor& out);
+
+// grouped_ops.cpp
+/// One grouped GEMM op call (f8f8bf16_rowwise_grouped_stacked and _dynamic, their preshuffled
+/// and _out forms), as its CPU/CUDA kernel and its Meta kernel see it.
+struct GroupedArgs {
+  const char* op;
+  const at::Tensor& XQ;
+  const at::Tensor& WQ;
+  const at::Tensor& x_scale;
+  const at::Tensor& w_scale;
+  const at::Tensor& sizes;  ///< M_sizes (stacked) or zero_start_index_M (padded)
+  const std::optional<at::Tensor>& bias;
+  bool use_fast_accum;
+  f8gemm::WeightLayout layout;
+  bool padded;
+  /// The dynamic ops' zeroing_output_tensor for a CUDA output: zeroed once every argument is
+  /// valid, so that a bad call launches nothing.
+  bool zero_output = false;
+};
+/// The functional ops' output shape for valid inputs (symbolic sizes allowed): [total_M, N] or
+/// [G, M_max, N]; {0} for an XQ of the wrong rank and N = 0 for a WQ of the wrong rank, which
+/// the checks then refuse before they look at the output.
+std::vector<c10::SymInt> grouped_out_shape(const GroupedArgs& a);
+/// The checks of a grouped op that read no memory, for its Meta kernel, as check_gemm_shapes:
+/// f8gemm::check_grouped_shapes over the CPU/CUDA kernel's views, with its error and hint.
+void check_grouped_shapes(const GroupedArgs& a, const at::Tensor& out);
+
 // weight_ops.cpp
 /// The preshuffled shape of a plain WQ, and the plain shape of a preshuffled one (ValueError for
 /// what the CPU/CUDA kernels refuse).

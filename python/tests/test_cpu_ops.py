@@ -524,6 +524,36 @@ def test_backward_through_an_op_raises():
                                           "test_faketensor"))
 
 
+def test_autograd_kernel_records_only_what_needs_it():
+    """The Autograd kernel goes below autograd at once unless an input requires grad in grad
+    mode or carries a forward-mode gradient; those keep torch's fallback (grad_fn, refusal)."""
+    import warnings
+
+    import torch.autograd.forward_ad as fwad
+
+    a = torch.randn(4, 64, requires_grad=True)
+    _, s = OPS.quantize_fp8_row(a)
+    assert s.requires_grad and s.grad_fn is not None  # backward raises (the test above)
+    with torch.no_grad():
+        _, s = OPS.quantize_fp8_row(a)  # requires grad, grad mode off: nothing recorded
+    assert not s.requires_grad and s.grad_fn is None
+    view = torch.randn(8, 64)[2:6]  # autograd metadata (a view), no grad required
+    _, s = OPS.quantize_fp8_row(view)
+    assert not s.requires_grad and s.grad_fn is None
+    with fwad.dual_level(), warnings.catch_warnings():
+        # make_dual's first call scripts torch's jvp decompositions: torch.jit's deprecation.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        dual = fwad.make_dual(torch.randn(4, 64), torch.ones(4, 64))
+        for grad_mode in (True, False):
+            with torch.set_grad_enabled(grad_mode):
+                with pytest.raises(NotImplementedError, match="Trying to use forward AD with "
+                                                              "f8gemm::quantize_fp8_row"):
+                    OPS.quantize_fp8_row(dual)
+    # The fallback's path keeps its argument checks: a leaf that requires grad is not written.
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+        OPS.quantize_fp8_row(a, None, True, torch.zeros(4, 64, dtype=E4M3).requires_grad_())
+
+
 def test_every_tensor_op_has_an_autograd_kernel():
     names = [n for n in torch._C._dispatch_get_all_op_names() if n.startswith("f8gemm::")]
     for name in names:
