@@ -423,7 +423,7 @@ struct DeviceInfo {
   int driver_version = 0, runtime_version = 0;
   int nvrtc_major = 0, nvrtc_minor = 0;
   /// The loaded NVRTC library as the JIT cache key names it: "NVRTC 13.0, libnvrtc.so.13
-  /// 109338064 bytes" (a patch update changes the file's size)
+  /// build-id 65be0db3..." (a patch update changes the build id)
   std::string nvrtc_library;
   std::string cache_dir;
   std::string cache_problem;  ///< why the disk cache cannot be written; empty when it can

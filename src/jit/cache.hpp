@@ -15,7 +15,7 @@ namespace f8gemm::jit {
 /// memory cache -> disk cache (${F8GEMM_CACHE_DIR:-$HOME/.cache/f8gemm}/<key>.cubin, checked, a
 /// corrupt file is rebuilt) -> NVRTC. The embedded device headers are the include files. The key
 /// hashes the source, every embedded header, the options, the loaded NVRTC library (its version,
-/// file and size: nvrtc_identity.hpp) and kVersion.
+/// file and build id: nvrtc_identity.hpp) and kVersion.
 /// `label` names the instance in logs and errors (e.g. the Config name). Throws Error(kCompile)
 /// with NVRTC's log on failure. Thread-safe: concurrent callers of one key wait for one compile.
 std::shared_ptr<const Instance> get_instance(const std::string& label, const std::string& source,

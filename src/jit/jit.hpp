@@ -1,6 +1,6 @@
 /// \brief The NVRTC JIT, one include for its users. Each piece lives in its own file:
 ///   key.hpp           the cache key (source, headers, options, NVRTC library, kVersion)
-///   nvrtc_identity.hpp  which NVRTC library is loaded (version, file, size)
+///   nvrtc_identity.hpp  which NVRTC library is loaded (version, file, build id)
 ///   cache.hpp         get_instance(): memory cache -> disk cache -> NVRTC, once per key
 ///   disk_cache.hpp    ${F8GEMM_CACHE_DIR:-$HOME/.cache/f8gemm}/<key>.cubin, format, load, store
 ///   compiler.hpp      NVRTC: options, compile to cubin or PTX, warnings are errors

@@ -7,7 +7,7 @@
 namespace f8gemm::jit {
 
 /// The cache key of (source, options): 32 hex digits over the source, every embedded header,
-/// the options, the loaded NVRTC library (nvrtc_identity(): its version, file and size),
+/// the options, the loaded NVRTC library (nvrtc_identity(): its version, file and build id),
 /// kVersion and the cache file format.
 std::string make_key(const std::string& source, const std::vector<std::string>& options);
 

@@ -6,12 +6,14 @@
 
 namespace f8gemm::jit {
 
-/// "NVRTC <major>.<minor>, <file> <size> bytes": the version and the loaded shared object that
-/// holds nvrtcVersion (dladdr, then realpath), named by its file name and size. A patch update
-/// brings another ptxas, so the size changes even where the name does not carry the patch (the
-/// toolkit's realpath is libnvrtc.so.13 in 13.0). No directory and no modification time: a cache
-/// filled by `f8gemm precompile` on one machine serves another with the same toolkit, whose
-/// installer wrote the file at another time (an mtime would miss every cubin there).
+/// "NVRTC <major>.<minor>, <file> build-id <hex>": the version and the loaded libnvrtc.so (found
+/// by name among the loaded objects), named by its file name and its ELF build id, which names
+/// the exact build: a patch update brings another ptxas and another build id even where the file
+/// name does not carry the patch (the toolkit's libnvrtc.so.13 in 13.0). Without a build-id note,
+/// "<file> <size> bytes" (realpath, stat); with NVRTC linked statically, the object that holds
+/// nvrtcVersion (dladdr). No directory and no modification time: a cache filled by `f8gemm
+/// precompile` on one machine serves another with the same toolkit, whose installer wrote the
+/// file at another time.
 /// "NVRTC <major>.<minor>, library unidentified (<why>)" when dladdr or stat fails; the key is
 /// then as specific as nvrtcVersion alone. Reads the file system at each call.
 std::string describe_nvrtc_library();

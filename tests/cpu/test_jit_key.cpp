@@ -22,16 +22,19 @@ const std::string kSource = "extern \"C\" __global__ void f8gemm_key_test() {}\n
 const std::vector<std::string> kOptions = {"--gpu-architecture=sm_90a", "-std=c++17"};
 
 // Two installations of one minor version, as describe_nvrtc_library() writes them: the older
-// patch and the newer differ in size, not in nvrtcVersion or file name (or in the name).
-const std::string kOld = "NVRTC 13.0, libnvrtc.so.13 109338064 bytes";
-const std::string kNewSize = "NVRTC 13.0, libnvrtc.so.13 109401552 bytes";
+// patch and the newer differ in build id (or, without one, in size), not in nvrtcVersion or file
+// name (or in the name).
+const std::string kOld = "NVRTC 13.0, libnvrtc.so.13 build-id 65be0db342ad51a06876e71e210bccc5aa8322cf";
+const std::string kNewBuild =
+    "NVRTC 13.0, libnvrtc.so.13 build-id 65be0db342ad51a06876e71e210bccc5aa8322d0";
 const std::string kNewName =
-    "NVRTC 13.0, libnvrtc.so.13.0.88 109338064 bytes";
+    "NVRTC 13.0, libnvrtc.so.13.0.88 build-id 65be0db342ad51a06876e71e210bccc5aa8322cf";
+const std::string kNoBuildId = "NVRTC 13.0, libnvrtc.so.13 109338064 bytes";
 
 TEST(JitKey, ChangesWithTheNvrtcLibraryWithinOneMinorVersion) {
   const std::string old_key = make_key_for_nvrtc(kOld, kSource, kOptions);
   ASSERT_EQ(old_key.size(), 32u);
-  for (const std::string& other : {kNewSize, kNewName}) {
+  for (const std::string& other : {kNewBuild, kNewName, kNoBuildId}) {
     EXPECT_NE(make_key_for_nvrtc(other, kSource, kOptions), old_key) << other;
   }
   // Equal identities, equal keys (a copy of the string, not the same object).
@@ -46,15 +49,17 @@ TEST(JitKey, TheProcessKeyUsesTheLoadedLibrary) {
   EXPECT_NE(make_key(kSource, kOptions), make_key_for_nvrtc(kOld + " (another)", kSource, kOptions));
 }
 
-// One installation gives one identity: computed twice from the file system, and from eight
-// threads racing for the process's first computation, it is the same string.
+// One installation gives one identity: computed again from the loaded objects, and by eight
+// threads at once (describe_nvrtc_library itself, not the process's kept copy, which an earlier
+// test may have computed already), it is the same string as the one the keys use.
 TEST(JitKey, TheNvrtcIdentityIsStableAndNamesTheLibrary) {
   const std::string first = describe_nvrtc_library();
   EXPECT_EQ(describe_nvrtc_library(), first);
+  EXPECT_EQ(nvrtc_identity(), first);
   std::vector<std::string> seen(8);
   std::vector<std::thread> threads;
   for (size_t i = 0; i < seen.size(); ++i) {
-    threads.emplace_back([&seen, i] { seen[i] = nvrtc_identity(); });
+    threads.emplace_back([&seen, i] { seen[i] = describe_nvrtc_library(); });
   }
   for (std::thread& t : threads) t.join();
   for (const std::string& s : seen) EXPECT_EQ(s, first);
@@ -63,10 +68,14 @@ TEST(JitKey, TheNvrtcIdentityIsStableAndNamesTheLibrary) {
   ASSERT_EQ(nvrtcVersion(&major, &minor), NVRTC_SUCCESS);
   const std::string version = f8gemm::detail::concat("NVRTC ", major, ".", minor, ", ");
   EXPECT_EQ(first.rfind(version, 0), 0u) << first;
-  // The tests link libnvrtc.so (CMake's CUDA::nvrtc), so dladdr finds it and stat reads it.
+  // The tests link libnvrtc.so (CMake's CUDA::nvrtc), and the 13.0 toolkit's carries a 20-byte
+  // build id: the identity names it by that.
   EXPECT_EQ(first.find("unidentified"), std::string::npos) << first;
-  EXPECT_EQ(first.find(version + "libnvrtc"), 0u) << first;
-  EXPECT_EQ(first.size() - first.rfind(" bytes"), 6u) << first;
+  EXPECT_EQ(first.find(version + "libnvrtc.so"), 0u) << first;
+  const size_t id = first.find(" build-id ");
+  ASSERT_NE(id, std::string::npos) << first;
+  EXPECT_EQ(first.size() - id - 10, 40u) << first;
+  EXPECT_EQ(first.find_first_not_of("0123456789abcdef", id + 10), std::string::npos) << first;
   // No directory and no modification time: identical copies of the library at two paths, or on
   // two machines, share one cache.
   EXPECT_EQ(first.find("mtime"), std::string::npos) << first;
