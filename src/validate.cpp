@@ -42,6 +42,15 @@ int64_t known_product(const TensorView& t, int begin, int end) {
   return product;
 }
 
+int64_t known_mul(int64_t a, int64_t b, const char* name, const char* what) {
+  if (!known(a) || !known(b)) return kUnknownSize;
+  int64_t product = 0;
+  F8GEMM_REQUIRE(!__builtin_mul_overflow(a, b, &product), kInvalidArgument,
+                 "sizes exceed int64: ", name, what, " = ", a, " * ", b,
+                 " is more than 2^63 - 1");
+  return product;
+}
+
 void require_dtype(const TensorView& t, const char* name, DType a, DType b, bool allow_b) {
   F8GEMM_REQUIRE(t.dtype == a || (allow_b && t.dtype == b), kInvalidArgument, name,
                  " must have dtype ", to_string(a), allow_b ? " or " : "",

@@ -37,6 +37,15 @@ inline bool known(int64_t size) { return size != kUnknownSize; }
 /// a == b where both are known; true where either is not.
 inline bool may_equal(int64_t a, int64_t b) { return !known(a) || !known(b) || a == b; }
 
+/// a * b for sizes a, b >= 0, unknown when either is. A product past int64 throws
+/// Error(kInvalidArgument) "sizes exceed int64: <name><what> = a * b": a shape-only check bounds
+/// no view's element count, so one known size may be anything up to 2^63 - 1.
+int64_t known_mul(int64_t a, int64_t b, const char* name, const char* what);
+/// ceil(a / b) for a size a >= 0 (unknown when it is) and b > 0, with no a + b - 1 to overflow.
+inline int64_t known_ceil_div(int64_t a, int64_t b) {
+  return known(a) ? a / b + (a % b != 0 ? 1 : 0) : a;
+}
+
 /// A TensorView whose fields may be read: rank 0..kMaxRank, every dimension >= 0 (or
 /// kUnknownSize where allow_unknown), and the product of its known nonzero dimensions within
 /// int64 (so numel() cannot overflow). Throws kInvalidArgument.

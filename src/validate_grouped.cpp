@@ -27,9 +27,6 @@ void require_at_most(const char* what, int64_t value, int64_t limit, const char*
                  limit, " (", why, "; ", sizes_str(s), ")");
 }
 
-/// a * b, unknown when either is.
-int64_t known_mul(int64_t a, int64_t b) { return known(a) && known(b) ? a * b : kUnknownSize; }
-
 /// The sizes against the kernel's index limits (validate.hpp), with the grouped kernel's own:
 /// G <= kMaxGroups, and rows counted over the whole stacked (or padded) tensor, since the tensor
 /// maps of X and Y span all groups. Each limit is checked where its sizes are known (all of
@@ -42,7 +39,7 @@ void validate_grouped_sizes(const GroupedProblem& s) {
   require_at_most(s.padded ? "M_max" : "total_M", s.rows, kMaxM,
                   "a tile's rows past its group's end stay in int32", s);
   // G <= 4096 and (padded) M_max <= kMaxM, both checked above, keep this product inside int64.
-  const int64_t total_rows = s.padded ? known_mul(s.groups, s.rows) : s.rows;
+  const int64_t total_rows = s.padded ? known_mul(s.groups, s.rows, "", "G * M_max") : s.rows;
   if (s.padded) {
     require_at_most("G * M_max", total_rows, kMaxM,
                     "the kernel addresses the padded rows as one stacked tensor", s);
@@ -59,9 +56,11 @@ void validate_grouped_sizes(const GroupedProblem& s) {
   }
   // TMA's stride limit applies to one group's W and, padded, to one group's X and Y.
   const int64_t max_stride =
-      s.padded ? std::max({known_mul(s.rows, s.k), known_mul(s.n, s.k),
-                           known_mul(known_mul(s.rows, s.n), 2)})
-               : known_mul(s.n, s.k);
+      s.padded ? std::max({known_mul(s.rows, s.k, "", "M_max * K"),
+                           known_mul(s.n, s.k, "", "N * K"),
+                           known_mul(known_mul(s.rows, s.n, "", "M_max * N"), 2, "",
+                                     "M_max * N * 2 bytes")})
+               : known_mul(s.n, s.k, "", "N * K");
   F8GEMM_REQUIRE(max_stride < kMaxBatchStrideBytes, kInvalidArgument,
                  "sizes exceed TMA's stride limit: one group of ",
                  s.padded ? "X, W or Y" : "W", " must be smaller than 2^40 bytes, got ",
@@ -111,8 +110,8 @@ GroupedProblem grouped_shape_rules(const GemmTensors& t, WeightLayout layout,
   if (shuffled) {
     require_rank(w, n.w, 4, "preshuffled [G, ceil(K/128), N/8, 1024]");
     s.groups = w.shape[0];
-    s.n = known_mul(w.shape[2], kShuffleSlabRows);
-    const int64_t k_blocks = known(s.k) ? (s.k + kShuffleBlockK - 1) / kShuffleBlockK : s.k;
+    s.n = known_mul(w.shape[2], kShuffleSlabRows, n.w, "'s N/8 dimension times 8 (N)");
+    const int64_t k_blocks = known_ceil_div(s.k, kShuffleBlockK);
     require_shape(w, n.w, {s.groups, k_blocks, w.shape[2], kShuffleSlabBytes},
                   concat("preshuffled [G, ceil(K/128), N/8, 1024] matching ", x_s, " K"));
   } else {

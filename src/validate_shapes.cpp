@@ -28,11 +28,8 @@ void require_at_most(const char* what, int64_t value, int64_t limit, const char*
                  limit, " (", why, "; ", sizes_str(p), ")");
 }
 
-/// The k-blocks of a preshuffled W: ceil(K / 128), unknown with K.
-int64_t k_blocks(int64_t k) { return known(k) ? (k + kShuffleBlockK - 1) / kShuffleBlockK : k; }
-
-/// a * b, unknown when either is.
-int64_t known_mul(int64_t a, int64_t b) { return known(a) && known(b) ? a * b : kUnknownSize; }
+/// The k-blocks of a preshuffled W: ceil(K / 128), unknown with K (no overflow for any K).
+int64_t k_blocks(int64_t k) { return known_ceil_div(k, kShuffleBlockK); }
 
 }  // namespace
 
@@ -68,7 +65,7 @@ ProblemShape gemm_shape_rules(const GemmTensors& t, WeightLayout layout, const G
   if (shuffled) {
     require_rank(w, n.w, 3 + lead, batched ? "preshuffled [B, ceil(K/128), N/8, 1024]"
                                            : "preshuffled [ceil(K/128), N/8, 1024]");
-    p.n = known_mul(w.shape[lead + 1], kShuffleSlabRows);
+    p.n = known_mul(w.shape[lead + 1], kShuffleSlabRows, n.w, "'s N/8 dimension times 8 (N)");
     if (batched) {
       require_shape(w, n.w, {p.batch, k_blocks(p.k), w.shape[2], kShuffleSlabBytes},
                     concat("preshuffled [B, ceil(K/128), N/8, 1024] matching ", n.x));
@@ -171,8 +168,9 @@ void check_problem(const ProblemShape& p, bool allow_unknown) {
                    "sizes exceed the int32 tile index range: B * ceil(M/8) * ceil(N/8) is more "
                    "than ", kMaxTiles, " (", sizes_str(p), ")");
   }
-  const int64_t max_stride = std::max({known_mul(p.m, p.k), known_mul(p.n, p.k),
-                                       known_mul(known_mul(p.m, p.n), 2)});
+  const int64_t max_stride =
+      std::max({known_mul(p.m, p.k, "", "M * K"), known_mul(p.n, p.k, "", "N * K"),
+                known_mul(known_mul(p.m, p.n, "", "M * N"), 2, "", "M * N * 2 bytes")});
   F8GEMM_REQUIRE(max_stride < kMaxBatchStrideBytes, kInvalidArgument,
                  "sizes exceed TMA's stride limit: one batch of X, W or Y must be smaller than "
                  "2^40 bytes, got ", max_stride, " (", sizes_str(p), ")");

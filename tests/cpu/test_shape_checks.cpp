@@ -261,6 +261,66 @@ TEST(ShapeChecks, UnknownSizesSkipOnlyTheRulesThatNeedThem) {
   EXPECT_EQ(g_groups.shape_error(), "");  // G unknown: the count cannot be compared
 }
 
+TEST(ShapeChecks, SizesPastInt64AreRefusedNotWrapped) {
+  const int64_t slabs = (int64_t(1) << 61) + 1;  // N/8: 8 times it wraps to N = 8
+  const char* n_overflow =
+      "sizes exceed int64: w's N/8 dimension times 8 (N) = 2305843009213693953 * 8";
+  // Shape-only: no element count bounds W's known sizes.
+  Call c = single(WeightLayout::kPreshuffled);
+  c.with_bias = false;
+  set_shape(c.x, {U, 128});
+  set_shape(c.w, {U, slabs, U});
+  set_shape(c.xs, {U});
+  set_shape(c.ws, {8});
+  set_shape(c.out, {U, 8});
+  EXPECT_NE(c.shape_error().find(n_overflow), std::string::npos) << c.shape_error();
+  // A call: a zero dimension leaves W with no elements, whatever its N/8.
+  Call call = single(WeightLayout::kPreshuffled);
+  call.with_bias = false;
+  set_shape(call.x, {16, 128});
+  set_shape(call.w, {1, slabs, 0});
+  set_shape(call.xs, {16});
+  set_shape(call.ws, {8});
+  set_shape(call.out, {16, 8});
+  EXPECT_NE(call.call_error().find(n_overflow), std::string::npos) << call.call_error();
+  EXPECT_EQ(call.shape_error(), call.call_error());
+  // Grouped, the same N/8.
+  Call g = grouped();
+  g.layout = WeightLayout::kPreshuffled;
+  g.with_bias = false;
+  set_shape(g.x, {U, 128});
+  set_shape(g.w, {U, 1, slabs, U});  // G from m_sizes
+  set_shape(g.xs, {U});
+  set_shape(g.ws, {4, 8});
+  set_shape(g.out, {U, 8});
+  EXPECT_NE(g.shape_error().find(n_overflow), std::string::npos) << g.shape_error();
+
+  // K near 2^63: ceil(K / 128) without K + 127.
+  const int64_t k = INT64_MAX - 15;  // 2^63 - 16, a multiple of 16
+  Call kc = single(WeightLayout::kPreshuffled);
+  kc.with_bias = false;
+  set_shape(kc.x, {1, k});
+  set_shape(kc.w, {1, 8, 1024});
+  set_shape(kc.xs, {1});
+  set_shape(kc.out, {1, 64});
+  EXPECT_NE(kc.call_error().find("w must have shape [72057594037927936, 8, 1024]"),
+            std::string::npos) << kc.call_error();
+  EXPECT_EQ(kc.shape_error(), kc.call_error());
+  set_shape(kc.w, {U, 8, 1024});
+  EXPECT_NE(kc.shape_error().find("K = 9223372036854775792 is more than"), std::string::npos)
+      << kc.shape_error();
+  Call kg = grouped();
+  kg.layout = WeightLayout::kPreshuffled;
+  kg.with_bias = false;
+  set_shape(kg.x, {1, k});
+  set_shape(kg.w, {4, 1, 8, 1024});
+  set_shape(kg.xs, {1});
+  set_shape(kg.out, {1, 64});
+  EXPECT_NE(kg.call_error().find("w must have shape [4, 72057594037927936, 8, 1024]"),
+            std::string::npos) << kg.call_error();
+  EXPECT_EQ(kg.shape_error(), kg.call_error());
+}
+
 TEST(ShapeChecks, OnlyTheShapeChecksTakeUnknownSizes) {
   // A call's sizes are all known: kUnknownSize is a negative dimension there.
   Call c = single();
