@@ -46,6 +46,21 @@ inline int64_t known_ceil_div(int64_t a, int64_t b) {
   return known(a) ? a / b + (a % b != 0 ? 1 : 0) : a;
 }
 
+/// A size that several arguments carry (B of a batched GEMM, G of a grouped one, N): the first
+/// of them that knows it gives it, so that a shape-only check whose first source is unknown
+/// still compares the others with it. `from` names the argument that gave it, for the messages.
+struct SharedSize {
+  int64_t value = kUnknownSize;
+  const char* from = "";
+  /// Takes `size`, which `name` carries, unless the size is known already.
+  void offer(int64_t size, const char* name) {
+    if (!known(value) && known(size)) {
+      value = size;
+      from = name;
+    }
+  }
+};
+
 /// A TensorView whose fields may be read: rank 0..kMaxRank, every dimension >= 0 (or
 /// kUnknownSize where allow_unknown), and the product of its known nonzero dimensions within
 /// int64 (so numel() cannot overflow). Throws kInvalidArgument.

@@ -95,7 +95,6 @@ GroupedProblem grouped_shape_rules(const GemmTensors& t, WeightLayout layout,
 
   GroupedProblem s;
   s.padded = padded;
-  // G, N and K come from the weight and x; every other tensor must agree with them.
   if (padded) {
     require_rank(x, n.x, 3, "[G, M_max, K] (the padded form)");
     s.rows = x.shape[1];
@@ -109,28 +108,53 @@ GroupedProblem grouped_shape_rules(const GemmTensors& t, WeightLayout layout,
                  "got ", s.k);
   if (shuffled) {
     require_rank(w, n.w, 4, "preshuffled [G, ceil(K/128), N/8, 1024]");
-    s.groups = w.shape[0];
-    s.n = known_mul(w.shape[2], kShuffleSlabRows, n.w, "'s N/8 dimension times 8 (N)");
-    const int64_t k_blocks = known_ceil_div(s.k, kShuffleBlockK);
-    require_shape(w, n.w, {s.groups, k_blocks, w.shape[2], kShuffleSlabBytes},
-                  concat("preshuffled [G, ceil(K/128), N/8, 1024] matching ", x_s, " K"));
   } else {
     require_rank(w, n.w, 3, "[G, N, K] (a plain weight)");
-    s.groups = w.shape[0];
-    s.n = w.shape[1];
+  }
+  // G and N come from the first argument that knows them (SharedSize): w, then the other
+  // inputs, the output last; each offers them only at the rank that carries them. K comes
+  // from x, and every other tensor must agree with all three.
+  SharedSize groups;
+  groups.offer(w.shape[0], n.w);
+  if (m_sizes.rank == 1) groups.offer(m_sizes.shape[0], n.m_sizes);
+  if (padded) {
+    groups.offer(x.shape[0], n.x);
+    if (xs.rank == 2) groups.offer(xs.shape[0], n.x_scale);
+  }
+  if (ws.rank == 2) groups.offer(ws.shape[0], n.w_scale);
+  if (bias && bias->rank == 2) groups.offer(bias->shape[0], n.bias);
+  if (padded && out.rank == 3) groups.offer(out.shape[0], n.out);
+  s.groups = groups.value;
+  SharedSize n_size;
+  n_size.offer(shuffled ? known_mul(w.shape[2], kShuffleSlabRows, n.w,
+                                    "'s N/8 dimension times 8 (N)")
+                        : w.shape[1],
+               n.w);
+  if (ws.rank == 2) n_size.offer(ws.shape[1], n.w_scale);
+  if (bias && bias->rank == 2) n_size.offer(bias->shape[1], n.bias);
+  if (out.rank == (padded ? 3 : 2)) n_size.offer(out.shape[out.rank - 1], n.out);
+  s.n = n_size.value;
+  if (shuffled) {
+    // W's N/8 dimension is N's first source: where it is known, N came from it.
+    require_shape(w, n.w, {s.groups, known_ceil_div(s.k, kShuffleBlockK), w.shape[2],
+                           kShuffleSlabBytes},
+                  concat("preshuffled [G, ceil(K/128), N/8, 1024] matching ", x_s, " K"));
+  } else {
     require_shape(w, n.w, {s.groups, s.n, s.k}, concat("[G, N, K] matching ", x_s, " K"));
   }
-  F8GEMM_REQUIRE(!known(s.n) || (s.n > 0 && s.n % 8 == 0), kInvalidArgument,
-                 "N (", n.w, "'s rows) must be a positive multiple of 8, got ", s.n);
+  F8GEMM_REQUIRE(!known(s.n) || (s.n > 0 && s.n % 8 == 0), kInvalidArgument, "N (",
+                 n_size.from == n.w ? concat(n.w, "'s rows") : concat("from ", n_size.from),
+                 ") must be a positive multiple of 8, got ", s.n);
   F8GEMM_REQUIRE(m_sizes.rank == 1, kInvalidArgument, n.m_sizes,
                  " must be 1-D [G] (one size per group), got shape ", shape_str(m_sizes));
   F8GEMM_REQUIRE(may_equal(m_sizes.shape[0], s.groups), kInvalidArgument, n.m_sizes, " has ",
-                 size_str(m_sizes.shape[0]), " groups but ", n.w, " has ", size_str(s.groups),
-                 " (", n.w, " ", shape_str(w), ")");
+                 size_str(m_sizes.shape[0]), " groups but ", groups.from, " has ",
+                 size_str(s.groups), " (", n.w, " ", shape_str(w), ")");
   if (padded) {
     F8GEMM_REQUIRE(may_equal(x.shape[0], s.groups), kInvalidArgument, n.x, " has ",
-                   size_str(x.shape[0]), " groups but ", n.w, " has ", size_str(s.groups), " (",
-                   n.x, " ", shape_str(x), ", ", n.w, " ", shape_str(w), ")");
+                   size_str(x.shape[0]), " groups but ", groups.from, " has ",
+                   size_str(s.groups), " (", n.x, " ", shape_str(x), ", ", n.w, " ",
+                   shape_str(w), ")");
     require_shape(xs, n.x_scale, {s.groups, s.rows}, "[G, M_max]");
     require_shape(out, n.out, {s.groups, s.rows, s.n}, "[G, M_max, N]");
   } else {
