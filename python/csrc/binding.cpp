@@ -77,9 +77,18 @@ TensorView view_head(const at::Tensor& t, const char* op, const char* name, cons
 
 }  // namespace
 
+namespace {
+
+/// The data of every shape-only view: never read, but non-null, so that a present tensor is
+/// defined() whatever its rank, as view_of's views are (a 0-dim bias is a bias, refused as one).
+char kShapeOnly = 0;
+
+}  // namespace
+
 TensorView shape_view_of(const at::Tensor& t, const char* op, const char* name,
                          const char* wanted) {
   TensorView v = view_head(t, op, name, wanted);
+  v.data = &kShapeOnly;
   const auto sizes = t.sym_sizes();
   for (int i = 0; i < v.rank; ++i) {
     // A symbolic size (torch.compile's dynamic shapes) is unknown to the library's rules; one

@@ -33,7 +33,8 @@ f8gemm::TensorView view_of(const at::Tensor& t, const char* op, const char* name
 
 /// view_of's checks that read no memory (dtype and rank) and the tensor's shape, for the
 /// library's shape-only checks (f8gemm::check_gemm_shapes) in a Meta kernel: a symbolic size
-/// becomes f8gemm::kUnknownSize, and data, strides and device stay unset.
+/// becomes f8gemm::kUnknownSize, strides and device stay unset, and data is a placeholder that
+/// is never read but keeps the view defined() (a present 0-dim tensor, as in view_of).
 f8gemm::TensorView shape_view_of(const at::Tensor& t, const char* op, const char* name,
                                  const char* wanted);
 
