@@ -38,6 +38,12 @@ f8gemm::TensorView view_of(const at::Tensor& t, const char* op, const char* name
 f8gemm::TensorView shape_view_of(const at::Tensor& t, const char* op, const char* name,
                                  const char* wanted);
 
+/// The shape-only view of an output that is not allocated yet (a functional op's, whose shape
+/// and dtype follow from its inputs), as shape_view_of would give for it: a symbolic size
+/// becomes f8gemm::kUnknownSize. The dtype is one the library knows and the rank at most
+/// kMaxRank (the ops' outputs have XQ's rank, already checked, or fewer).
+f8gemm::TensorView new_output_view(c10::SymIntArrayRef sizes, at::ScalarType dtype);
+
 /// A new tensor of `sizes` and `dtype` on `like`'s device: the CUDA path skips the dispatcher.
 at::Tensor new_empty(const at::Tensor& like, at::IntArrayRef sizes, at::ScalarType dtype);
 

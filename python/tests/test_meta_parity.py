@@ -248,6 +248,54 @@ def test_meta_accepts_what_the_real_kernels_accept(case):
         getattr(OPS, op)(*_args(args, "cpu"), **kwargs)
 
 
+class H(T):
+    """A tensor argument of any size over one element (stride 0): its shape costs no memory."""
+
+    def make(self, device):
+        ones = (1,) * len(self.shape)
+        return torch.zeros(ones, dtype=self.dtype, device=device).expand(self.shape)
+
+
+# A K that WQ does not match, with M and N whose output would be 2^53 bytes or more: the shape
+# rules refuse it before the CPU/CUDA kernel allocates anything, as the Meta kernel does.
+BIG_M, BIG_N = 1 << 30, 1 << 22
+HUGE_OUTPUT = [
+    ("single", "f8f8bf16_rowwise",
+     (H(BIG_M, 16), H(BIG_N, 32), H(BIG_M, dtype=F32), H(BIG_N, dtype=F32)),
+     r"WQ must have shape \[4194304, 16\] \(\[N, K\] matching XQ's K\)"),
+    ("f16", "f8f8f16_rowwise",
+     (H(BIG_M, 16), H(BIG_N, 32), H(BIG_M, dtype=F32), H(BIG_N, dtype=F32)),
+     r"WQ must have shape \[4194304, 16\]"),
+    ("silu_mul", "f8f8bf16_rowwise_silu_mul",
+     (H(BIG_M, 16), H(BIG_N, 32), H(BIG_M, dtype=F32), H(BIG_N, dtype=F32)),
+     r"WQ must have shape \[4194304, 16\]"),
+    ("preshuffled", "f8f8bf16_rowwise_preshuffled",
+     (H(BIG_M, 16), H(2, BIG_N // 8, 1024), H(BIG_M, dtype=F32), H(BIG_N, dtype=F32)),
+     r"WQ must have shape \[1, 524288, 1024\]"),
+    ("batched", "f8f8bf16_rowwise_batched",
+     (H(2, BIG_M // 2, 16), H(2, BIG_N, 32), H(2, BIG_M // 2, dtype=F32),
+      H(2, BIG_N, dtype=F32)), r"WQ must have shape \[2, 4194304, 16\]"),
+    ("grouped", "f8f8bf16_rowwise_grouped_stacked",
+     (H(BIG_M, 16), H(4, BIG_N, 32), H(BIG_M, dtype=F32), H(4, BIG_N, dtype=F32), SIZES),
+     r"WQ must have shape \[4, 4194304, 16\]"),
+    ("dynamic", "f8f8bf16_rowwise_grouped_dynamic",
+     (H(4, BIG_M // 4, 16), H(4, BIG_N, 32), H(4, BIG_M // 4, dtype=F32),
+      H(4, BIG_N, dtype=F32), SIZES), r"WQ must have shape \[4, 4194304, 16\]"),
+]
+
+
+@pytest.mark.parametrize("case", HUGE_OUTPUT, ids=[c[0] for c in HUGE_OUTPUT])
+def test_real_kernels_check_shapes_before_allocating_the_output(case):
+    """The CPU/CUDA kernels run the Meta kernel's shape check before they allocate: a bad WQ
+    whose N makes a petabyte output raises the shape error, not the allocator's."""
+    _, op, args, rule = case
+    meta = _raised(op, args, {}, "meta")
+    assert isinstance(meta, ValueError) and re.search(rule, str(meta)), meta
+    for device in _real_devices():
+        real = _raised(op, args, {}, device)
+        assert type(real) is ValueError and str(real) == str(meta), (device, real, meta)
+
+
 def test_zero_dim_scale_ub_is_one_value_everywhere():
     """quantize_fp8_row's optional scale_ub: a 0-dim one is its one value on meta and the CPU;
     a 0-dim output is refused alike."""
