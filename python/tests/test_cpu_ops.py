@@ -554,6 +554,38 @@ def test_autograd_kernel_records_only_what_needs_it():
         OPS.quantize_fp8_row(a, None, True, torch.zeros(4, 64, dtype=E4M3).requires_grad_())
 
 
+def test_autograd_kernel_skips_the_fallback_without_autograd_work():
+    """The fast path is taken: a spy kernel at AutogradOther (where the Autograd kernel reaches
+    torch's fallback) sees the calls that have work for autograd and none of the others."""
+    import warnings
+
+    seen = []
+
+    def spy(*args):
+        seen.append(args[0].requires_grad)
+        with torch._C._AutoDispatchBelowAutograd():
+            return OPS.quantize_fp8_row.default(*args)
+
+    lib = torch.library.Library("f8gemm", "IMPL")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # overriding a registered kernel warns
+            lib.impl("quantize_fp8_row", spy, "AutogradOther")
+        a = torch.randn(4, 64)
+        OPS.quantize_fp8_row(a)
+        OPS.quantize_fp8_row(torch.randn(8, 64)[2:6])  # autograd metadata (a view), no grad
+        a.requires_grad_()
+        with torch.no_grad():
+            OPS.quantize_fp8_row(a)
+        assert seen == []
+        OPS.quantize_fp8_row(a)
+        assert seen == [True]
+    finally:
+        lib._destroy()
+    _, s = OPS.quantize_fp8_row(a)  # torch's fallback again
+    assert s.grad_fn is not None
+
+
 # The _out ops (and the batched op's output=, through _rowwise_batched_out) on valid meta
 # tensors: (name, call(x_scale, output), x_scale's shape, output's shape).
 F32 = torch.float32
