@@ -57,13 +57,13 @@ void require_dtype(const TensorView& t, const char* name, DType a, DType b, bool
                  allow_b ? to_string(b) : "", ", got ", to_string(t.dtype));
 }
 
-void require_rank(const TensorView& t, const char* name, int rank, const std::string& layout) {
-  F8GEMM_REQUIRE(t.rank == rank, kInvalidArgument, name, " must be ", rank, "-D ", layout,
-                 ", got shape ", shape_str(t));
+void require_rank(const TensorView& t, const char* name, int rank, const Layout& layout) {
+  F8GEMM_REQUIRE(t.rank == rank, kInvalidArgument, name, " must be ", rank, "-D ", layout.a,
+                 layout.b, layout.c, ", got shape ", shape_str(t));
 }
 
 void require_shape(const TensorView& t, const char* name, std::initializer_list<int64_t> dims,
-                   const std::string& layout) {
+                   const Layout& layout) {
   bool ok = t.rank == int(dims.size());
   int i = 0;
   for (int64_t d : dims) ok = ok && may_equal(t.shape[i++], d);
@@ -71,8 +71,9 @@ void require_shape(const TensorView& t, const char* name, std::initializer_list<
     std::string want = "[";
     i = 0;
     for (int64_t d : dims) want += (i++ ? ", " : "") + size_str(d);
-    throw Error(ErrorCode::kInvalidArgument, concat(name, " must have shape ", want, "] (", layout,
-                                                    "), got ", shape_str(t)));
+    throw Error(ErrorCode::kInvalidArgument,
+                concat(name, " must have shape ", want, "] (", layout.a, layout.b, layout.c,
+                       "), got ", shape_str(t)));
   }
 }
 

@@ -80,11 +80,24 @@ int64_t known_product(const TensorView& t, int begin, int end);
 /// layout it stands for in the message. require_shape: exactly `dims`. require_memory:
 /// contiguous, non-null unless empty, and `alignment`-byte aligned (with the address in the
 /// message).
+/// The layout that a rank or shape message names, formatted only when the check fails: up to
+/// three pieces ("[N, K] matching ", "XQ", "'s K"), so that a passing check (every call runs
+/// these twice from the PyTorch ops: before allocating the output and in the call) builds no
+/// string.
+struct Layout {
+  const char* a;
+  const char* b = "";
+  const char* c = "";
+  Layout(const char* text) : a(text) {}  // NOLINT(google-explicit-constructor): a literal
+  Layout(const char* first, const char* second, const char* third = "")
+      : a(first), b(second), c(third) {}
+};
+
 void require_dtype(const TensorView& t, const char* name, DType a, DType b = DType::kU8,
                    bool allow_b = false);
-void require_rank(const TensorView& t, const char* name, int rank, const std::string& layout);
+void require_rank(const TensorView& t, const char* name, int rank, const Layout& layout);
 void require_shape(const TensorView& t, const char* name, std::initializer_list<int64_t> dims,
-                   const std::string& layout);
+                   const Layout& layout);
 void require_memory(const TensorView& t, const char* name, int alignment);
 
 /// The tensors that gemm(), batched_gemm() and grouped_gemm() all take, with the names the

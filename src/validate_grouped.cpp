@@ -87,7 +87,6 @@ GroupedProblem grouped_shape_rules(const GemmTensors& t, WeightLayout layout,
                  "GemmOptions::epilogue_op is for gemm() and batched_gemm(); grouped_gemm() has "
                  "no epilogue operation (got ", to_string(opt.epilogue_op), ")");
   const TensorView* bias = t.bias;
-  const std::string x_s = concat(n.x, "'s");  // "x's"
   const bool shuffled = layout == WeightLayout::kPreshuffled;
   F8GEMM_REQUIRE(m_sizes.dtype == DType::kI32 || m_sizes.dtype == DType::kI64, kInvalidArgument,
                  n.m_sizes, " must have dtype int32 or int64, got ", to_string(m_sizes.dtype));
@@ -103,8 +102,8 @@ GroupedProblem grouped_shape_rules(const GemmTensors& t, WeightLayout layout,
     s.rows = x.shape[0];
   }
   s.k = x.shape[x.rank - 1];
-  F8GEMM_REQUIRE(!known(s.k) || (s.k > 0 && s.k % 16 == 0), kInvalidArgument, "K (", x_s,
-                 " last dimension) must be a positive multiple of 16 (TMA moves 16-byte rows), "
+  F8GEMM_REQUIRE(!known(s.k) || (s.k > 0 && s.k % 16 == 0), kInvalidArgument, "K (", n.x,
+                 "'s last dimension) must be a positive multiple of 16 (TMA moves 16-byte rows), "
                  "got ", s.k);
   if (shuffled) {
     require_rank(w, n.w, 4, "preshuffled [G, ceil(K/128), N/8, 1024]");
@@ -138,9 +137,9 @@ GroupedProblem grouped_shape_rules(const GemmTensors& t, WeightLayout layout,
     // W's N/8 dimension is N's first source: where it is known, N came from it.
     require_shape(w, n.w, {s.groups, known_ceil_div(s.k, kShuffleBlockK), w.shape[2],
                            kShuffleSlabBytes},
-                  concat("preshuffled [G, ceil(K/128), N/8, 1024] matching ", x_s, " K"));
+                  Layout("preshuffled [G, ceil(K/128), N/8, 1024] matching ", n.x, "'s K"));
   } else {
-    require_shape(w, n.w, {s.groups, s.n, s.k}, concat("[G, N, K] matching ", x_s, " K"));
+    require_shape(w, n.w, {s.groups, s.n, s.k}, Layout("[G, N, K] matching ", n.x, "'s K"));
   }
   F8GEMM_REQUIRE(!known(s.n) || (s.n > 0 && s.n % 8 == 0), kInvalidArgument, "N (",
                  n_size.from == n.w ? concat(n.w, "'s rows") : concat("from ", n_size.from),

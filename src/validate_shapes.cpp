@@ -47,7 +47,6 @@ ProblemShape gemm_shape_rules(const GemmTensors& t, WeightLayout layout, const G
   const TensorView& out = t.out;
   const TensorView* bias = t.bias;
   const GemmArgNames& n = t.names;
-  const std::string x_s = concat(n.x, "'s");  // "x's"
   const bool shuffled = layout == WeightLayout::kPreshuffled;
 
   ProblemShape p;
@@ -62,8 +61,8 @@ ProblemShape gemm_shape_rules(const GemmTensors& t, WeightLayout layout, const G
     p.k = x.shape[x.rank - 1];
     p.m = known_product(x, 0, x.rank - 1);  // require_view: no overflow
   }
-  F8GEMM_REQUIRE(!known(p.k) || (p.k > 0 && p.k % 16 == 0), kInvalidArgument, "K (", x_s,
-                 " last dimension) must be a positive multiple of 16 (TMA moves 16-byte rows), "
+  F8GEMM_REQUIRE(!known(p.k) || (p.k > 0 && p.k % 16 == 0), kInvalidArgument, "K (", n.x,
+                 "'s last dimension) must be a positive multiple of 16 (TMA moves 16-byte rows), "
                  "got ", p.k);
   const int lead = batched ? 1 : 0;  // index of N (or K-blocks) in w's shape
   if (shuffled) {
@@ -102,16 +101,16 @@ ProblemShape gemm_shape_rules(const GemmTensors& t, WeightLayout layout, const G
     // W's N/8 dimension is N's first source: where it is known, N came from it.
     if (batched) {
       require_shape(w, n.w, {p.batch, k_blocks(p.k), w.shape[2], kShuffleSlabBytes},
-                    concat("preshuffled [B, ceil(K/128), N/8, 1024] matching ", n.x));
+                    Layout("preshuffled [B, ceil(K/128), N/8, 1024] matching ", n.x));
     } else {
       require_shape(w, n.w, {k_blocks(p.k), w.shape[1], kShuffleSlabBytes},
-                    concat("preshuffled [ceil(K/128), N/8, 1024] matching ", x_s, " K"));
+                    Layout("preshuffled [ceil(K/128), N/8, 1024] matching ", n.x, "'s K"));
     }
   } else {
     if (batched) {
-      require_shape(w, n.w, {p.batch, p.n, p.k}, concat("[B, N, K] matching ", n.x, " [B, M, K]"));
+      require_shape(w, n.w, {p.batch, p.n, p.k}, Layout("[B, N, K] matching ", n.x, " [B, M, K]"));
     } else {
-      require_shape(w, n.w, {p.n, p.k}, concat("[N, K] matching ", x_s, " K"));
+      require_shape(w, n.w, {p.n, p.k}, Layout("[N, K] matching ", n.x, "'s K"));
     }
   }
   F8GEMM_REQUIRE(!known(p.n) || (p.n > 0 && p.n % 8 == 0), kInvalidArgument,
@@ -136,7 +135,7 @@ ProblemShape gemm_shape_rules(const GemmTensors& t, WeightLayout layout, const G
     for (int i = 0; xs_ok && xs.rank == x.rank - 1 && i < xs.rank; ++i) {
       xs_ok = may_equal(xs.shape[i], x.shape[i]);
     }
-    F8GEMM_REQUIRE(xs_ok, kInvalidArgument, n.x_scale, " must have ", x_s, " leading shape (M = ",
+    F8GEMM_REQUIRE(xs_ok, kInvalidArgument, n.x_scale, " must have ", n.x, "'s leading shape (M = ",
                    size_str(p.m), " values), got ", shape_str(xs), " for ", n.x, " ",
                    shape_str(x));
     require_shape(ws, n.w_scale, {p.n}, "[N]");
