@@ -42,19 +42,28 @@ int64_t known_product(const TensorView& t, int begin, int end) {
   return product;
 }
 
+int64_t known_mul(int64_t a, int64_t b, const char* name, const char* what) {
+  if (!known(a) || !known(b)) return kUnknownSize;
+  int64_t product = 0;
+  F8GEMM_REQUIRE(!__builtin_mul_overflow(a, b, &product), kInvalidArgument,
+                 "sizes exceed int64: ", name, what, " = ", a, " * ", b,
+                 " is more than 2^63 - 1");
+  return product;
+}
+
 void require_dtype(const TensorView& t, const char* name, DType a, DType b, bool allow_b) {
   F8GEMM_REQUIRE(t.dtype == a || (allow_b && t.dtype == b), kInvalidArgument, name,
                  " must have dtype ", to_string(a), allow_b ? " or " : "",
                  allow_b ? to_string(b) : "", ", got ", to_string(t.dtype));
 }
 
-void require_rank(const TensorView& t, const char* name, int rank, const std::string& layout) {
-  F8GEMM_REQUIRE(t.rank == rank, kInvalidArgument, name, " must be ", rank, "-D ", layout,
-                 ", got shape ", shape_str(t));
+void require_rank(const TensorView& t, const char* name, int rank, const Layout& layout) {
+  F8GEMM_REQUIRE(t.rank == rank, kInvalidArgument, name, " must be ", rank, "-D ", layout.a,
+                 layout.b, layout.c, ", got shape ", shape_str(t));
 }
 
 void require_shape(const TensorView& t, const char* name, std::initializer_list<int64_t> dims,
-                   const std::string& layout) {
+                   const Layout& layout) {
   bool ok = t.rank == int(dims.size());
   int i = 0;
   for (int64_t d : dims) ok = ok && may_equal(t.shape[i++], d);
@@ -62,8 +71,9 @@ void require_shape(const TensorView& t, const char* name, std::initializer_list<
     std::string want = "[";
     i = 0;
     for (int64_t d : dims) want += (i++ ? ", " : "") + size_str(d);
-    throw Error(ErrorCode::kInvalidArgument, concat(name, " must have shape ", want, "] (", layout,
-                                                    "), got ", shape_str(t)));
+    throw Error(ErrorCode::kInvalidArgument,
+                concat(name, " must have shape ", want, "] (", layout.a, layout.b, layout.c,
+                       "), got ", shape_str(t)));
   }
 }
 

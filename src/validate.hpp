@@ -37,6 +37,30 @@ inline bool known(int64_t size) { return size != kUnknownSize; }
 /// a == b where both are known; true where either is not.
 inline bool may_equal(int64_t a, int64_t b) { return !known(a) || !known(b) || a == b; }
 
+/// a * b for sizes a, b >= 0, unknown when either is. A product past int64 throws
+/// Error(kInvalidArgument) "sizes exceed int64: <name><what> = a * b": a shape-only check bounds
+/// no view's element count, so one known size may be anything up to 2^63 - 1.
+int64_t known_mul(int64_t a, int64_t b, const char* name, const char* what);
+/// ceil(a / b) for a size a >= 0 (unknown when it is) and b > 0, with no a + b - 1 to overflow.
+inline int64_t known_ceil_div(int64_t a, int64_t b) {
+  return known(a) ? a / b + (a % b != 0 ? 1 : 0) : a;
+}
+
+/// A size that several arguments carry (B of a batched GEMM, G of a grouped one, N): the first
+/// of them that knows it gives it, so that a shape-only check whose first source is unknown
+/// still compares the others with it. `from` names the argument that gave it, for the messages.
+struct SharedSize {
+  int64_t value = kUnknownSize;
+  const char* from = "";
+  /// Takes `size`, which `name` carries, unless the size is known already.
+  void offer(int64_t size, const char* name) {
+    if (!known(value) && known(size)) {
+      value = size;
+      from = name;
+    }
+  }
+};
+
 /// A TensorView whose fields may be read: rank 0..kMaxRank, every dimension >= 0 (or
 /// kUnknownSize where allow_unknown), and the product of its known nonzero dimensions within
 /// int64 (so numel() cannot overflow). Throws kInvalidArgument.
@@ -56,11 +80,24 @@ int64_t known_product(const TensorView& t, int begin, int end);
 /// layout it stands for in the message. require_shape: exactly `dims`. require_memory:
 /// contiguous, non-null unless empty, and `alignment`-byte aligned (with the address in the
 /// message).
+/// The layout that a rank or shape message names, formatted only when the check fails: up to
+/// three pieces ("[N, K] matching ", "XQ", "'s K"), so that a passing check (every call runs
+/// these twice from the PyTorch ops: before allocating the output and in the call) builds no
+/// string.
+struct Layout {
+  const char* a;
+  const char* b = "";
+  const char* c = "";
+  Layout(const char* text) : a(text) {}  // NOLINT(google-explicit-constructor): a literal
+  Layout(const char* first, const char* second, const char* third = "")
+      : a(first), b(second), c(third) {}
+};
+
 void require_dtype(const TensorView& t, const char* name, DType a, DType b = DType::kU8,
                    bool allow_b = false);
-void require_rank(const TensorView& t, const char* name, int rank, const std::string& layout);
+void require_rank(const TensorView& t, const char* name, int rank, const Layout& layout);
 void require_shape(const TensorView& t, const char* name, std::initializer_list<int64_t> dims,
-                   const std::string& layout);
+                   const Layout& layout);
 void require_memory(const TensorView& t, const char* name, int alignment);
 
 /// The tensors that gemm(), batched_gemm() and grouped_gemm() all take, with the names the

@@ -27,9 +27,6 @@ void require_at_most(const char* what, int64_t value, int64_t limit, const char*
                  limit, " (", why, "; ", sizes_str(s), ")");
 }
 
-/// a * b, unknown when either is.
-int64_t known_mul(int64_t a, int64_t b) { return known(a) && known(b) ? a * b : kUnknownSize; }
-
 /// The sizes against the kernel's index limits (validate.hpp), with the grouped kernel's own:
 /// G <= kMaxGroups, and rows counted over the whole stacked (or padded) tensor, since the tensor
 /// maps of X and Y span all groups. Each limit is checked where its sizes are known (all of
@@ -42,7 +39,7 @@ void validate_grouped_sizes(const GroupedProblem& s) {
   require_at_most(s.padded ? "M_max" : "total_M", s.rows, kMaxM,
                   "a tile's rows past its group's end stay in int32", s);
   // G <= 4096 and (padded) M_max <= kMaxM, both checked above, keep this product inside int64.
-  const int64_t total_rows = s.padded ? known_mul(s.groups, s.rows) : s.rows;
+  const int64_t total_rows = s.padded ? known_mul(s.groups, s.rows, "", "G * M_max") : s.rows;
   if (s.padded) {
     require_at_most("G * M_max", total_rows, kMaxM,
                     "the kernel addresses the padded rows as one stacked tensor", s);
@@ -59,9 +56,11 @@ void validate_grouped_sizes(const GroupedProblem& s) {
   }
   // TMA's stride limit applies to one group's W and, padded, to one group's X and Y.
   const int64_t max_stride =
-      s.padded ? std::max({known_mul(s.rows, s.k), known_mul(s.n, s.k),
-                           known_mul(known_mul(s.rows, s.n), 2)})
-               : known_mul(s.n, s.k);
+      s.padded ? std::max({known_mul(s.rows, s.k, "", "M_max * K"),
+                           known_mul(s.n, s.k, "", "N * K"),
+                           known_mul(known_mul(s.rows, s.n, "", "M_max * N"), 2, "",
+                                     "M_max * N * 2 bytes")})
+               : known_mul(s.n, s.k, "", "N * K");
   F8GEMM_REQUIRE(max_stride < kMaxBatchStrideBytes, kInvalidArgument,
                  "sizes exceed TMA's stride limit: one group of ",
                  s.padded ? "X, W or Y" : "W", " must be smaller than 2^40 bytes, got ",
@@ -88,7 +87,6 @@ GroupedProblem grouped_shape_rules(const GemmTensors& t, WeightLayout layout,
                  "GemmOptions::epilogue_op is for gemm() and batched_gemm(); grouped_gemm() has "
                  "no epilogue operation (got ", to_string(opt.epilogue_op), ")");
   const TensorView* bias = t.bias;
-  const std::string x_s = concat(n.x, "'s");  // "x's"
   const bool shuffled = layout == WeightLayout::kPreshuffled;
   F8GEMM_REQUIRE(m_sizes.dtype == DType::kI32 || m_sizes.dtype == DType::kI64, kInvalidArgument,
                  n.m_sizes, " must have dtype int32 or int64, got ", to_string(m_sizes.dtype));
@@ -96,7 +94,6 @@ GroupedProblem grouped_shape_rules(const GemmTensors& t, WeightLayout layout,
 
   GroupedProblem s;
   s.padded = padded;
-  // G, N and K come from the weight and x; every other tensor must agree with them.
   if (padded) {
     require_rank(x, n.x, 3, "[G, M_max, K] (the padded form)");
     s.rows = x.shape[1];
@@ -105,33 +102,58 @@ GroupedProblem grouped_shape_rules(const GemmTensors& t, WeightLayout layout,
     s.rows = x.shape[0];
   }
   s.k = x.shape[x.rank - 1];
-  F8GEMM_REQUIRE(!known(s.k) || (s.k > 0 && s.k % 16 == 0), kInvalidArgument, "K (", x_s,
-                 " last dimension) must be a positive multiple of 16 (TMA moves 16-byte rows), "
+  F8GEMM_REQUIRE(!known(s.k) || (s.k > 0 && s.k % 16 == 0), kInvalidArgument, "K (", n.x,
+                 "'s last dimension) must be a positive multiple of 16 (TMA moves 16-byte rows), "
                  "got ", s.k);
   if (shuffled) {
     require_rank(w, n.w, 4, "preshuffled [G, ceil(K/128), N/8, 1024]");
-    s.groups = w.shape[0];
-    s.n = known_mul(w.shape[2], kShuffleSlabRows);
-    const int64_t k_blocks = known(s.k) ? (s.k + kShuffleBlockK - 1) / kShuffleBlockK : s.k;
-    require_shape(w, n.w, {s.groups, k_blocks, w.shape[2], kShuffleSlabBytes},
-                  concat("preshuffled [G, ceil(K/128), N/8, 1024] matching ", x_s, " K"));
   } else {
     require_rank(w, n.w, 3, "[G, N, K] (a plain weight)");
-    s.groups = w.shape[0];
-    s.n = w.shape[1];
-    require_shape(w, n.w, {s.groups, s.n, s.k}, concat("[G, N, K] matching ", x_s, " K"));
   }
-  F8GEMM_REQUIRE(!known(s.n) || (s.n > 0 && s.n % 8 == 0), kInvalidArgument,
-                 "N (", n.w, "'s rows) must be a positive multiple of 8, got ", s.n);
+  // G and N come from the first argument that knows them (SharedSize): w, then the other
+  // inputs, the output last; each offers them only at the rank that carries them. K comes
+  // from x, and every other tensor must agree with all three.
+  SharedSize groups;
+  groups.offer(w.shape[0], n.w);
+  if (m_sizes.rank == 1) groups.offer(m_sizes.shape[0], n.m_sizes);
+  if (padded) {
+    groups.offer(x.shape[0], n.x);
+    if (xs.rank == 2) groups.offer(xs.shape[0], n.x_scale);
+  }
+  if (ws.rank == 2) groups.offer(ws.shape[0], n.w_scale);
+  if (bias && bias->rank == 2) groups.offer(bias->shape[0], n.bias);
+  if (padded && out.rank == 3) groups.offer(out.shape[0], n.out);
+  s.groups = groups.value;
+  SharedSize n_size;
+  n_size.offer(shuffled ? known_mul(w.shape[2], kShuffleSlabRows, n.w,
+                                    "'s N/8 dimension times 8 (N)")
+                        : w.shape[1],
+               n.w);
+  if (ws.rank == 2) n_size.offer(ws.shape[1], n.w_scale);
+  if (bias && bias->rank == 2) n_size.offer(bias->shape[1], n.bias);
+  if (out.rank == (padded ? 3 : 2)) n_size.offer(out.shape[out.rank - 1], n.out);
+  s.n = n_size.value;
+  if (shuffled) {
+    // W's N/8 dimension is N's first source: where it is known, N came from it.
+    require_shape(w, n.w, {s.groups, known_ceil_div(s.k, kShuffleBlockK), w.shape[2],
+                           kShuffleSlabBytes},
+                  Layout("preshuffled [G, ceil(K/128), N/8, 1024] matching ", n.x, "'s K"));
+  } else {
+    require_shape(w, n.w, {s.groups, s.n, s.k}, Layout("[G, N, K] matching ", n.x, "'s K"));
+  }
+  F8GEMM_REQUIRE(!known(s.n) || (s.n > 0 && s.n % 8 == 0), kInvalidArgument, "N (",
+                 n_size.from == n.w ? concat(n.w, "'s rows") : concat("from ", n_size.from),
+                 ") must be a positive multiple of 8, got ", s.n);
   F8GEMM_REQUIRE(m_sizes.rank == 1, kInvalidArgument, n.m_sizes,
                  " must be 1-D [G] (one size per group), got shape ", shape_str(m_sizes));
   F8GEMM_REQUIRE(may_equal(m_sizes.shape[0], s.groups), kInvalidArgument, n.m_sizes, " has ",
-                 size_str(m_sizes.shape[0]), " groups but ", n.w, " has ", size_str(s.groups),
-                 " (", n.w, " ", shape_str(w), ")");
+                 size_str(m_sizes.shape[0]), " groups but ", groups.from, " has ",
+                 size_str(s.groups), " (", n.w, " ", shape_str(w), ")");
   if (padded) {
     F8GEMM_REQUIRE(may_equal(x.shape[0], s.groups), kInvalidArgument, n.x, " has ",
-                   size_str(x.shape[0]), " groups but ", n.w, " has ", size_str(s.groups), " (",
-                   n.x, " ", shape_str(x), ", ", n.w, " ", shape_str(w), ")");
+                   size_str(x.shape[0]), " groups but ", groups.from, " has ",
+                   size_str(s.groups), " (", n.x, " ", shape_str(x), ", ", n.w, " ",
+                   shape_str(w), ")");
     require_shape(xs, n.x_scale, {s.groups, s.rows}, "[G, M_max]");
     require_shape(out, n.out, {s.groups, s.rows, s.n}, "[G, M_max, N]");
   } else {

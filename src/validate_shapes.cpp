@@ -28,11 +28,13 @@ void require_at_most(const char* what, int64_t value, int64_t limit, const char*
                  limit, " (", why, "; ", sizes_str(p), ")");
 }
 
-/// The k-blocks of a preshuffled W: ceil(K / 128), unknown with K.
-int64_t k_blocks(int64_t k) { return known(k) ? (k + kShuffleBlockK - 1) / kShuffleBlockK : k; }
+/// The k-blocks of a preshuffled W: ceil(K / 128), unknown with K (no overflow for any K).
+int64_t k_blocks(int64_t k) { return known_ceil_div(k, kShuffleBlockK); }
 
-/// a * b, unknown when either is.
-int64_t known_mul(int64_t a, int64_t b) { return known(a) && known(b) ? a * b : kUnknownSize; }
+/// "WQ's rows" where N comes from W, else "from w_scale" (or the argument that gave it).
+std::string n_source(const SharedSize& n_size, const char* w_name) {
+  return n_size.from == w_name ? concat(w_name, "'s rows") : concat("from ", n_size.from);
+}
 
 }  // namespace
 
@@ -45,13 +47,11 @@ ProblemShape gemm_shape_rules(const GemmTensors& t, WeightLayout layout, const G
   const TensorView& out = t.out;
   const TensorView* bias = t.bias;
   const GemmArgNames& n = t.names;
-  const std::string x_s = concat(n.x, "'s");  // "x's"
   const bool shuffled = layout == WeightLayout::kPreshuffled;
 
   ProblemShape p;
   if (batched) {
     require_rank(x, n.x, 3, "[B, M, K]");
-    p.batch = x.shape[0];
     p.m = x.shape[1];
     p.k = x.shape[2];
   } else {
@@ -61,39 +61,65 @@ ProblemShape gemm_shape_rules(const GemmTensors& t, WeightLayout layout, const G
     p.k = x.shape[x.rank - 1];
     p.m = known_product(x, 0, x.rank - 1);  // require_view: no overflow
   }
-  F8GEMM_REQUIRE(!known(p.k) || (p.k > 0 && p.k % 16 == 0), kInvalidArgument, "K (", x_s,
-                 " last dimension) must be a positive multiple of 16 (TMA moves 16-byte rows), "
+  F8GEMM_REQUIRE(!known(p.k) || (p.k > 0 && p.k % 16 == 0), kInvalidArgument, "K (", n.x,
+                 "'s last dimension) must be a positive multiple of 16 (TMA moves 16-byte rows), "
                  "got ", p.k);
   const int lead = batched ? 1 : 0;  // index of N (or K-blocks) in w's shape
   if (shuffled) {
     require_rank(w, n.w, 3 + lead, batched ? "preshuffled [B, ceil(K/128), N/8, 1024]"
                                            : "preshuffled [ceil(K/128), N/8, 1024]");
-    p.n = known_mul(w.shape[lead + 1], kShuffleSlabRows);
-    if (batched) {
-      require_shape(w, n.w, {p.batch, k_blocks(p.k), w.shape[2], kShuffleSlabBytes},
-                    concat("preshuffled [B, ceil(K/128), N/8, 1024] matching ", n.x));
-    } else {
-      require_shape(w, n.w, {k_blocks(p.k), w.shape[1], kShuffleSlabBytes},
-                    concat("preshuffled [ceil(K/128), N/8, 1024] matching ", x_s, " K"));
-    }
   } else {
     require_rank(w, n.w, 2 + lead, batched ? "[B, N, K] (a plain weight)" : "[N, K] (a plain weight)");
-    p.n = w.shape[lead];
+  }
+  const bool silu_mul = opt.epilogue_op == EpilogueOp::kSiluMul;
+  // B and N come from the first argument that knows them (SharedSize): x and w, then the other
+  // inputs, the output last. Each argument offers them only at the rank that carries them.
+  if (batched) {
+    SharedSize batch;
+    batch.offer(x.shape[0], n.x);
+    batch.offer(w.shape[0], n.w);
+    if (xs.rank == 2) batch.offer(xs.shape[0], n.x_scale);
+    if (ws.rank == 2) batch.offer(ws.shape[0], n.w_scale);
+    if (bias && bias->rank == 2) batch.offer(bias->shape[0], n.bias);
+    if (out.rank == 3) batch.offer(out.shape[0], n.out);
+    p.batch = batch.value;
+  }
+  SharedSize n_size;
+  n_size.offer(shuffled ? known_mul(w.shape[lead + 1], kShuffleSlabRows, n.w,
+                                    "'s N/8 dimension times 8 (N)")
+                        : w.shape[lead],
+               n.w);
+  if (ws.rank == 1 + lead) n_size.offer(ws.shape[lead], n.w_scale);
+  if (bias && bias->rank == 1 + lead) n_size.offer(bias->shape[lead], n.bias);
+  if (batched ? out.rank == 3 : (out.rank == x.rank || out.rank == 2)) {
+    const int64_t cols = out.shape[out.rank - 1];  // N, or N/2 with the SiLU·mul epilogue
+    n_size.offer(silu_mul ? known_mul(cols, 2, n.out, "'s last dimension times 2 (N)") : cols,
+                 n.out);
+  }
+  p.n = n_size.value;
+  if (shuffled) {
+    // W's N/8 dimension is N's first source: where it is known, N came from it.
     if (batched) {
-      require_shape(w, n.w, {p.batch, p.n, p.k}, concat("[B, N, K] matching ", n.x, " [B, M, K]"));
+      require_shape(w, n.w, {p.batch, k_blocks(p.k), w.shape[2], kShuffleSlabBytes},
+                    Layout("preshuffled [B, ceil(K/128), N/8, 1024] matching ", n.x));
     } else {
-      require_shape(w, n.w, {p.n, p.k}, concat("[N, K] matching ", x_s, " K"));
+      require_shape(w, n.w, {k_blocks(p.k), w.shape[1], kShuffleSlabBytes},
+                    Layout("preshuffled [ceil(K/128), N/8, 1024] matching ", n.x, "'s K"));
+    }
+  } else {
+    if (batched) {
+      require_shape(w, n.w, {p.batch, p.n, p.k}, Layout("[B, N, K] matching ", n.x, " [B, M, K]"));
+    } else {
+      require_shape(w, n.w, {p.n, p.k}, Layout("[N, K] matching ", n.x, "'s K"));
     }
   }
   F8GEMM_REQUIRE(!known(p.n) || (p.n > 0 && p.n % 8 == 0), kInvalidArgument,
-                 "N (", n.w, "'s rows) must be a positive multiple of 8, got ", p.n);
-  F8GEMM_REQUIRE(opt.epilogue_op == EpilogueOp::kNone || opt.epilogue_op == EpilogueOp::kSiluMul,
-                 kInvalidArgument, "epilogue_op must be kNone or kSiluMul, got ",
-                 int(opt.epilogue_op));
-  const bool silu_mul = opt.epilogue_op == EpilogueOp::kSiluMul;
+                 "N (", n_source(n_size, n.w), ") must be a positive multiple of 8, got ", p.n);
+  F8GEMM_REQUIRE(opt.epilogue_op == EpilogueOp::kNone || silu_mul, kInvalidArgument,
+                 "epilogue_op must be kNone or kSiluMul, got ", int(opt.epilogue_op));
   F8GEMM_REQUIRE(!silu_mul || !known(p.n) || p.n % 16 == 0, kInvalidArgument,
-                 "with the SiLU·mul epilogue, N (", n.w,
-                 "'s rows: gate then up, 2I) must be a multiple of 16, got ", p.n);
+                 "with the SiLU·mul epilogue, N (", n_source(n_size, n.w),
+                 ": gate then up, 2I) must be a multiple of 16, got ", p.n);
   const int64_t out_n = silu_mul && known(p.n) ? p.n / 2 : p.n;  // Y's columns
   const char* out_n_name = silu_mul ? "N/2" : "N";
 
@@ -109,7 +135,7 @@ ProblemShape gemm_shape_rules(const GemmTensors& t, WeightLayout layout, const G
     for (int i = 0; xs_ok && xs.rank == x.rank - 1 && i < xs.rank; ++i) {
       xs_ok = may_equal(xs.shape[i], x.shape[i]);
     }
-    F8GEMM_REQUIRE(xs_ok, kInvalidArgument, n.x_scale, " must have ", x_s, " leading shape (M = ",
+    F8GEMM_REQUIRE(xs_ok, kInvalidArgument, n.x_scale, " must have ", n.x, "'s leading shape (M = ",
                    size_str(p.m), " values), got ", shape_str(xs), " for ", n.x, " ",
                    shape_str(x));
     require_shape(ws, n.w_scale, {p.n}, "[N]");
@@ -171,8 +197,9 @@ void check_problem(const ProblemShape& p, bool allow_unknown) {
                    "sizes exceed the int32 tile index range: B * ceil(M/8) * ceil(N/8) is more "
                    "than ", kMaxTiles, " (", sizes_str(p), ")");
   }
-  const int64_t max_stride = std::max({known_mul(p.m, p.k), known_mul(p.n, p.k),
-                                       known_mul(known_mul(p.m, p.n), 2)});
+  const int64_t max_stride =
+      std::max({known_mul(p.m, p.k, "", "M * K"), known_mul(p.n, p.k, "", "N * K"),
+                known_mul(known_mul(p.m, p.n, "", "M * N"), 2, "", "M * N * 2 bytes")});
   F8GEMM_REQUIRE(max_stride < kMaxBatchStrideBytes, kInvalidArgument,
                  "sizes exceed TMA's stride limit: one batch of X, W or Y must be smaller than "
                  "2^40 bytes, got ", max_stride, " (", sizes_str(p), ")");

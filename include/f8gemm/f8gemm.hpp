@@ -273,7 +273,8 @@ GroupedProblem grouped_problem(const TensorView& x, const TensorView& w, WeightL
 /// The checks of a grouped_gemm() (padded false) or grouped_gemm_padded() (padded true) call
 /// that read only shapes, dtypes and options, as check_gemm_shapes() is for gemm(): the same
 /// Error as the call for the same shapes (m_sizes' dtype and shape [G] included), sizes that
-/// may be kUnknownSize, and the problem returned.
+/// may be kUnknownSize, and the problem returned. G and N come from the first argument that
+/// knows them (w, m_sizes, the padded x, the scales, bias, out).
 GroupedProblem check_grouped_shapes(const TensorView& x, const TensorView& w,
                                     WeightLayout w_layout, const TensorView& x_scale,
                                     const TensorView& w_scale, const TensorView& m_sizes,
@@ -385,10 +386,14 @@ ProblemShape batched_gemm_problem(const TensorView& x, const TensorView& w, Weig
 /// so for the same shapes, dtypes and options this throws the Error the call would throw
 /// (dtypes, ranks, K % 16, N % 8, W's plain or padded preshuffled shape, the scales', output's
 /// and bias' shapes, the index limits). Of each view only dtype, rank and shape are read (data,
-/// strides and device may be anything), and a dimension may be kUnknownSize: a rule that needs
-/// an unknown size is skipped (e.g. x_scale's M against X's while M is symbolic), the others
-/// still hold. options.trace is not read (its checks read memory). Returns the problem, whose
-/// sizes are kUnknownSize where the shapes leave them unknown and whose `chained` is false.
+/// strides and device may be anything), but options.bias counts as the call counts it: where
+/// it is defined(), so a 0-dim bias needs a non-null data (any value: it is not read). A
+/// dimension may be kUnknownSize: a rule that needs an unknown size is skipped (e.g. x_scale's
+/// M against X's while M is symbolic), the others still hold. B and N come from the first
+/// argument that knows them (x, w, the scales, bias, out), so that an unknown size in W still
+/// leaves the others compared with each other. options.trace is not read (its checks read
+/// memory). Returns the problem, whose sizes are kUnknownSize where the shapes leave them
+/// unknown and whose `chained` is false.
 ProblemShape check_gemm_shapes(const TensorView& x, const TensorView& w, WeightLayout w_layout,
                                const TensorView& x_scale, const TensorView& w_scale,
                                const TensorView& out, const GemmOptions& options, bool batched);

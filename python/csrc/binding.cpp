@@ -77,9 +77,31 @@ TensorView view_head(const at::Tensor& t, const char* op, const char* name, cons
 
 }  // namespace
 
+namespace {
+
+/// The data of every shape-only view: never read, but non-null, so that a present tensor is
+/// defined() whatever its rank, as view_of's views are (a 0-dim bias is a bias, refused as one).
+char kShapeOnly = 0;
+
+}  // namespace
+
+TensorView new_output_view(c10::SymIntArrayRef sizes, at::ScalarType dtype) {
+  TORCH_INTERNAL_ASSERT(sizes.size() <= size_t(f8gemm::kMaxRank) && to_dtype(dtype).has_value());
+  TensorView v;
+  v.dtype = *to_dtype(dtype);
+  v.rank = static_cast<int>(sizes.size());
+  for (int i = 0; i < v.rank; ++i) {
+    const std::optional<int64_t> size = sizes[i].maybe_as_int();
+    v.shape[i] = size ? *size : f8gemm::kUnknownSize;
+  }
+  v.data = &kShapeOnly;
+  return v;
+}
+
 TensorView shape_view_of(const at::Tensor& t, const char* op, const char* name,
                          const char* wanted) {
   TensorView v = view_head(t, op, name, wanted);
+  v.data = &kShapeOnly;
   const auto sizes = t.sym_sizes();
   for (int i = 0; i < v.rank; ++i) {
     // A symbolic size (torch.compile's dynamic shapes) is unknown to the library's rules; one

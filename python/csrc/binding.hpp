@@ -33,9 +33,16 @@ f8gemm::TensorView view_of(const at::Tensor& t, const char* op, const char* name
 
 /// view_of's checks that read no memory (dtype and rank) and the tensor's shape, for the
 /// library's shape-only checks (f8gemm::check_gemm_shapes) in a Meta kernel: a symbolic size
-/// becomes f8gemm::kUnknownSize, and data, strides and device stay unset.
+/// becomes f8gemm::kUnknownSize, strides and device stay unset, and data is a placeholder that
+/// is never read but keeps the view defined() (a present 0-dim tensor, as in view_of).
 f8gemm::TensorView shape_view_of(const at::Tensor& t, const char* op, const char* name,
                                  const char* wanted);
+
+/// The shape-only view of an output that is not allocated yet (a functional op's, whose shape
+/// and dtype follow from its inputs), as shape_view_of would give for it: a symbolic size
+/// becomes f8gemm::kUnknownSize. The dtype is one the library knows and the rank at most
+/// kMaxRank (the ops' outputs have XQ's rank, already checked, or fewer).
+f8gemm::TensorView new_output_view(c10::SymIntArrayRef sizes, at::ScalarType dtype);
 
 /// A new tensor of `sizes` and `dtype` on `like`'s device: the CUDA path skips the dispatcher.
 at::Tensor new_empty(const at::Tensor& like, at::IntArrayRef sizes, at::ScalarType dtype);

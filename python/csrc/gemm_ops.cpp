@@ -153,8 +153,9 @@ std::string gemm_hint(const GemmArgs& a, const f8gemm::Error& e) {
 /// Fills `c` (options.bias points into it) with the views of a call and its options, all but
 /// the stream. with_memory: the call's views (view_of); else shapes only (shape_view_of), for
 /// the Meta kernels' check. Both take the same steps in the same order, so that both raise the
-/// same first error.
-void fill_gemm_call(GemmCall& c, const GemmArgs& a, const at::Tensor& out, bool with_memory) {
+/// same first error. `out`: the _out forms' output; null for a functional op, whose output is
+/// not allocated yet (the caller sets c.y: new_output_view, whose checks cannot fail).
+void fill_gemm_call(GemmCall& c, const GemmArgs& a, const at::Tensor* out, bool with_memory) {
   const char* op = a.op;
   const auto view = with_memory ? &view_of : &shape_view_of;
   c.x = view(a.XQ, op, "XQ", "torch.float8_e4m3fn");
@@ -163,7 +164,7 @@ void fill_gemm_call(GemmCall& c, const GemmArgs& a, const at::Tensor& out, bool 
                                               : "torch.float8_e4m3fn (or torch.uint8)");
   c.xs = accept_scale_shape(view(a.x_scale, op, "x_scale", "torch.float32"), a, true);
   c.ws = accept_scale_shape(view(a.w_scale, op, "w_scale", "torch.float32"), a, false);
-  c.y = view(out, op, "output", "torch.bfloat16 or torch.float16");
+  if (out != nullptr) c.y = view(*out, op, "output", "torch.bfloat16 or torch.float16");
   if (a.bias.has_value() && a.bias->defined()) {
     c.bias = view(*a.bias, op, "bias", "torch.float32 or torch.bfloat16");
     c.options.bias = &c.bias;
@@ -175,9 +176,18 @@ void fill_gemm_call(GemmCall& c, const GemmArgs& a, const at::Tensor& out, bool 
   c.options.names = &kGemmNames;
 }
 
-void run_gemm(const GemmArgs& a, const at::Tensor& out) {
-  GemmCall c;
-  fill_gemm_call(c, a, out, true);
+/// The library's shape-only check over `c` (f8gemm::check_gemm_shapes: the rules the call runs
+/// first), with the call's error and hint.
+void check_shapes(const GemmArgs& a, const GemmCall& c) {
+  try {
+    (void)f8gemm::check_gemm_shapes(c.x, c.w, a.layout, c.xs, c.ws, c.y, c.options, a.batched);
+  } catch (const f8gemm::Error& e) {
+    rethrow(a.op, e, gemm_hint(a, e));
+  }
+}
+
+/// Runs the GEMM of `c`, filled with the call's views (the output's included).
+void run_gemm(const GemmArgs& a, GemmCall& c) {
   OnDevice on(a.XQ);
   c.options.stream = on.stream;
   try {
@@ -192,10 +202,25 @@ void run_gemm(const GemmArgs& a, const at::Tensor& out) {
   }
 }
 
+/// The _out forms: `out` is the caller's.
+void gemm_into(const GemmArgs& a, const at::Tensor& out) {
+  GemmCall c;
+  fill_gemm_call(c, a, &out, true);
+  run_gemm(a, c);
+}
+
+/// The functional forms: the shape rules first, over the inputs' views and the output's shape,
+/// as the Meta kernel runs them (check_gemm_shapes below), so that nothing is allocated for a
+/// call they refuse (a wrong WQ's N may make any output size), then the output and the call.
 at::Tensor gemm_functional(const GemmArgs& a, at::ScalarType out_dtype) {
   const std::vector<c10::SymInt> shape = gemm_out_shape(a);
+  GemmCall c;
+  fill_gemm_call(c, a, nullptr, true);
+  c.y = new_output_view(shape, out_dtype);
+  check_shapes(a, c);
   at::Tensor out = new_empty(a.XQ, C10_AS_INTARRAYREF_SLOW(shape), out_dtype);
-  run_gemm(a, out);
+  c.y = view_of(out, a.op, "output", "torch.bfloat16 or torch.float16");
+  run_gemm(a, c);
   return out;
 }
 
@@ -224,7 +249,7 @@ void f8f8bf16_rowwise_out(const at::Tensor& XQ, const at::Tensor& WQ, const at::
   const GemmArgs a{"f8f8bf16_rowwise_out", XQ, WQ, x_scale, w_scale, bias, use_fast_accum,
                    WeightLayout::kPlain, false, to_pdl(pdl), false};
   require_out_dtype(a.op, output, at::ScalarType::BFloat16);
-  run_gemm(a, output);
+  gemm_into(a, output);
 }
 
 at::Tensor rowwise_batched_impl(const at::Tensor& XQ, const at::Tensor& WQ,
@@ -246,7 +271,7 @@ void rowwise_batched_out_impl(const at::Tensor& XQ, const at::Tensor& WQ,
                    preshuffled ? WeightLayout::kPreshuffled : WeightLayout::kPlain, true,
                    to_pdl(pdl), false};
   require_out_dtype(a.op, output, at::ScalarType::BFloat16);
-  run_gemm(a, output);
+  gemm_into(a, output);
 }
 
 at::Tensor batched_composite(const at::Tensor& XQ, const at::Tensor& WQ,
@@ -322,7 +347,7 @@ void f8f8bf16_rowwise_preshuffled_out(const at::Tensor& XQ, const at::Tensor& WQ
   const GemmArgs a{"f8f8bf16_rowwise_preshuffled_out", XQ, WQ, x_scale, w_scale, bias,
                    use_fast_accum, WeightLayout::kPreshuffled, false, to_pdl(pdl), prefetch_w};
   require_out_dtype(a.op, output, at::ScalarType::BFloat16);
-  run_gemm(a, output);
+  gemm_into(a, output);
 }
 
 at::Tensor f8f8bf16_rowwise_silu_mul(const at::Tensor& XQ, const at::Tensor& WQ,
@@ -378,12 +403,16 @@ std::vector<c10::SymInt> gemm_out_shape(const GemmArgs& a) {
 
 void check_gemm_shapes(const GemmArgs& a, const at::Tensor& out) {
   GemmCall c;
-  fill_gemm_call(c, a, out, false);
-  try {
-    (void)f8gemm::check_gemm_shapes(c.x, c.w, a.layout, c.xs, c.ws, c.y, c.options, a.batched);
-  } catch (const f8gemm::Error& e) {
-    rethrow(a.op, e, gemm_hint(a, e));
-  }
+  fill_gemm_call(c, a, &out, false);
+  check_shapes(a, c);
+}
+
+void check_gemm_shapes(const GemmArgs& a, c10::SymIntArrayRef out_shape,
+                       at::ScalarType out_dtype) {
+  GemmCall c;
+  fill_gemm_call(c, a, nullptr, false);
+  c.y = new_output_view(out_shape, out_dtype);
+  check_shapes(a, c);
 }
 
 }  // namespace f8gemm_torch

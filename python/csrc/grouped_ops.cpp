@@ -101,8 +101,10 @@ void check_grouped_capture(const GroupedArgs& a, const GroupedCall& c, const OnD
 
 /// Fills `c` (options.bias points into it) with the views of a call and its options, all but
 /// the stream. with_memory: the call's views (view_of); else shapes only (shape_view_of), for
-/// the Meta kernels' check, in the same steps and order.
-void fill_grouped_call(GroupedCall& c, const GroupedArgs& a, const at::Tensor& out,
+/// the Meta kernels' check, in the same steps and order. `out`: the _out forms' output; null
+/// for a functional op, whose output is not allocated yet (the caller sets c.y:
+/// new_output_view, whose checks cannot fail).
+void fill_grouped_call(GroupedCall& c, const GroupedArgs& a, const at::Tensor* out,
                        bool with_memory) {
   const char* op = a.op;
   const auto view = with_memory ? &view_of : &shape_view_of;
@@ -114,7 +116,7 @@ void fill_grouped_call(GroupedCall& c, const GroupedArgs& a, const at::Tensor& o
   c.xs = accept_keepdim(view(a.x_scale, op, "x_scale", "torch.float32"), lead);
   c.ws = accept_keepdim(view(a.w_scale, op, "w_scale", "torch.float32"), 2);
   c.sizes = view(a.sizes, op, sizes_name(a.padded), "torch.int32 or torch.int64");
-  c.y = view(out, op, "output", "torch.bfloat16 or torch.float16");
+  if (out != nullptr) c.y = view(*out, op, "output", "torch.bfloat16 or torch.float16");
   if (a.bias.has_value() && a.bias->defined()) {
     c.bias = view(*a.bias, op, "bias", "torch.float32 or torch.bfloat16");
     c.options.bias = &c.bias;
@@ -123,10 +125,20 @@ void fill_grouped_call(GroupedCall& c, const GroupedArgs& a, const at::Tensor& o
   c.options.names = a.padded ? &kPaddedNames : &kStackedNames;
 }
 
-void run_grouped(const GroupedArgs& a, const at::Tensor& out) {
+/// The library's shape-only check over `c` (f8gemm::check_grouped_shapes: the rules the call
+/// runs first), with the call's error and hint.
+void check_shapes(const GroupedArgs& a, const GroupedCall& c) {
+  try {
+    (void)f8gemm::check_grouped_shapes(c.x, c.w, a.layout, c.xs, c.ws, c.sizes, c.y, c.options,
+                                       a.padded);
+  } catch (const f8gemm::Error& e) {
+    rethrow(a.op, e, grouped_layout_hint(a));
+  }
+}
+
+/// Runs the grouped GEMM of `c`, filled with the call's views, into `out` (c.y's tensor).
+void run_grouped(const GroupedArgs& a, GroupedCall& c, const at::Tensor& out) {
   const char* op = a.op;
-  GroupedCall c;
-  fill_grouped_call(c, a, out, true);
   OnDevice on(a.XQ);
   c.options.stream = on.stream;
   try {
@@ -149,6 +161,28 @@ void run_grouped(const GroupedArgs& a, const at::Tensor& out) {
   }
 }
 
+/// The _out forms: `out` is the caller's.
+void grouped_into(const GroupedArgs& a, const at::Tensor& out) {
+  GroupedCall c;
+  fill_grouped_call(c, a, &out, true);
+  run_grouped(a, c, out);
+}
+
+/// The functional forms: the shape rules first, over the inputs' views and the output's shape,
+/// as the Meta kernel runs them (check_grouped_shapes below), so that nothing is allocated for
+/// a call they refuse, then the output and the call.
+at::Tensor grouped_functional(const GroupedArgs& a) {
+  const std::vector<c10::SymInt> shape = grouped_out_shape(a);
+  GroupedCall c;
+  fill_grouped_call(c, a, nullptr, true);
+  c.y = new_output_view(shape, at::ScalarType::BFloat16);
+  check_shapes(a, c);
+  at::Tensor out = new_empty(a.XQ, C10_AS_INTARRAYREF_SLOW(shape), at::ScalarType::BFloat16);
+  c.y = view_of(out, a.op, "output", "torch.bfloat16 or torch.float16");
+  run_grouped(a, c, out);
+  return out;
+}
+
 // The op entry points. Plain weight: WQ [G, N, K]; preshuffled: torch.ops.f8gemm.preshuffle(WQ).
 
 at::Tensor stacked(const char* op, const at::Tensor& XQ, const at::Tensor& WQ,
@@ -157,10 +191,7 @@ at::Tensor stacked(const char* op, const at::Tensor& XQ, const at::Tensor& WQ,
   static const std::optional<at::Tensor> kNoBias;
   const GroupedArgs a{op, XQ, WQ, x_scale, w_scale, M_sizes, kNoBias, true, layout, false};
   // Rows outside every group stay unwritten: unspecified, as FBGEMM's op leaves them.
-  const std::vector<c10::SymInt> shape = grouped_out_shape(a);
-  at::Tensor out = new_empty(XQ, C10_AS_INTARRAYREF_SLOW(shape), at::ScalarType::BFloat16);
-  run_grouped(a, out);
-  return out;
+  return grouped_functional(a);
 }
 
 at::Tensor f8f8bf16_rowwise_grouped_stacked(const at::Tensor& XQ, const at::Tensor& WQ,
@@ -184,8 +215,8 @@ void stacked_out(const char* op, const at::Tensor& XQ, const at::Tensor& WQ,
                  const at::Tensor& output, const std::optional<at::Tensor>& bias,
                  bool use_fast_accum, WeightLayout layout) {
   require_out_dtype(op, output, at::ScalarType::BFloat16);
-  run_grouped({op, XQ, WQ, x_scale, w_scale, M_sizes, bias, use_fast_accum, layout, false},
-              output);
+  grouped_into({op, XQ, WQ, x_scale, w_scale, M_sizes, bias, use_fast_accum, layout, false},
+               output);
 }
 
 void f8f8bf16_rowwise_grouped_stacked_out(const at::Tensor& XQ, const at::Tensor& WQ,
@@ -212,10 +243,7 @@ at::Tensor dynamic(const char* op, const at::Tensor& XQ, const at::Tensor& WQ,
   static const std::optional<at::Tensor> kNoBias;
   GroupedArgs a{op, XQ, WQ, x_scale, w_scale, zero_start_index_M, kNoBias, true, layout, true};
   a.zero_output = zeroing_output_tensor && XQ.is_cuda();  // the library rejects a CPU XQ
-  const std::vector<c10::SymInt> shape = grouped_out_shape(a);
-  at::Tensor out = new_empty(XQ, C10_AS_INTARRAYREF_SLOW(shape), at::ScalarType::BFloat16);
-  run_grouped(a, out);
-  return out;
+  return grouped_functional(a);
 }
 
 at::Tensor f8f8bf16_rowwise_grouped_dynamic(const at::Tensor& XQ, const at::Tensor& WQ,
@@ -254,13 +282,15 @@ std::vector<c10::SymInt> grouped_out_shape(const GroupedArgs& a) {
 
 void check_grouped_shapes(const GroupedArgs& a, const at::Tensor& out) {
   GroupedCall c;
-  fill_grouped_call(c, a, out, false);
-  try {
-    (void)f8gemm::check_grouped_shapes(c.x, c.w, a.layout, c.xs, c.ws, c.sizes, c.y, c.options,
-                                       a.padded);
-  } catch (const f8gemm::Error& e) {
-    rethrow(a.op, e, grouped_layout_hint(a));
-  }
+  fill_grouped_call(c, a, &out, false);
+  check_shapes(a, c);
+}
+
+void check_grouped_shapes(const GroupedArgs& a, c10::SymIntArrayRef out_shape) {
+  GroupedCall c;
+  fill_grouped_call(c, a, nullptr, false);
+  c.y = new_output_view(out_shape, at::ScalarType::BFloat16);
+  check_shapes(a, c);
 }
 
 }  // namespace f8gemm_torch

@@ -81,12 +81,13 @@ void require_meta_gemm(const GemmArgs& a, const at::Tensor* output) {
                       {"w_scale", &a.w_scale}, {"bias", present(a.bias)}, {"output", output}});
 }
 
-/// The functional GEMMs: the output as the CPU/CUDA kernel allocates it, then its checks.
+/// The functional GEMMs: the checks over the output's shape as the CPU/CUDA kernel allocates
+/// it, then the output.
 at::Tensor meta_gemm(const GemmArgs& a, at::ScalarType out_dtype) {
   require_meta_gemm(a, nullptr);
-  at::Tensor out = at::empty_symint(gemm_out_shape(a), a.XQ.options().dtype(out_dtype));
-  check_gemm_shapes(a, out);
-  return out;
+  const std::vector<c10::SymInt> shape = gemm_out_shape(a);
+  check_gemm_shapes(a, shape, out_dtype);
+  return at::empty_symint(shape, a.XQ.options().dtype(out_dtype));
 }
 
 /// The _out forms: output's dtype first, as the CPU/CUDA kernel checks it, then the shapes.
@@ -242,10 +243,9 @@ at::Tensor meta_grouped(const char* op, const at::Tensor& XQ, const at::Tensor& 
   static const std::optional<at::Tensor> kNoBias;
   const GroupedArgs a{op, XQ, WQ, x_scale, w_scale, sizes, kNoBias, true, layout, padded};
   require_meta_grouped(a, nullptr);
-  at::Tensor out =
-      at::empty_symint(grouped_out_shape(a), XQ.options().dtype(at::ScalarType::BFloat16));
-  check_grouped_shapes(a, out);
-  return out;
+  const std::vector<c10::SymInt> shape = grouped_out_shape(a);
+  check_grouped_shapes(a, shape);
+  return at::empty_symint(shape, XQ.options().dtype(at::ScalarType::BFloat16));
 }
 
 at::Tensor grouped_stacked_meta(const at::Tensor& XQ, const at::Tensor& WQ,

@@ -46,8 +46,12 @@ std::vector<c10::SymInt> gemm_out_shape(const GemmArgs& a);
 /// The checks of a GEMM op that read no memory, for its Meta kernel: the library's
 /// f8gemm::check_gemm_shapes (the rules that f8gemm::gemm runs first) over the views that the
 /// CPU/CUDA kernel builds, with the same scale forms accepted, the same error and the same hint.
-/// Symbolic sizes are unknown to it: a rule that needs one is skipped.
+/// Symbolic sizes are unknown to it: a rule that needs one is skipped. `out`: the _out forms'
+/// output; the functional forms give the shape and dtype of the output they will allocate
+/// (gemm_out_shape), so that the check runs before it exists, as their CPU/CUDA kernels run it.
 void check_gemm_shapes(const GemmArgs& a, const at::Tensor& out);
+void check_gemm_shapes(const GemmArgs& a, c10::SymIntArrayRef out_shape,
+                       at::ScalarType out_dtype);
 
 // grouped_ops.cpp
 /// One grouped GEMM op call (f8f8bf16_rowwise_grouped_stacked and _dynamic, their preshuffled
@@ -72,8 +76,10 @@ struct GroupedArgs {
 /// the checks then refuse before they look at the output.
 std::vector<c10::SymInt> grouped_out_shape(const GroupedArgs& a);
 /// The checks of a grouped op that read no memory, for its Meta kernel, as check_gemm_shapes:
-/// f8gemm::check_grouped_shapes over the CPU/CUDA kernel's views, with its error and hint.
+/// f8gemm::check_grouped_shapes over the CPU/CUDA kernel's views, with its error and hint;
+/// the functional forms give their output's shape (grouped_out_shape) before allocating it.
 void check_grouped_shapes(const GroupedArgs& a, const at::Tensor& out);
+void check_grouped_shapes(const GroupedArgs& a, c10::SymIntArrayRef out_shape);
 
 // weight_ops.cpp
 /// The preshuffled shape of a plain WQ, and the plain shape of a preshuffled one (ValueError for

@@ -554,6 +554,116 @@ def test_autograd_kernel_records_only_what_needs_it():
         OPS.quantize_fp8_row(a, None, True, torch.zeros(4, 64, dtype=E4M3).requires_grad_())
 
 
+def test_autograd_kernel_skips_the_fallback_without_autograd_work():
+    """The fast path is taken: a spy kernel at AutogradOther (where the Autograd kernel reaches
+    torch's fallback) sees the calls that have work for autograd and none of the others."""
+    import warnings
+
+    seen = []
+
+    def spy(*args):
+        seen.append(args[0].requires_grad)
+        with torch._C._AutoDispatchBelowAutograd():
+            return OPS.quantize_fp8_row.default(*args)
+
+    lib = torch.library.Library("f8gemm", "IMPL")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # overriding a registered kernel warns
+            lib.impl("quantize_fp8_row", spy, "AutogradOther")
+        a = torch.randn(4, 64)
+        OPS.quantize_fp8_row(a)
+        OPS.quantize_fp8_row(torch.randn(8, 64)[2:6])  # autograd metadata (a view), no grad
+        a.requires_grad_()
+        with torch.no_grad():
+            OPS.quantize_fp8_row(a)
+        assert seen == []
+        OPS.quantize_fp8_row(a)
+        assert seen == [True]
+    finally:
+        lib._destroy()
+    _, s = OPS.quantize_fp8_row(a)  # torch's fallback again
+    assert s.grad_fn is not None
+
+
+# The _out ops (and the batched op's output=, through _rowwise_batched_out) on valid meta
+# tensors: (name, call(x_scale, output), x_scale's shape, output's shape).
+F32 = torch.float32
+OUT_CALLS = [
+    ("f8f8bf16_rowwise_out", lambda xs, out: OPS.f8f8bf16_rowwise_out(
+        _meta(4, 128), _meta(64, 128), xs, _meta(64, dtype=F32), out), (4,), (4, 64)),
+    ("f8f8bf16_rowwise_preshuffled_out", lambda xs, out: OPS.f8f8bf16_rowwise_preshuffled_out(
+        _meta(4, 128), _meta(1, 8, 1024), xs, _meta(64, dtype=F32), out), (4,), (4, 64)),
+    ("_rowwise_batched_out", lambda xs, out: OPS.f8f8bf16_rowwise_batched(
+        _meta(2, 4, 128), _meta(2, 64, 128), xs, _meta(2, 64, dtype=F32), output=out),
+     (2, 4), (2, 4, 64)),
+    ("f8f8bf16_rowwise_grouped_stacked_out", lambda xs, out:
+     OPS.f8f8bf16_rowwise_grouped_stacked_out(_meta(8, 128), _meta(2, 64, 128), xs,
+                                              _meta(2, 64, dtype=F32),
+                                              _meta(2, dtype=torch.int32), out), (8,), (8, 64)),
+    ("f8f8bf16_rowwise_grouped_stacked_preshuffled_out", lambda xs, out:
+     OPS.f8f8bf16_rowwise_grouped_stacked_preshuffled_out(
+         _meta(8, 128), _meta(2, 1, 8, 1024), xs, _meta(2, 64, dtype=F32),
+         _meta(2, dtype=torch.int32), out), (8,), (8, 64)),
+]
+
+
+@pytest.mark.parametrize("case", OUT_CALLS, ids=[c[0] for c in OUT_CALLS])
+def test_out_ops_bump_the_output_version(case):
+    """A write is a version: a backward that saved the output before it raises."""
+    _, call, xs_shape, out_shape = case
+    out = _meta(*out_shape, dtype=torch.bfloat16)
+    version = out._version
+    call(_meta(*xs_shape, dtype=F32), out)
+    assert out._version == version + 1
+    p = torch.ones(out_shape, device="meta", requires_grad=True)
+    z = p * out  # saves out for p's gradient
+    with torch.no_grad():
+        call(_meta(*xs_shape, dtype=F32), out)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        z.sum().backward()
+
+
+def test_quantize_bumps_the_version_of_its_output():
+    a, o = torch.randn(4, 64), torch.empty(4, 64, dtype=E4M3)
+    p = torch.ones(4, 64, requires_grad=True)
+    z = p * o.view(torch.uint8)  # saves a view of o, which shares its version counter
+    version = o._version
+    OPS.quantize_fp8_row(a, None, True, o)  # the fast path
+    assert o._version == version + 1
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        z.sum().backward()
+    OPS.quantize_fp8_row(a.requires_grad_(), None, True, o)  # torch's fallback
+    assert o._version == version + 2
+
+
+@pytest.mark.parametrize("case", OUT_CALLS, ids=[c[0] for c in OUT_CALLS])
+def test_out_ops_refuse_forward_mode_gradients(case):
+    """A dual input's tangent would be dropped and a dual output's left stale: refused, in
+    grad mode or not, and nothing is written."""
+    import warnings
+
+    import torch.autograd.forward_ad as fwad
+
+    _, call, xs_shape, out_shape = case
+    with fwad.dual_level(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # make_dual's first jit scripting
+        xs = _meta(*xs_shape, dtype=F32)
+        out = _meta(*out_shape, dtype=torch.bfloat16)
+        dual_xs = fwad.make_dual(xs, torch.ones_like(xs))
+        dual_out = fwad.make_dual(out, torch.ones_like(out))
+        for grad_mode in (True, False):
+            with torch.set_grad_enabled(grad_mode):
+                with pytest.raises(NotImplementedError,
+                                   match=r"x_scale carries a forward-mode gradient .*"
+                                         r"unpack_dual\(x_scale\)\.primal"):
+                    call(dual_xs, out)
+                with pytest.raises(NotImplementedError,
+                                   match=r"output carries a forward-mode gradient"):
+                    call(xs, dual_out)
+        assert out._version == 0
+
+
 def test_every_tensor_op_has_an_autograd_kernel():
     names = [n for n in torch._C._dispatch_get_all_op_names() if n.startswith("f8gemm::")]
     for name in names:

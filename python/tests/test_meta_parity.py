@@ -167,6 +167,29 @@ REFUSED = [
      (T(2, 8, 256), WG, T(2, 8, dtype=F32), WSG, SIZES), {}, r"XQ has 2 groups but WQ has 4"),
     ("dynamic x_scale", "f8f8bf16_rowwise_grouped_dynamic_preshuffled",
      (XD, WGP, T(4, 7, dtype=F32), WSG, SIZES), {}, r"x_scale must have shape \[4, 8\]"),
+    # 0-dim tensors: a present optional one (bias) is a bias, on meta as on the CPU.
+    ("bias 0-dim", "f8f8bf16_rowwise", (X, W, XS, WS, T(dtype=F32)), {},
+     r"bias must have shape \[64\] \(\[N\]\), got \[\]"),
+    ("preshuffled bias 0-dim", "f8f8bf16_rowwise_preshuffled", (X, WP, XS, WS, T(dtype=BF16)),
+     {}, r"bias must have shape \[64\] \(\[N\]\), got \[\]"),
+    ("out bias 0-dim", "f8f8bf16_rowwise_out", (X, W, XS, WS, OUT, T(dtype=F32)), {},
+     r"bias must have shape \[64\] \(\[N\]\), got \[\]"),
+    ("batched bias 0-dim", "f8f8bf16_rowwise_batched", (XB, WB, XSB, WSB, T(dtype=F32)), {},
+     r"bias must have shape \[3, 64\] \(\[B, N\]\), got \[\]"),
+    ("grouped out bias 0-dim", "f8f8bf16_rowwise_grouped_stacked_out",
+     (XG, WG, XSG, WSG, SIZES, OUTG, T(dtype=F32)), {},
+     r"bias must have shape \[4, 64\] \(\[G, N\]\), got \[\]"),
+    ("grouped preshuffled out bias 0-dim", "f8f8bf16_rowwise_grouped_stacked_preshuffled_out",
+     (XG, WGP, XSG, WSG, SIZES, OUTG, T(dtype=BF16)), {}, r"bias must have shape \[4, 64\]"),
+    ("output 0-dim", "f8f8bf16_rowwise_out", (X, W, XS, WS, T(dtype=BF16)), {},
+     r"output must have shape XQ.shape\[:-1\] \+ \[N\] \(N = 64\), got \[\]"),
+    ("w_scale 0-dim", "f8f8bf16_rowwise", (X, W, XS, T(dtype=F32)), {},
+     r"w_scale must have shape \[64\] \(\[N\]\), got \[\]"),
+    ("XQ 0-dim", "f8f8bf16_rowwise", (T(), W, XS, WS), {},
+     r"XQ must be \[\.\.\., K\] with at least 1 dimension"),
+    ("M_sizes 0-dim", "f8f8bf16_rowwise_grouped_stacked", (XG, WG, XSG, WSG,
+                                                           T(dtype=torch.int32)), {},
+     r"M_sizes must be 1-D \[G\]"),
 ]
 
 # (id, op, args, kwargs, the output's shape, dtype; None for the _out ops).
@@ -223,6 +246,66 @@ def test_meta_accepts_what_the_real_kernels_accept(case):
     # On the CPU every shape rule passes and the library stops at the data's place.
     with pytest.raises(ValueError, match="XQ must be in GPU memory"):
         getattr(OPS, op)(*_args(args, "cpu"), **kwargs)
+
+
+class H(T):
+    """A tensor argument of any size over one element (stride 0): its shape costs no memory."""
+
+    def make(self, device):
+        ones = (1,) * len(self.shape)
+        return torch.zeros(ones, dtype=self.dtype, device=device).expand(self.shape)
+
+
+# A K that WQ does not match, with M and N whose output would be 2^53 bytes or more: the shape
+# rules refuse it before the CPU/CUDA kernel allocates anything, as the Meta kernel does.
+BIG_M, BIG_N = 1 << 30, 1 << 22
+HUGE_OUTPUT = [
+    ("single", "f8f8bf16_rowwise",
+     (H(BIG_M, 16), H(BIG_N, 32), H(BIG_M, dtype=F32), H(BIG_N, dtype=F32)),
+     r"WQ must have shape \[4194304, 16\] \(\[N, K\] matching XQ's K\)"),
+    ("f16", "f8f8f16_rowwise",
+     (H(BIG_M, 16), H(BIG_N, 32), H(BIG_M, dtype=F32), H(BIG_N, dtype=F32)),
+     r"WQ must have shape \[4194304, 16\]"),
+    ("silu_mul", "f8f8bf16_rowwise_silu_mul",
+     (H(BIG_M, 16), H(BIG_N, 32), H(BIG_M, dtype=F32), H(BIG_N, dtype=F32)),
+     r"WQ must have shape \[4194304, 16\]"),
+    ("preshuffled", "f8f8bf16_rowwise_preshuffled",
+     (H(BIG_M, 16), H(2, BIG_N // 8, 1024), H(BIG_M, dtype=F32), H(BIG_N, dtype=F32)),
+     r"WQ must have shape \[1, 524288, 1024\]"),
+    ("batched", "f8f8bf16_rowwise_batched",
+     (H(2, BIG_M // 2, 16), H(2, BIG_N, 32), H(2, BIG_M // 2, dtype=F32),
+      H(2, BIG_N, dtype=F32)), r"WQ must have shape \[2, 4194304, 16\]"),
+    ("grouped", "f8f8bf16_rowwise_grouped_stacked",
+     (H(BIG_M, 16), H(4, BIG_N, 32), H(BIG_M, dtype=F32), H(4, BIG_N, dtype=F32), SIZES),
+     r"WQ must have shape \[4, 4194304, 16\]"),
+    ("dynamic", "f8f8bf16_rowwise_grouped_dynamic",
+     (H(4, BIG_M // 4, 16), H(4, BIG_N, 32), H(4, BIG_M // 4, dtype=F32),
+      H(4, BIG_N, dtype=F32), SIZES), r"WQ must have shape \[4, 4194304, 16\]"),
+]
+
+
+@pytest.mark.parametrize("case", HUGE_OUTPUT, ids=[c[0] for c in HUGE_OUTPUT])
+def test_real_kernels_check_shapes_before_allocating_the_output(case):
+    """The CPU/CUDA kernels run the Meta kernel's shape check before they allocate: a bad WQ
+    whose N makes a petabyte output raises the shape error, not the allocator's."""
+    _, op, args, rule = case
+    meta = _raised(op, args, {}, "meta")
+    assert isinstance(meta, ValueError) and re.search(rule, str(meta)), meta
+    for device in _real_devices():
+        real = _raised(op, args, {}, device)
+        assert type(real) is ValueError and str(real) == str(meta), (device, real, meta)
+
+
+def test_zero_dim_scale_ub_is_one_value_everywhere():
+    """quantize_fp8_row's optional scale_ub: a 0-dim one is its one value on meta and the CPU;
+    a 0-dim output is refused alike."""
+    for device in ("meta", "cpu"):
+        q, s = OPS.quantize_fp8_row(torch.ones(4, 64, device=device),
+                                    torch.tensor(2.0, device=device))
+        assert q.shape == (4, 64) and s.shape == (4,)
+    messages = {str(_raised("quantize_fp8_row", (T(4, 64, dtype=F32), None, True, T()), {}, d))
+                for d in ("meta", "cpu")}
+    assert len(messages) == 1 and "output must have a's shape" in messages.pop(), messages
 
 
 def _symbolic(mode, t, dynamic):

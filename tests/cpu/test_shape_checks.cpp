@@ -220,10 +220,12 @@ TEST(ShapeChecks, UnknownSizesSkipOnlyTheRulesThatNeedThem) {
   set_shape(empty.out, {0, U, 64});
   EXPECT_NE(empty.shape_error().find("(M = 0 values), got [5]"), std::string::npos);
 
-  // N unknown: W's K and the shapes that do not read N still hold.
+  // N unknown in W: W's K still holds, and N comes from the next argument that knows it.
   Call n = single();
+  n.with_bias = false;
   set_shape(n.w, {U, 256});
-  set_shape(n.ws, {63});  // against an unknown N: skipped
+  set_shape(n.ws, {U});
+  set_shape(n.out, {2, 8, U});
   EXPECT_EQ(n.shape_error(), "");
   set_shape(n.w, {U, 128});
   EXPECT_NE(n.shape_error().find("w must have shape [?, 256]"), std::string::npos);
@@ -255,10 +257,136 @@ TEST(ShapeChecks, UnknownSizesSkipOnlyTheRulesThatNeedThem) {
   Call g_sizes = g;
   set_shape(g_sizes.sizes, {3});
   EXPECT_NE(g_sizes.shape_error().find("m_sizes has 3 groups but w has 4"), std::string::npos);
+  // G unknown in W: it comes from m_sizes, and w_scale and bias must agree with it.
   Call g_groups = g;
   set_shape(g_groups.w, {U, 64, 256});
   set_shape(g_groups.sizes, {3});
-  EXPECT_EQ(g_groups.shape_error(), "");  // G unknown: the count cannot be compared
+  EXPECT_NE(g_groups.shape_error().find("w_scale must have shape [3, 64] ([G, N]), got [4, 64]"),
+            std::string::npos);
+  set_shape(g_groups.ws, {U, 64});
+  EXPECT_NE(g_groups.shape_error().find("bias must have shape [3, 64]"), std::string::npos);
+  set_shape(g_groups.bias, {U, 64});
+  EXPECT_EQ(g_groups.shape_error(), "");
+}
+
+TEST(ShapeChecks, SharedSizesComeFromTheFirstArgumentThatKnowsThem) {
+  // G: W's unknown, m_sizes' 5000 is past the 4096 groups a call takes.
+  Call g = grouped();
+  g.with_bias = false;
+  set_shape(g.w, {U, 64, 256});
+  set_shape(g.ws, {U, 64});
+  set_shape(g.sizes, {5000});
+  EXPECT_NE(g.shape_error().find("G = 5000 groups is more than the 4096"), std::string::npos);
+  set_shape(g.sizes, {U});
+  set_shape(g.ws, {4, 64});
+  EXPECT_EQ(g.shape_error(), "");  // G from w_scale: 4
+  set_shape(g.ws, {4, 60});
+  set_shape(g.w, {U, U, 256});
+  EXPECT_NE(g.shape_error().find("N (from w_scale) must be a positive multiple of 8, got 60"),
+            std::string::npos);
+  set_shape(g.ws, {4, 64});
+  set_shape(g.out, {40, 72});  // N from w_scale: 64
+  EXPECT_NE(g.shape_error().find("out must have shape [40, 64]"), std::string::npos);
+
+  // B: X's unknown, W's 3 is checked against x_scale's 2.
+  Call b = batched();
+  set_shape(b.x, {U, 8, 256});
+  EXPECT_EQ(b.shape_error(), "");
+  set_shape(b.xs, {2, 8});
+  EXPECT_NE(b.shape_error().find("x_scale must have shape [3, 8] ([B, M]), got [2, 8]"),
+            std::string::npos);
+  set_shape(b.w, {U, 64, 256});  // B from x_scale: 2, against w_scale's 3
+  EXPECT_NE(b.shape_error().find("w_scale must have shape [2, 64]"), std::string::npos);
+
+  // N: W's unknown, w_scale's 63 is no multiple of 8 and out's 32 is not w_scale's 64.
+  Call n = single();
+  set_shape(n.w, {U, 256});
+  set_shape(n.ws, {63});
+  EXPECT_NE(n.shape_error().find("N (from w_scale) must be a positive multiple of 8, got 63"),
+            std::string::npos);
+  set_shape(n.ws, {64});
+  set_shape(n.out, {2, 8, 32});
+  EXPECT_NE(n.shape_error().find("out must have shape x.shape[:-1] + [N] (N = 64)"),
+            std::string::npos);
+  // With the SiLU·mul epilogue the output's columns are N/2: 12 of them make N = 24.
+  Call silu = single();
+  silu.with_bias = false;
+  silu.epilogue = EpilogueOp::kSiluMul;
+  set_shape(silu.w, {U, 256});
+  set_shape(silu.ws, {U});
+  set_shape(silu.out, {2, 8, 12});
+  EXPECT_NE(silu.shape_error().find("N (from out: gate then up, 2I) must be a multiple of 16, "
+                                    "got 24"),
+            std::string::npos);
+}
+
+TEST(ShapeChecks, SizesPastInt64AreRefusedNotWrapped) {
+  const int64_t slabs = (int64_t(1) << 61) + 1;  // N/8: 8 times it wraps to N = 8
+  const char* n_overflow =
+      "sizes exceed int64: w's N/8 dimension times 8 (N) = 2305843009213693953 * 8";
+  // Shape-only: no element count bounds W's known sizes.
+  Call c = single(WeightLayout::kPreshuffled);
+  c.with_bias = false;
+  set_shape(c.x, {U, 128});
+  set_shape(c.w, {U, slabs, U});
+  set_shape(c.xs, {U});
+  set_shape(c.ws, {8});
+  set_shape(c.out, {U, 8});
+  EXPECT_NE(c.shape_error().find(n_overflow), std::string::npos) << c.shape_error();
+  // A call: a zero dimension leaves W with no elements, whatever its N/8.
+  Call call = single(WeightLayout::kPreshuffled);
+  call.with_bias = false;
+  set_shape(call.x, {16, 128});
+  set_shape(call.w, {1, slabs, 0});
+  set_shape(call.xs, {16});
+  set_shape(call.ws, {8});
+  set_shape(call.out, {16, 8});
+  EXPECT_NE(call.call_error().find(n_overflow), std::string::npos) << call.call_error();
+  EXPECT_EQ(call.shape_error(), call.call_error());
+  // Grouped, the same N/8.
+  Call g = grouped();
+  g.layout = WeightLayout::kPreshuffled;
+  g.with_bias = false;
+  set_shape(g.x, {U, 128});
+  set_shape(g.w, {U, 1, slabs, U});  // G from m_sizes
+  set_shape(g.xs, {U});
+  set_shape(g.ws, {4, 8});
+  set_shape(g.out, {U, 8});
+  EXPECT_NE(g.shape_error().find(n_overflow), std::string::npos) << g.shape_error();
+
+  // K near 2^63: ceil(K / 128) without K + 127.
+  const int64_t k = INT64_MAX - 15;  // 2^63 - 16, a multiple of 16
+  Call kc = single(WeightLayout::kPreshuffled);
+  kc.with_bias = false;
+  set_shape(kc.x, {1, k});
+  set_shape(kc.w, {1, 8, 1024});
+  set_shape(kc.xs, {1});
+  set_shape(kc.out, {1, 64});
+  EXPECT_NE(kc.call_error().find("w must have shape [72057594037927936, 8, 1024]"),
+            std::string::npos) << kc.call_error();
+  EXPECT_EQ(kc.shape_error(), kc.call_error());
+  set_shape(kc.w, {U, 8, 1024});
+  EXPECT_NE(kc.shape_error().find("K = 9223372036854775792 is more than"), std::string::npos)
+      << kc.shape_error();
+  Call kg = grouped();
+  kg.layout = WeightLayout::kPreshuffled;
+  kg.with_bias = false;
+  set_shape(kg.x, {1, k});
+  set_shape(kg.w, {4, 1, 8, 1024});
+  set_shape(kg.xs, {1});
+  set_shape(kg.out, {1, 64});
+  EXPECT_NE(kg.call_error().find("w must have shape [4, 72057594037927936, 8, 1024]"),
+            std::string::npos) << kg.call_error();
+  EXPECT_EQ(kg.shape_error(), kg.call_error());
+  // SiLU·mul: the output's columns times 2.
+  Call silu = single();
+  silu.with_bias = false;
+  silu.epilogue = EpilogueOp::kSiluMul;
+  set_shape(silu.w, {U, 256});
+  set_shape(silu.ws, {U});
+  set_shape(silu.out, {U, U, (int64_t(1) << 62) + 8});
+  EXPECT_NE(silu.shape_error().find("sizes exceed int64: out's last dimension times 2 (N)"),
+            std::string::npos) << silu.shape_error();
 }
 
 TEST(ShapeChecks, OnlyTheShapeChecksTakeUnknownSizes) {
