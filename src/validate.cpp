@@ -96,7 +96,8 @@ void require_view(const TensorView& t, const char* name, bool allow_unknown) {
                    raw_shape_str(t));
     if (t.shape[i] == 0) continue;
     F8GEMM_REQUIRE(!__builtin_mul_overflow(product, t.shape[i], &product), kInvalidArgument, name,
-                   " has more than 2^63 elements: shape ", shape_str(t));
+                   " has more than 2^63 elements: shape ",
+                   allow_unknown ? shape_str(t) : raw_shape_str(t));
   }
 }
 

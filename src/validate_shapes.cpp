@@ -93,8 +93,11 @@ ProblemShape gemm_shape_rules(const GemmTensors& t, WeightLayout layout, const G
   if (bias && bias->rank == 1 + lead) n_size.offer(bias->shape[lead], n.bias);
   if (batched ? out.rank == 3 : (out.rank == x.rank || out.rank == 2)) {
     const int64_t cols = out.shape[out.rank - 1];  // N, or N/2 with the SiLU·mul epilogue
-    n_size.offer(silu_mul ? known_mul(cols, 2, n.out, "'s last dimension times 2 (N)") : cols,
-                 n.out);
+    // out's N/2 is doubled only where nothing before it gave N: else out's shape check below
+    // compares it with N / 2, and a huge last dimension gets that message, not an overflow's.
+    if (!silu_mul) n_size.offer(cols, n.out);
+    else if (!known(n_size.value))
+      n_size.offer(known_mul(cols, 2, n.out, "'s last dimension times 2 (N)"), n.out);
   }
   p.n = n_size.value;
   if (shuffled) {

@@ -85,9 +85,13 @@ c10::SmallVector<at::Tensor, 1> written_tensors(const c10::OperatorHandle& op,
 
 /// One in-place write of each tensor on its version counter, as ADInplaceOrView records torch's
 /// in-place ops: a backward that saved one of them before then raises instead of using the new
-/// values.
+/// values. An inference tensor has no version counter (bumping it throws, after the kernel has
+/// written it) and cannot have been saved for a backward, so it is left alone: such an output,
+/// made under torch.inference_mode() and written outside it, worked before versions were bumped.
 void bump_versions(const c10::SmallVector<at::Tensor, 1>& written) {
-  for (const at::Tensor& t : written) torch::autograd::impl::bump_version(t);
+  for (const at::Tensor& t : written) {
+    if (!t.is_inference()) torch::autograd::impl::bump_version(t);
+  }
 }
 
 /// The Autograd kernel of the ops that return new tensors. Without work for autograd, the call
@@ -137,12 +141,18 @@ void refuse_grad_for_out(const c10::OperatorHandle& op, c10::DispatchKeySet keys
                                "recorded: pass ", arg, ".detach() or call it under "
                                "torch.no_grad()"));
     }
+    // Writing through a dual output's primal would leave its tangent stale: for the written
+    // argument the way out is another tensor, not the primal.
+    const c10::AliasInfo* alias = op.schema().arguments()[i].alias_info();
+    const bool written = alias != nullptr && alias->isWrite();
     C10_THROW_ERROR(NotImplementedError,
                     c10::str("f8gemm.", op_name, ": ", arg,
                              " carries a forward-mode gradient (a dual tensor), but f8gemm's ops "
                              "have no derivative and this one writes output in place, where the "
-                             "tangent would be lost: pass its primal, torch.autograd.forward_ad"
-                             ".unpack_dual(", arg, ").primal"));
+                             "tangent would be lost: ",
+                             written ? c10::str("pass an ", arg, " that carries no tangent")
+                                     : c10::str("pass its primal, torch.autograd.forward_ad"
+                                                ".unpack_dual(", arg, ").primal")));
   }
   const c10::SmallVector<at::Tensor, 1> written = written_tensors(op, *stack);
   op.redispatchBoxed(keys & c10::after_autograd_keyset, stack);

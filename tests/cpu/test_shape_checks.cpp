@@ -387,6 +387,25 @@ TEST(ShapeChecks, SizesPastInt64AreRefusedNotWrapped) {
   set_shape(silu.out, {U, U, (int64_t(1) << 62) + 8});
   EXPECT_NE(silu.shape_error().find("sizes exceed int64: out's last dimension times 2 (N)"),
             std::string::npos) << silu.shape_error();
+  // Where W gave N, out's columns are not doubled: a huge last dimension leaves the first rule
+  // that fails, W's K here, as the call at c82ca4b reported it (a review's differential test).
+  Call known_n = single();
+  known_n.with_bias = false;
+  known_n.epilogue = EpilogueOp::kSiluMul;
+  set_shape(known_n.x, {16, 128});
+  set_shape(known_n.w, {64, 96});
+  set_shape(known_n.xs, {16});
+  set_shape(known_n.ws, {64});
+  set_shape(known_n.out, {0, (int64_t(1) << 62) + 8});
+  EXPECT_NE(known_n.call_error().find("w must have shape [64, 128]"), std::string::npos)
+      << known_n.call_error();
+  EXPECT_EQ(known_n.shape_error(), known_n.call_error());
+  // The call's own overflow message prints a negative size as it is, not as "?" (only the
+  // shape-only check has unknown sizes).
+  Call negative = single();
+  set_shape(negative.x, {7, int64_t(1) << 62, -1});
+  EXPECT_NE(negative.call_error().find("shape [7, 4611686018427387904, -1]"), std::string::npos)
+      << negative.call_error();
 }
 
 TEST(ShapeChecks, OnlyTheShapeChecksTakeUnknownSizes) {
