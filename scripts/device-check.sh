@@ -3,8 +3,12 @@
 # benchmark with its peers and the plot, and prints a short table last. Logs go to $OUT (or
 # ./device-out). Usage: scripts/device-check.sh [build] [tests] [demo] [bench] [peers] [tune]
 #                       [sanitize] [hostcost] [torch] [tp] [graphs] [pdl] [trace] [mlp-ab]
-#                       [table-ab] [silu-tune]
+#                       [table-ab] [silu-tune] [torch-build]
 #                       (no argument: build tests hostcost demo bench peers torch)
+# torch-build: only the PyTorch extension (target f8gemm_torch, no tests), into
+# $TORCH_BUILD_DIR (default build-device-torch), which the torch steps then load. With BUILD_DIR
+# naming binaries built on a machine without a GPU (carried), `BUILD_DIR=dir GPU_TEST_SHARDS=6
+# scripts/device-check.sh torch-build tests torch` checks a tree without the full build.
 # trace: GemmGpu.Trace*, a memcheck of one instrumented call, and `run --trace` of the schedules
 # that perf-log card 56 asks about (TRACES="name:B,M,N,K:config ..." replaces them).
 # mlp-ab: the Llama MLP block (examples/llama_mlp.py --cuda-graph --pdl) in rounds a b b a, where
@@ -133,6 +137,22 @@ if has build; then
   fi
 fi
 B=$BUILD_DIR/f8gemm
+TORCH_LIB_DIR=$PWD/$BUILD_DIR  # where the torch steps load libf8gemm_torch.so from
+
+if has torch-build; then
+  TORCH_BUILD_DIR=${TORCH_BUILD_DIR:-build-device-torch}
+  torch_prefix=$(python3 -c "import torch; print(torch.utils.cmake_prefix_path)" 2>/dev/null || true)
+  cmake -S . -B "$TORCH_BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DF8GEMM_BUILD_TESTS=OFF \
+    ${torch_prefix:+-DCMAKE_PREFIX_PATH=$torch_prefix} >"$OUT/torch-build.log" 2>&1 &&
+    ninja -C "$TORCH_BUILD_DIR" f8gemm_torch >>"$OUT/torch-build.log" 2>&1
+  rc=$?
+  check "torch build" $rc "($TORCH_BUILD_DIR)"
+  if [ $rc -eq 0 ]; then
+    TORCH_LIB_DIR=$PWD/$TORCH_BUILD_DIR
+  else
+    tail -30 "$OUT/torch-build.log"
+  fi
+fi
 
 if has tests; then
   # GPU_TEST_SHARDS=N runs the suite as N gtest shards at once on the one GPU (the whole suite
@@ -254,7 +274,7 @@ if has pdl; then
     done
   done
   check "pdl bench" $rc "(pdl0-*.csv against pdl1-*.csv)"
-  PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH} F8GEMM_TORCH_LIB=$PWD/$BUILD_DIR \
+  PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH} F8GEMM_TORCH_LIB=$TORCH_LIB_DIR \
     timeout 300 python3 examples/llama_mlp.py --cuda-graph --pdl >"$OUT/pdl-mlp.log" 2>&1
   rc=$?
   ! grep -q DIFFER "$OUT/pdl-mlp.log" || rc=1
@@ -284,7 +304,7 @@ if has peers; then
 fi
 
 if has torch; then
-  export PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH} F8GEMM_TORCH_LIB=$PWD/$BUILD_DIR
+  export PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH} F8GEMM_TORCH_LIB=$TORCH_LIB_DIR
   export PYTHONUNBUFFERED=1
   if python3 -c "import pytest" 2>/dev/null; then
     timeout "${T_TORCH:-400}" python3 -m pytest -q -rs python/tests >"$OUT/pytest.log" 2>&1
@@ -308,7 +328,7 @@ if has torch; then
 fi
 
 if has tp; then
-  export PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH} F8GEMM_TORCH_LIB=$PWD/$BUILD_DIR
+  export PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH} F8GEMM_TORCH_LIB=$TORCH_LIB_DIR
   export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
   timeout 300 python3 -m pytest -q -rs python/tests/test_tp.py >"$OUT/tp.log" 2>&1
   rc=$?
@@ -324,7 +344,7 @@ if has tp; then
 fi
 
 if has graphs; then
-  export PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH} F8GEMM_TORCH_LIB=$PWD/$BUILD_DIR
+  export PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH} F8GEMM_TORCH_LIB=$TORCH_LIB_DIR
   export PYTHONUNBUFFERED=1
   timeout 200 python3 -m pytest -q -rs python/tests/test_graphs.py >"$OUT/graphs.log" 2>&1
   rc=$?
@@ -361,7 +381,7 @@ if has silu-tune; then
 fi
 
 if has mlp-ab; then
-  export PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH} F8GEMM_TORCH_LIB=$PWD/$BUILD_DIR
+  export PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH} F8GEMM_TORCH_LIB=$TORCH_LIB_DIR
   export PYTHONUNBUFFERED=1
   if [ ! -f "${MLP_AB_TABLE:-}" ]; then
     check "MLP block A/B" 2 "(MLP_AB_TABLE='${MLP_AB_TABLE:-}' names no file)"
