@@ -82,6 +82,40 @@ def test_installed_package_is_the_one_under_test():
     assert f8gemm.build_info["torch"] == torch.__version__
 
 
+def test_nvrtc_is_found_in_the_pip_wheels_folder_beside_the_package():
+    """An environment made by pip alone has libnvrtc.so.13 in site-packages/nvidia/cu13/lib
+    (the nvidia-cuda-nvrtc wheel, a dependency of torch's CUDA 13 builds), not on the loader's
+    path: the installed extension's RPATH must name that folder, before the toolkit's. A copy of
+    the installed package in a scratch site-packages, with a copy of the loaded libnvrtc in
+    nvidia/cu13/lib beside it, must load that copy."""
+    if not helpers.INSTALLED:
+        pytest.skip("F8GEMM_TEST_INSTALLED is not set: the RPATH is the installed package's")
+    import shutil
+    import tempfile
+    nvrtc = [line.split()[-1] for line in open("/proc/self/maps") if "libnvrtc.so" in line]
+    assert nvrtc, "importing f8gemm mapped no libnvrtc"
+    with tempfile.TemporaryDirectory() as tmp:
+        shutil.copytree(os.path.dirname(f8gemm.__file__), os.path.join(tmp, "f8gemm"),
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        wheel_lib = os.path.join(tmp, "nvidia", "cu13", "lib")
+        os.makedirs(wheel_lib)
+        shutil.copy(nvrtc[0], os.path.join(wheel_lib, "libnvrtc.so.13"))
+        code = ("import torch, sys\n"
+                "before = [l for l in open('/proc/self/maps') if 'libnvrtc.so' in l]\n"
+                "if before: sys.exit('torch mapped libnvrtc before f8gemm: ' + before[0])\n"
+                "import f8gemm\n"
+                "print(sorted({l.split()[-1] for l in open('/proc/self/maps') "
+                "if 'libnvrtc.so' in l}))\n")
+        env = {k: v for k, v in os.environ.items() if k not in ("F8GEMM_TORCH_LIB",
+                                                                 "LD_LIBRARY_PATH")}
+        env["PYTHONPATH"] = tmp
+        r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                           text=True, cwd=tmp, timeout=120)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert r.stdout.strip() == str([os.path.join(os.path.realpath(wheel_lib),
+                                                     "libnvrtc.so.13")]), r.stdout
+
+
 def test_a_library_the_loader_refuses_is_an_import_error_with_its_reason():
     """`import f8gemm` with F8GEMM_TORCH_LIB naming a file that is no ELF library: ImportError
     (what `try: import f8gemm / except ImportError` handles), quoting dlopen's reason."""
