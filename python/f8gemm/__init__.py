@@ -176,8 +176,8 @@ if not hasattr(torch.ops.f8gemm, "f8f8bf16_rowwise"):  # loading twice would re-
         raise ImportError(
             f"f8gemm: cannot load {library_path}: {cause}. The extension needs a CUDA build "
             f"of torch (torch {torch.__version__} is {torch_build}), the CUDA toolkit's "
-            "libnvrtc.so.13 on the loader's path (LD_LIBRARY_PATH, or the nvidia-cuda-nvrtc "
-            "wheel's lib folder), and the torch it was built against (an undefined symbol "
+            "libnvrtc.so.13 (`pip install nvidia-cuda-nvrtc`, whose site-packages/nvidia/cu13/lib "
+            "the extension's RPATH names, or the toolkit's on LD_LIBRARY_PATH), and the torch it was built against (an undefined symbol "
             "means another torch)") from e
 
 _ops = torch.ops.f8gemm

@@ -82,12 +82,13 @@ def test_installed_package_is_the_one_under_test():
     assert f8gemm.build_info["torch"] == torch.__version__
 
 
-def test_nvrtc_is_found_in_the_pip_wheels_folder_beside_the_package():
+def test_nvrtc_and_its_builtins_are_found_in_the_pip_wheels_folder_beside_the_package():
     """An environment made by pip alone has libnvrtc.so.13 in site-packages/nvidia/cu13/lib
     (the nvidia-cuda-nvrtc wheel, a dependency of torch's CUDA 13 builds), not on the loader's
-    path: the installed extension's RPATH must name that folder, before the toolkit's. A copy of
-    the installed package in a scratch site-packages, with a copy of the loaded libnvrtc in
-    nvidia/cu13/lib beside it, must load that copy."""
+    path: the installed extension's RPATH must name that folder, before the toolkit's, and a
+    compile must use the builtins library beside it. A copy of the installed package in a
+    scratch site-packages, with copies of the loaded libnvrtc and its builtins in
+    nvidia/cu13/lib beside it, must load and compile with those copies."""
     if not helpers.INSTALLED:
         pytest.skip("F8GEMM_TEST_INSTALLED is not set: the RPATH is the installed package's")
     import shutil
@@ -100,22 +101,31 @@ def test_nvrtc_is_found_in_the_pip_wheels_folder_beside_the_package():
         wheel_lib = os.path.join(tmp, "nvidia", "cu13", "lib")
         os.makedirs(wheel_lib)
         shutil.copy(nvrtc[0], os.path.join(wheel_lib, "libnvrtc.so.13"))
+        # NVRTC opens its builtins library by name at its first compile; the wheel's
+        # libnvrtc has no RUNPATH, so only the library's load of the copy beside libnvrtc
+        # (jit/nvrtc_builtins.hpp) makes that compile use it rather than the toolkit's.
+        version = ".".join(torch.version.cuda.split(".")[:2])
+        builtins = os.path.join(os.path.dirname(nvrtc[0]), f"libnvrtc-builtins.so.{version}")
+        shutil.copy(builtins, wheel_lib)
         code = ("import torch, sys\n"
-                "before = [l for l in open('/proc/self/maps') if 'libnvrtc.so' in l]\n"
+                "before = [l for l in open('/proc/self/maps') if 'libnvrtc' in l]\n"
                 "if before: print(before[0].split()[-1]); sys.exit(3)\n"
                 "import f8gemm\n"
+                "f8gemm.precompile((16, 256, 256))\n"
                 "print(sorted({l.split()[-1] for l in open('/proc/self/maps') "
-                "if 'libnvrtc.so' in l}))\n")
+                "if 'libnvrtc' in l}))\n")
         env = {k: v for k, v in os.environ.items() if k not in ("F8GEMM_TORCH_LIB",
                                                                  "LD_LIBRARY_PATH")}
         env["PYTHONPATH"] = tmp
+        env["F8GEMM_CACHE_DIR"] = os.path.join(tmp, "cache")  # a compile, not a disk hit
         r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                            text=True, cwd=tmp, timeout=120)
         if r.returncode == 3:  # the extension then reuses that one: no RPATH is consulted
             pytest.skip(f"importing torch alone mapped {r.stdout.strip()}")
         assert r.returncode == 0, r.stdout + r.stderr
-        assert r.stdout.strip() == str([os.path.join(os.path.realpath(wheel_lib),
-                                                     "libnvrtc.so.13")]), r.stdout
+        lib = os.path.realpath(wheel_lib)
+        assert r.stdout.strip() == str([os.path.join(lib, os.path.basename(builtins)),
+                                        os.path.join(lib, "libnvrtc.so.13")]), r.stdout
 
 
 def test_a_library_the_loader_refuses_is_an_import_error_with_its_reason():

@@ -9,6 +9,7 @@
 #include "check.hpp"
 #include "jit/embedded.hpp"
 #include "jit/io.hpp"
+#include "jit/nvrtc_builtins.hpp"
 
 namespace f8gemm::jit {
 namespace {
@@ -65,6 +66,7 @@ void compile_program(Program& prog, const std::string& label, const std::string&
                      const std::vector<std::string>& options, std::string* log,
                      const std::function<void(const std::string&)>& on_failure) {
   const Headers& h = headers();
+  load_nvrtc_builtins_beside_nvrtc();
   std::string name = safe_name(label) + ".cu";
   F8GEMM_CHECK_NVRTC(nvrtcCreateProgram(&prog.handle, source.c_str(), name.c_str(),
                                         static_cast<int>(h.names.size()), h.texts.data(),
