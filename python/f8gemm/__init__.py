@@ -175,10 +175,10 @@ if not hasattr(torch.ops.f8gemm, "f8f8bf16_rowwise"):  # loading twice would re-
                        else "a CPU-only build, which cannot load it")
         raise ImportError(
             f"f8gemm: cannot load {library_path}: {cause}. The extension needs a CUDA build "
-            f"of torch (torch {torch.__version__} is {torch_build}), the CUDA toolkit's "
-            "libnvrtc.so.13 (`pip install nvidia-cuda-nvrtc`, whose site-packages/nvidia/cu13/lib "
-            "the extension's RPATH names, or the toolkit's on LD_LIBRARY_PATH), and the torch it was built against (an undefined symbol "
-            "means another torch)") from e
+            f"of torch (torch {torch.__version__} is {torch_build}), NVRTC's "
+            "libnvrtc.so.13 (`pip install nvidia-cuda-nvrtc`: its site-packages/nvidia/cu13/lib "
+            "is on the extension's RPATH; or the toolkit's, on LD_LIBRARY_PATH), and the torch "
+            "it was built against (an undefined symbol means another torch)") from e
 
 _ops = torch.ops.f8gemm
 f8f8bf16_rowwise = _ops.f8f8bf16_rowwise

@@ -104,7 +104,8 @@ def test_nvrtc_and_its_builtins_are_found_in_the_pip_wheels_folder_beside_the_pa
         # NVRTC opens its builtins library by name at its first compile; the wheel's
         # libnvrtc has no RUNPATH, so only the library's load of the copy beside libnvrtc
         # (jit/nvrtc_builtins.hpp) makes that compile use it rather than the toolkit's.
-        version = ".".join(torch.version.cuda.split(".")[:2])
+        import re
+        version = re.search(r"NVRTC (\d+\.\d+)", f8gemm.info()).group(1)  # as NVRTC says
         builtins = os.path.join(os.path.dirname(nvrtc[0]), f"libnvrtc-builtins.so.{version}")
         shutil.copy(builtins, wheel_lib)
         code = ("import torch, sys\n"
@@ -114,8 +115,13 @@ def test_nvrtc_and_its_builtins_are_found_in_the_pip_wheels_folder_beside_the_pa
                 "f8gemm.precompile((16, 256, 256))\n"
                 "print(sorted({l.split()[-1] for l in open('/proc/self/maps') "
                 "if 'libnvrtc' in l}))\n")
-        env = {k: v for k, v in os.environ.items() if k not in ("F8GEMM_TORCH_LIB",
-                                                                 "LD_LIBRARY_PATH")}
+        env = {k: v for k, v in os.environ.items() if k != "F8GEMM_TORCH_LIB"}
+        # Folders on LD_LIBRARY_PATH are searched before the RPATH: drop those that hold a
+        # libnvrtc, keep the rest (torch's CUDA libraries may be found only through them).
+        env["LD_LIBRARY_PATH"] = ":".join(
+            d for d in env.get("LD_LIBRARY_PATH", "").split(":")
+            if d and not any(f.startswith("libnvrtc") for f in
+                             (os.listdir(d) if os.path.isdir(d) else ())))
         env["PYTHONPATH"] = tmp
         env["F8GEMM_CACHE_DIR"] = os.path.join(tmp, "cache")  # a compile, not a disk hit
         r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,

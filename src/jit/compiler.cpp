@@ -66,7 +66,7 @@ void compile_program(Program& prog, const std::string& label, const std::string&
                      const std::vector<std::string>& options, std::string* log,
                      const std::function<void(const std::string&)>& on_failure) {
   const Headers& h = headers();
-  load_nvrtc_builtins_beside_nvrtc();
+  const BuiltinsLoad& builtins = load_nvrtc_builtins_beside_nvrtc();
   std::string name = safe_name(label) + ".cu";
   F8GEMM_CHECK_NVRTC(nvrtcCreateProgram(&prog.handle, source.c_str(), name.c_str(),
                                         static_cast<int>(h.names.size()), h.texts.data(),
@@ -79,10 +79,15 @@ void compile_program(Program& prog, const std::string& label, const std::string&
   *log = program_log(prog.handle);
   if (status != NVRTC_SUCCESS) {
     if (on_failure) on_failure(*log);
+    const std::string beside =  // NVRTC's message names the file but not why it is missing
+        status == NVRTC_ERROR_BUILTIN_OPERATION_FAILURE && builtins.path.empty()
+            ? " (its builtins library was not loaded from libnvrtc's folder: " +
+                  builtins.why_not + ")"
+            : "";
     throw Error(ErrorCode::kCompile,
                 detail::concat("instance ", label, " failed to compile (",
-                               nvrtcGetErrorString(status), "): ", first_error_line(*log), "\n",
-                               *log));
+                               nvrtcGetErrorString(status), "): ", first_error_line(*log), beside,
+                               "\n", *log));
   }
   const std::string warning = first_warning_line(*log);
   if (!warning.empty()) {

@@ -101,12 +101,6 @@ std::string describe_file(const char* path) {
 
 }  // namespace
 
-std::string loaded_nvrtc_path() {
-  LoadedNvrtc found;
-  dl_iterate_phdr(visit, &found);
-  return found.path;
-}
-
 std::string describe_nvrtc_library() {
   int major = 0, minor = 0;
   F8GEMM_CHECK_NVRTC(nvrtcVersion(&major, &minor));

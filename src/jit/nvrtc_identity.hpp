@@ -18,11 +18,6 @@ namespace f8gemm::jit {
 /// then as specific as nvrtcVersion alone. Reads the file system at each call.
 std::string describe_nvrtc_library();
 
-/// The path of the loaded libnvrtc.so as the dynamic linker names it (the first loaded object
-/// whose file name starts with "libnvrtc.so"), or "" when none is loaded (NVRTC linked
-/// statically).
-std::string loaded_nvrtc_path();
-
 /// describe_nvrtc_library(), computed once per process (thread-safe) and kept: the key of an
 /// instance must not change while the process runs, even if the file is replaced under it.
 const std::string& nvrtc_identity();
