@@ -3,7 +3,6 @@
 
 #include <dlfcn.h>
 #include <limits.h>
-#include <link.h>
 #include <nvrtc.h>
 #include <unistd.h>
 
