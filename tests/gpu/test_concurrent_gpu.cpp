@@ -60,8 +60,8 @@ struct Problem {
     dw = DeviceBuffer::from(w);
     dxs = DeviceBuffer::from(xs);
     dws = DeviceBuffer::from(ws);
-    const std::vector<int64_t> shape = preshuffled_shape(1, n, k);
-    dw_shuffled = DeviceBuffer(size_t(shape[0] * shape[1] * shape[2] * shape[3]));
+    const std::vector<int64_t> shape = shuffled_shape();
+    dw_shuffled = DeviceBuffer(size_t(shape[0] * shape[1] * shape[2]));
     preshuffle(dw.view(DType::kE4M3, {n, k}), dw_shuffled.view(DType::kE4M3, shape));
     F8GEMM_CHECK_CUDA(cudaDeviceSynchronize());
     ref.resize(size_t(m * n));
@@ -70,10 +70,14 @@ struct Problem {
                              DType::kF32, ref.data(), abs_ref.data());
   }
 
+  /// The preshuffled form of the rank-2 W is rank 3: preshuffled_shape() without its batch.
+  std::vector<int64_t> shuffled_shape() const {
+    const std::vector<int64_t> s = preshuffled_shape(1, n, k);
+    return {s[1], s[2], s[3]};
+  }
   TensorView w_view(WeightLayout layout) const {
-    return layout == WeightLayout::kPlain
-               ? dw.view(DType::kE4M3, {n, k})
-               : dw_shuffled.view(DType::kE4M3, preshuffled_shape(1, n, k));
+    return layout == WeightLayout::kPlain ? dw.view(DType::kE4M3, {n, k})
+                                          : dw_shuffled.view(DType::kE4M3, shuffled_shape());
   }
   /// What call() asks for (without F8GEMM_PDL: then is_ready() of it says false, as before).
   ProblemShape shape(WeightLayout layout) const {
