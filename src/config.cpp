@@ -107,6 +107,11 @@ constexpr double kL2BytesPerUs = 10.0e6;
 constexpr double kStreamLatencyUs = 1.7;
 // Launch and pipeline ramp.
 constexpr double kFixedUs = 2.5;
+// What each further rank of a split-K cluster costs beyond its partial tile's bytes. Without it
+// the model split 4096 x 4096 decode GEMMs in two and 1024 x 8192 in six, where the tunes of
+// both GPUs measured the unsplit tile 6-36% faster and a split in four 9-17% faster (perf log,
+// card 82: regret over every committed tune CSV; 0.15-0.35 µs all score the same).
+constexpr double kSplitPeerUs = 0.25;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 }  // namespace
@@ -209,9 +214,12 @@ double estimate_us(const Config& c, const ProblemShape& p, int sm_count) {
   const double l2_rows = double(x_rows) + double(w_rows) / c.cluster_m;
   const double tile_us = std::max(mma_us, l2_rows * k_slice / l2_rate);
   // Split-K: rank 0 reads split_k - 1 fp32 partial tiles through distributed shared memory
-  // (assumed 50 GB/s per SM) after a cluster handshake (0.5 µs assumed).
+  // (assumed 50 GB/s per SM) after a cluster handshake (0.5 µs assumed), and waits for its
+  // peers one by one (kSplitPeerUs each).
   const double reduce_us =
-      c.split_k > 1 ? 0.5 + (c.split_k - 1) * 4.0 * c.bm * c.bn / 50.0e3 : 0.0;
+      c.split_k > 1
+          ? 0.5 + (c.split_k - 1) * (kSplitPeerUs + 4.0 * c.bm * c.bn / 50.0e3)
+          : 0.0;
   // The wgmma work on padded rows costs power and issue slots even when memory is the limit:
   // a tenth of it breaks the ties that bandwidth-bound shapes (decode) would otherwise leave.
   return kFixedUs + std::max(dram_us, tiles_per_cta * tile_us) + 0.1 * tiles_per_cta * mma_us +
