@@ -185,8 +185,13 @@ double estimate_us(const Config& c, const ProblemShape& p, int sm_count) {
   const int64_t tiles_per_cta = ceil_div(units, ctas);
   const int64_t k_slice = ceil_div(ceil_div(p.k, 128), c.split_k) * 128;
   const double inflight = double(c.stages) * (x_rows + w_rows) * c.bk;
-  // DRAM: every byte once, at the lower of the copy rate and what the CTAs keep in flight.
-  const double unique = double(p.batch) * (p.m * p.k + p.n * p.k + 2 * p.m * p.n + 4 * (p.m + p.n));
+  // DRAM: every byte once, at the lower of the copy rate and what the CTAs keep in flight. A
+  // swap-AB W tile is streamed once for each of its X tiles: the H100's A/B of card 82 measured
+  // 1,32,1280,8192 33% slower on swap 64x16 (two X tiles) than on 64x32 (one), where a single
+  // read of W had them level.
+  const double w_reads = swap ? double(x_tiles) : 1.0;
+  const double unique =
+      double(p.batch) * (p.m * p.k + w_reads * p.n * p.k + 2 * p.m * p.n + 4 * (p.m + p.n));
   const double dram_rate = std::min(kDramBytesPerUs, ctas * inflight / kStreamLatencyUs);
   const double dram_us = unique / dram_rate;
   // One tile: wgmma time (small N issues less work per instruction) or its L2 traffic.

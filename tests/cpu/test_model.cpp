@@ -76,7 +76,8 @@ std::set<std::tuple<int64_t, int64_t, int64_t, int64_t>> read_shapes(const std::
 }
 
 /// Expects the model's pick within 10% of the fastest measured configuration of every problem,
-/// and within 3% on average.
+/// and within 3% on average. The pick is the model's exact configuration where the tune timed
+/// it, else the measured configuration of the model's families that it estimates fastest.
 void expect_small_regret(const std::map<ProblemKey, std::vector<Measured>>& runs,
                          const std::string& what) {
   double sum = 0.0, worst = 0.0;
@@ -100,6 +101,12 @@ void expect_small_regret(const std::map<ProblemKey, std::vector<Measured>>& runs
           detail::estimate_us(r.config, p, 132) < detail::estimate_us(pick->config, p, 132)) {
         pick = &r;
       }
+    }
+    // The model's own pick, stages included, where the tune timed it (a tune also times
+    // deeper rings of the same family, which the model never picks).
+    const std::string front = detail::candidates(p, 132).front().name();
+    for (const Measured& r : measured) {
+      if (r.config.name() == front) pick = &r;
     }
     ASSERT_NE(pick, nullptr) << what << ": no measured config is one the model can pick";
     const double regret = pick->us / best->us;
@@ -164,6 +171,42 @@ TEST(CostModel, PicksNearTheFastestOnHeldOutShapes) {
     }
   }
   expect_small_regret(runs, "held out");
+}
+
+// Card 82: the first H100 tunes of issue 7's eight decode shapes, unchained and chained (PDL
+// with prefetch_w), with the kernels of session 28. Before card 82 the model split 4096 x 4096
+// in two and 1024 x 8192 in six, and its picks ran 1.04-1.13x the fastest on average (worst
+// 1.21-1.36); the bounds here are the held-out ones.
+TEST(CostModel, PicksNearTheFastestOnTheH100DecodeTunes) {
+  for (const char* name : {"docs/logs/2026-12-06-s29-call2-tune-decode.csv",
+                           "docs/logs/2026-12-06-s29-call2-tune-decode-chained.csv"}) {
+    const std::string path = std::string(F8GEMM_SOURCE_DIR) + "/" + name;
+    ASSERT_TRUE(std::ifstream(path).good()) << "cannot read " << path;
+    const auto runs = read_tune_log(path);
+    ASSERT_EQ(runs.size(), 8u) << path;
+    expect_small_regret(runs, name);
+  }
+}
+
+// Card 82: a swap-AB W tile is streamed once for each of its X tiles. Where the model charged W
+// once, it covered these rows in more X tiles than it had to (two of 16 rows for 32, three of
+// 96 for 256) at a margin of 0.01-0.07 µs, and session 29's H100 A/B measured those picks 2-33%
+// slower than the fewest X tiles (docs/logs/2026-12-06-s29-call3-h100-table-model.log).
+TEST(CostModel, SwapTilesCoverTheseRowsInTheFewestXTiles) {
+  for (const auto& [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{32, 1280, 8192},
+                                {256, 1024, 8192},
+                                {32, 2048, 7168}}) {
+    ProblemShape p;
+    p.m = m;
+    p.n = n;
+    p.k = k;
+    const Config c = detail::candidates(p, 132).front();
+    const std::string label = std::to_string(m) + "," + std::to_string(n) + "," +
+                              std::to_string(k) + ": " + c.name();
+    EXPECT_EQ(c.path, KernelPath::kSwapAB) << label;
+    // The fewest X tiles a swap tile (at most 128 columns) can cover M with.
+    EXPECT_EQ((m + c.bn - 1) / c.bn, (m + 127) / 128) << label;
+  }
 }
 
 }  // namespace
