@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "check.hpp"
 
@@ -26,13 +27,16 @@ namespace {
 // PT_NOTE segment already mapped) names the exact build and costs a walk of the loaded objects;
 // the 13.0 toolkit's libnvrtc.so.13 carries one.
 
-/// The loaded shared object whose file name starts with "libnvrtc.so" (not libnvrtc-builtins),
-/// found by name rather than by the address of nvrtcVersion: in a non-PIE executable that takes
-/// that address, the address is the executable's own PLT stub (a review found the identity then
-/// named the application).
+/// The loaded libnvrtc that nvrtc* calls bind to: the object the soname libnvrtc.so.<major>
+/// (nvrtcVersion's major) resolves to, matched by its load address (dlinfo's link map), and
+/// not by the address of nvrtcVersion: in a non-PIE executable that takes that address, the
+/// address is the executable's own PLT stub (a review found the identity then named the
+/// application). Before session 29 it was the first loaded object whose file name starts with
+/// "libnvrtc.so", which named another major's libnvrtc loaded (or preloaded) before this one.
 struct LoadedNvrtc {
-  std::string path;      // as the loader names it; empty when none is found
-  std::string build_id;  // hex; empty when the object has no NT_GNU_BUILD_ID note
+  ElfW(Addr) address = 0;  // the load address to match; 0 when the soname is not loaded
+  std::string path;        // as the loader names it; empty when none is found
+  std::string build_id;    // hex; empty when the object has no NT_GNU_BUILD_ID note
 };
 
 std::string hex(const unsigned char* bytes, size_t count) {
@@ -71,15 +75,25 @@ std::string build_id_of(const dl_phdr_info& info) {
 }
 
 int visit(dl_phdr_info* info, size_t, void* data) {
-  const char* name = info->dlpi_name;
-  if (name == nullptr || name[0] == '\0') return 0;
-  const char* slash = std::strrchr(name, '/');
-  const char* file = slash != nullptr ? slash + 1 : name;
-  if (std::strncmp(file, "libnvrtc.so", 11) != 0) return 0;
   auto* found = static_cast<LoadedNvrtc*>(data);
+  const char* name = info->dlpi_name;
+  if (info->dlpi_addr != found->address || name == nullptr || name[0] == '\0') return 0;
   found->path = name;
   found->build_id = build_id_of(*info);
-  return 1;  // stop: the first libnvrtc.so is the one the dynamic linker binds nvrtc* calls to
+  return 1;
+}
+
+/// The load address of the object the soname libnvrtc.so.<major> resolves to (RTLD_NOLOAD
+/// loads nothing), or 0 when none is loaded.
+ElfW(Addr) loaded_nvrtc_address(int major) {
+  const std::string soname = detail::concat("libnvrtc.so.", major);
+  void* handle = dlopen(soname.c_str(), RTLD_NOW | RTLD_NOLOAD);
+  if (handle == nullptr) return 0;
+  link_map* map = nullptr;
+  const bool ok = dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map != nullptr;
+  const ElfW(Addr) address = ok ? map->l_addr : 0;
+  dlclose(handle);  // drops only the reference RTLD_NOLOAD took
+  return address;
 }
 
 /// "<file> <size> bytes" of a path, or "library unidentified (why)".
@@ -106,20 +120,21 @@ std::string describe_nvrtc_library() {
   F8GEMM_CHECK_NVRTC(nvrtcVersion(&major, &minor));
   const std::string version = detail::concat("NVRTC ", major, ".", minor, ", ");
   LoadedNvrtc found;
-  dl_iterate_phdr(visit, &found);
+  found.address = loaded_nvrtc_address(major);
+  if (found.address != 0) dl_iterate_phdr(visit, &found);
   if (!found.path.empty()) {
     const char* slash = std::strrchr(found.path.c_str(), '/');
     const char* file = slash != nullptr ? slash + 1 : found.path.c_str();
     if (!found.build_id.empty()) return detail::concat(version, file, " build-id ", found.build_id);
     return version + describe_file(found.path.c_str());
   }
-  // No libnvrtc.so is loaded: NVRTC is linked statically, into the object that holds
+  // No libnvrtc.so.<major> is loaded: NVRTC is linked statically, into the object that holds
   // nvrtcVersion (a rebuilt binary is then a new identity).
   Dl_info info{};
   if (dladdr(reinterpret_cast<void*>(&nvrtcVersion), &info) == 0 || info.dli_fname == nullptr ||
       info.dli_fname[0] == '\0') {
-    return version + "library unidentified (no libnvrtc.so loaded, and dladdr found no object "
-                     "for nvrtcVersion)";
+    return version + "library unidentified (no libnvrtc.so." + std::to_string(major) +
+           " loaded, and dladdr found no object for nvrtcVersion)";
   }
   return version + describe_file(info.dli_fname);
 }

@@ -6,8 +6,9 @@
 
 namespace f8gemm::jit {
 
-/// "NVRTC <major>.<minor>, <file> build-id <hex>": the version and the loaded libnvrtc.so (found
-/// by name among the loaded objects), named by its file name and its ELF build id, which names
+/// "NVRTC <major>.<minor>, <file> build-id <hex>": the version and the loaded libnvrtc that
+/// nvrtc* calls bind to (the object the soname libnvrtc.so.<major> resolves to, whatever else
+/// named libnvrtc.so* was loaded before it), named by its file name and its ELF build id, which names
 /// the exact build: a patch update brings another ptxas and another build id even where the file
 /// name does not carry the patch (the toolkit's libnvrtc.so.13 in 13.0). Without a build-id note,
 /// "<file> <size> bytes" (realpath, stat); with NVRTC linked statically, the object that holds

@@ -1,6 +1,9 @@
 /// \brief The `f8gemm` CLI as a user meets it: exit codes (2 for a bad argument, one line on
 /// stderr), precompile's checks, shapes files and `info`'s cache line. Runs the built binary.
 #include <gtest/gtest.h>
+#include <dlfcn.h>
+#include <limits.h>
+#include <nvrtc.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -198,6 +201,36 @@ TEST_F(CliTest, InfoNamesTheNvrtcLibraryOfTheCacheKeyAsThisProcessDoes) {
   EXPECT_NE(r.out.find("NVRTC library (in the JIT cache key): " + identity + "\n"),
             std::string::npos)
       << r.out;
+}
+
+// The identity is the libnvrtc that nvrtc* calls bind to, also where an object named like
+// another major's libnvrtc was loaded first: it named the first loaded "libnvrtc.so*" before
+// session 29. The stand-in is a copy of libm (any harmless library), preloaded as
+// libnvrtc.so.<major - 1> so that it comes before the real one among the loaded objects.
+TEST_F(CliTest, InfoNamesTheBoundNvrtcWhenAnotherMajorsNameWasLoadedFirst) {
+  void* libm = dlopen("libm.so.6", RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(libm, nullptr) << "this test process has no libm.so.6 loaded";
+  char origin[PATH_MAX] = {};
+  ASSERT_EQ(dlinfo(libm, RTLD_DI_ORIGIN, origin), 0) << dlerror();
+  dlclose(libm);
+  int major = 0, minor = 0;
+  ASSERT_EQ(nvrtcVersion(&major, &minor), NVRTC_SUCCESS);
+  const std::string stand_in = dir_ + "/libnvrtc.so." + std::to_string(major - 1);
+  fs::copy_file(std::string(origin) + "/libm.so.6", stand_in);
+  // Under ASan (scripts/sanitize-cpu.sh) the preload comes before the sanitizer's runtime,
+  // which ASan refuses unless told not to check; other builds ignore ASAN_OPTIONS.
+  const char* asan = std::getenv("ASAN_OPTIONS");
+  const std::string asan_options =
+      (asan != nullptr && asan[0] != '\0' ? std::string(asan) + ":" : std::string()) +
+      "verify_asan_link_order=0";
+  const Result r = run("info", "F8GEMM_CACHE_DIR='" + dir_ + "/cache' ASAN_OPTIONS='" +
+                                   asan_options + "' LD_PRELOAD='" + stand_in + "'");
+  EXPECT_EQ(r.rc, 0) << r.err;
+  const std::string identity = f8gemm::device_info().nvrtc_library;
+  EXPECT_NE(r.out.find("NVRTC library (in the JIT cache key): " + identity + "\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("libnvrtc.so." + std::to_string(major - 1)), std::string::npos) << r.out;
 }
 
 }  // namespace

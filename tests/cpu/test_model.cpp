@@ -175,7 +175,7 @@ TEST(CostModel, PicksNearTheFastestOnHeldOutShapes) {
 
 // Card 82: the first H100 tunes of issue 7's eight decode shapes, unchained and chained (PDL
 // with prefetch_w), with the kernels of session 28. Before card 82 the model split 4096 x 4096
-// in two and 1024 x 8192 in six, and its picks ran 1.04-1.13x the fastest on average (worst
+// in two and 1024 x 8192 in six, and its picks ran 1.09-1.13x the fastest on average (worst
 // 1.21-1.36); the bounds here are the held-out ones.
 TEST(CostModel, PicksNearTheFastestOnTheH100DecodeTunes) {
   for (const char* name : {"docs/logs/2026-12-06-s29-call2-tune-decode.csv",
