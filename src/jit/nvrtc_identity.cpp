@@ -27,14 +27,14 @@ namespace {
 // PT_NOTE segment already mapped) names the exact build and costs a walk of the loaded objects;
 // the 13.0 toolkit's libnvrtc.so.13 carries one.
 
-/// The loaded libnvrtc that nvrtc* calls bind to: the object the soname libnvrtc.so.<major>
-/// (nvrtcVersion's major) resolves to, matched by its load address (dlinfo's link map), and
-/// not by the address of nvrtcVersion: in a non-PIE executable that takes that address, the
-/// address is the executable's own PLT stub (a review found the identity then named the
-/// application). Before session 29 it was the first loaded object whose file name starts with
-/// "libnvrtc.so", which named another major's libnvrtc loaded (or preloaded) before this one.
-struct LoadedNvrtc {
-  ElfW(Addr) address = 0;  // the load address to match; 0 when the soname is not loaded
+/// The object nvrtc* calls bind to (find_loaded_nvrtc's address), found among the loaded
+/// objects for its name and build id, and not by the address of nvrtcVersion: in a non-PIE
+/// executable that takes that address, the address is the executable's own PLT stub (a review
+/// found the identity then named the application). Before session 29 it was the first loaded
+/// object whose file name starts with "libnvrtc.so", which named another major's libnvrtc
+/// loaded (or preloaded) before this one.
+struct BoundNvrtc {
+  ElfW(Addr) address = 0;  // the load address to match
   std::string path;        // as the loader names it; empty when none is found
   std::string build_id;    // hex; empty when the object has no NT_GNU_BUILD_ID note
 };
@@ -75,25 +75,12 @@ std::string build_id_of(const dl_phdr_info& info) {
 }
 
 int visit(dl_phdr_info* info, size_t, void* data) {
-  auto* found = static_cast<LoadedNvrtc*>(data);
+  auto* found = static_cast<BoundNvrtc*>(data);
   const char* name = info->dlpi_name;
   if (info->dlpi_addr != found->address || name == nullptr || name[0] == '\0') return 0;
   found->path = name;
   found->build_id = build_id_of(*info);
   return 1;
-}
-
-/// The load address of the object the soname libnvrtc.so.<major> resolves to (RTLD_NOLOAD
-/// loads nothing), or 0 when none is loaded.
-ElfW(Addr) loaded_nvrtc_address(int major) {
-  const std::string soname = detail::concat("libnvrtc.so.", major);
-  void* handle = dlopen(soname.c_str(), RTLD_NOW | RTLD_NOLOAD);
-  if (handle == nullptr) return 0;
-  link_map* map = nullptr;
-  const bool ok = dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map != nullptr;
-  const ElfW(Addr) address = ok ? map->l_addr : 0;
-  dlclose(handle);  // drops only the reference RTLD_NOLOAD took
-  return address;
 }
 
 /// "<file> <size> bytes" of a path, or "library unidentified (why)".
@@ -119,8 +106,8 @@ std::string describe_nvrtc_library() {
   int major = 0, minor = 0;
   F8GEMM_CHECK_NVRTC(nvrtcVersion(&major, &minor));
   const std::string version = detail::concat("NVRTC ", major, ".", minor, ", ");
-  LoadedNvrtc found;
-  found.address = loaded_nvrtc_address(major);
+  BoundNvrtc found;
+  found.address = find_loaded_nvrtc(major).address;
   if (found.address != 0) dl_iterate_phdr(visit, &found);
   if (!found.path.empty()) {
     const char* slash = std::strrchr(found.path.c_str(), '/');
@@ -137,6 +124,26 @@ std::string describe_nvrtc_library() {
            " loaded, and dladdr found no object for nvrtcVersion)";
   }
   return version + describe_file(info.dli_fname);
+}
+
+LoadedNvrtc find_loaded_nvrtc(int major) {
+  LoadedNvrtc r;
+  const std::string soname = detail::concat("libnvrtc.so.", major);
+  void* handle = dlopen(soname.c_str(), RTLD_NOW | RTLD_NOLOAD);
+  if (handle == nullptr) {
+    r.why_not = soname + " is not loaded (NVRTC linked statically?)";
+    return r;
+  }
+  link_map* map = nullptr;
+  if (dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map != nullptr) r.address = map->l_addr;
+  char origin[PATH_MAX] = {};
+  if (dlinfo(handle, RTLD_DI_ORIGIN, origin) == 0) {
+    r.folder = origin;
+  } else {
+    r.why_not = detail::concat("dlinfo of ", soname, ": ", dlerror());
+  }
+  dlclose(handle);  // drops only the reference RTLD_NOLOAD took
+  return r;
 }
 
 const std::string& nvrtc_identity() {

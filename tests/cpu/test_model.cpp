@@ -91,7 +91,8 @@ void expect_small_regret(const std::map<ProblemKey, std::vector<Measured>>& runs
       return std::make_tuple(int(c.path), c.bm, c.bn, c.cluster_m, c.split_k);
     };
     std::set<std::tuple<int, int, int, int, int>> model_set;
-    for (const Config& c : detail::candidates(p, 132)) model_set.insert(family(c));
+    const std::vector<Config> model = detail::candidates(p, 132);
+    for (const Config& c : model) model_set.insert(family(c));
     const Measured* best = &measured.front();
     const Measured* pick = nullptr;
     for (const Measured& r : measured) {
@@ -104,7 +105,7 @@ void expect_small_regret(const std::map<ProblemKey, std::vector<Measured>>& runs
     }
     // The model's own pick, stages included, where the tune timed it (a tune also times
     // deeper rings of the same family, which the model never picks).
-    const std::string front = detail::candidates(p, 132).front().name();
+    const std::string front = model.front().name();
     for (const Measured& r : measured) {
       if (r.config.name() == front) pick = &r;
     }
