@@ -76,10 +76,10 @@ std::set<std::tuple<int64_t, int64_t, int64_t, int64_t>> read_shapes(const std::
 }
 
 /// Expects the model's pick within 10% of the fastest measured configuration of every problem,
-/// and within 3% on average. The pick is the model's exact configuration where the tune timed
+/// and within `mean_bound` (3%) on average. The pick is the model's exact configuration where the tune timed
 /// it, else the measured configuration of the model's families that it estimates fastest.
 void expect_small_regret(const std::map<ProblemKey, std::vector<Measured>>& runs,
-                         const std::string& what) {
+                         const std::string& what, double mean_bound = 1.03) {
   double sum = 0.0, worst = 0.0;
   for (const auto& [key, measured] : runs) {
     ProblemShape p;
@@ -118,7 +118,7 @@ void expect_small_regret(const std::map<ProblemKey, std::vector<Measured>>& runs
                             << pick->config.name() << " (" << pick->us << " us), the fastest is "
                             << best->config.name() << " (" << best->us << " us)";
   }
-  EXPECT_LE(sum / double(runs.size()), 1.03)
+  EXPECT_LE(sum / double(runs.size()), mean_bound)
       << what << ": mean regret over " << runs.size() << " problems (worst " << worst << ")";
 }
 
@@ -186,6 +186,23 @@ TEST(CostModel, PicksNearTheFastestOnTheH100DecodeTunes) {
     const auto runs = read_tune_log(path);
     ASSERT_EQ(runs.size(), 8u) << path;
     expect_small_regret(runs, name);
+  }
+}
+
+// Card 84: the large-shape tunes of session 18 on the H200 (fast and precise, the kernels since
+// card 64). The model ranked the ping-pong 64x256 pair first at K = 1024 and the tiled 128x192
+// first in precise mode, 1.022-1.025x the fastest on average over two runs; with the operand-row
+// term and the full-width precise rate its picks are 1.002-1.010x.
+TEST(CostModel, PicksNearTheFastestOnTheLargeTunesSinceCard64) {
+  for (const char* name : {"docs/logs/2026-12-02-s18-call3-tune-new-1.csv",
+                           "docs/logs/2026-12-02-s18-call3-tune-new-2.csv",
+                           "docs/logs/2026-12-02-s18-call2-tune-c64-1.csv",
+                           "docs/logs/2026-12-02-s18-call2-tune-c64-2.csv"}) {
+    const std::string path = std::string(F8GEMM_SOURCE_DIR) + "/" + name;
+    ASSERT_TRUE(std::ifstream(path).good()) << "cannot read " << path;
+    const auto runs = read_tune_log(path);
+    ASSERT_GE(runs.size(), 4u) << path;
+    expect_small_regret(runs, name, 1.015);
   }
 }
 
