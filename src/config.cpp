@@ -113,9 +113,9 @@ constexpr double kFixedUs = 2.5;
 // card 82: regret over every committed tune CSV; 0.15-0.35 µs all score the same).
 constexpr double kSplitPeerUs = 0.25;
 // The tensor rate's loss per operand row written into shared memory per product (a row's
-// 128-byte k-block for each bm x bn product block), fitted on the tunes since card 64: 3-5 all
-// score the same there, and 6 moves the MLP block's down GEMM at 144-256 rows to a slower tile
-// (perf log, card 84).
+// 128-byte k-block for each bm x bn product block), fitted on the tunes since card 64: 4-6
+// score the same on the large shapes and on the MLP block's down GEMM, 7 moves that down GEMM
+// at 144-192 rows to a slower tile, and 4 is what the A/Bs measured (perf log, card 84).
 constexpr double kOperandRowCost = 4.0;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -207,25 +207,26 @@ double estimate_us(const Config& c, const ProblemShape& p, int sm_count) {
   // Ping-pong in precise mode holds its turn through every k-block's wait, so the other consumer
   // cannot fill it either: the 2026-11-30 large-shape tune measured its configs 7-24% above this
   // model without the factor, the cooperative ones 6% below (docs/logs/2026-11-30-s4-tune-large.csv).
-  // The width the model was fitted with, before card 54 pipelined the promotion in half-width
-  // slices at 96 <= bn <= 192. Measured since (docs/logs/2026-12-01-s15-tune-compare.log), the
-  // pipelined 64-row ping-pong tiles run 1.6-5.5% faster and the cooperative ones 0-2.4%: the
-  // ping-pong factor below would move from 0.85 to about 0.90, which still ranks them behind
-  // the cooperative tiles that won every precise tune. The fitted factors stay until a tune
-  // with more shapes can refit them (tests/cpu/test_model.cpp holds them to the older data).
+  // Since card 54 pipelined the promotion in half-width slices at 96 <= bn <= 192
+  // (docs/logs/2026-12-01-s15-tune-compare.log), the pipelined 64-row ping-pong tiles run
+  // 1.6-5.5% faster and the cooperative ones 0-2.4%: the ping-pong factor below would move from
+  // 0.85 to about 0.90, which still ranks them behind the cooperative tiles that won every
+  // precise tune. These two factors stay until a tune with more shapes can refit them
+  // (tests/cpu/test_model.cpp holds them to the older data).
   // The tiled 256-column precise tile promotes in two 128-column slices, but the other
-  // consumer's wgmmas fill each slice's wait, so it is rated at its full width: rated at 128
-  // columns it ranked behind the tiled 128x192, which session 18's H200 precise tunes measured
-  // 4-7% slower than it on the K = 1024 and 4096 shapes (perf log, card 84).
+  // consumer's wgmmas fill each slice's wait, so since card 84 it is rated at its full width:
+  // rated at 128 columns it ranked behind the tiled 128x192, which session 18's H200 precise
+  // tunes measured up to 7% slower than it (4-7% on 7 of 12 problems).
   double wgmma_eff = double(c.bn) / (c.bn + 24.0) * (p.fast_accum ? 1.0 : 0.9);
   if (!p.fast_accum && c.bm == 64 && c.path != KernelPath::kPingPong) wgmma_eff *= 0.9;
   if (!p.fast_accum && c.path == KernelPath::kPingPong) wgmma_eff *= 0.85;
   // Operand traffic under the power limit: each k-block writes a tile's x_rows + w_rows rows
-  // into shared memory (and wgmma reads them) for bm x bn x 128 products, and the clock falls
-  // with that traffic. The tiled 128x256 (384 rows per 128 x 256 products) runs 1-4% ahead of
-  // the ping-pong 64x256 pair (320 rows per 64 x 256) on the large shapes in the tunes since
-  // card 64, on both GPUs; without this term the model ranked the pair first by its finer
-  // wave quantisation (perf log, card 84).
+  // into shared memory (and wgmma reads them) for bm x bn x 128 products, and the clock under
+  // the power cap falls with that traffic (the reading of perf-log cards 45, 59 and 64). The
+  // tiled 128x256 (384 rows per 128 x 256 products) beat the ping-pong 64x256 pair (320 rows
+  // per 64 x 256) on 30 of the 32 large problems tuned since card 64 on both GPUs, the other
+  // two within 0.3%; without this term the model ranked the pair first by its finer wave
+  // quantisation (perf log, card 84).
   wgmma_eff /= 1.0 + kOperandRowCost * double(x_rows + w_rows) / double(c.bm * c.bn);
   const double tile_flops = 2.0 * c.bm * c.bn * k_slice;
   const double mma_us = tile_flops / (kPeakFlopsPerUs / sm_count * wgmma_eff);
