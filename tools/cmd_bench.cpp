@@ -337,7 +337,7 @@ ShapeSummary bench_shape(const Shape& s, int index, double bw_tbps, double peak_
             first.wsv, yv, gemm_options));
       };
       const Config a = config_of(WeightLayout::kPreshuffled), b = config_of(WeightLayout::kPlain);
-      const bool same = a.name() == b.name();
+      const bool same = a == b;
       std::printf("%s: %s: f8gemm_preshuffled (%s) and f8gemm_plain (%s) differ in %zu of %zu "
                   "sampled outputs (%s)\n",
                   same ? "warning" : "note", s.label().c_str(), a.name().c_str(),
