@@ -207,8 +207,11 @@ Result measure(const std::string& impl, const ImplCall& call, const Shape& s, in
 struct InputSet {
   DeviceBuffer x, w, w_shuffled, xs, ws;
   TensorView xv, wv, w_shuffled_v, xsv, wsv;
+  /// W as ours reads it in `layout`.
+  const TensorView& w_in(WeightLayout layout) const {
+    return layout == WeightLayout::kPreshuffled ? w_shuffled_v : wv;
+  }
 };
-
 
 /// Runs one shape: ours preshuffled, ours plain, cuBLASLt; writes three CSV rows.
 ShapeSummary bench_shape(const Shape& s, int index, double bw_tbps, double peak_tflops,
@@ -281,8 +284,7 @@ ShapeSummary bench_shape(const Shape& s, int index, double bw_tbps, double peak_
       const InputSet& set = in[static_cast<size_t>(i)];
       GemmOptions opt = gemm_options;
       opt.stream = st;
-      batched_gemm(set.xv, layout == WeightLayout::kPreshuffled ? set.w_shuffled_v : set.wv,
-                   layout, set.xsv, set.wsv, yv, opt);
+      batched_gemm(set.xv, set.w_in(layout), layout, set.xsv, set.wsv, yv, opt);
       return std::string();
     };
   };
@@ -332,9 +334,8 @@ ShapeSummary bench_shape(const Shape& s, int index, double bw_tbps, double peak_
       // The tables may give the two layouts different configurations (a split of K at one, not
       // at the other): bits are owed only where both ran the same one.
       auto config_of = [&](WeightLayout l) {
-        return choose_config(batched_gemm_problem(
-            first.xv, l == WeightLayout::kPlain ? first.wv : first.w_shuffled_v, l, first.xsv,
-            first.wsv, yv, gemm_options));
+        return choose_config(batched_gemm_problem(first.xv, first.w_in(l), l, first.xsv,
+                                                   first.wsv, yv, gemm_options));
       };
       const Config a = config_of(WeightLayout::kPreshuffled), b = config_of(WeightLayout::kPlain);
       const bool same = a == b;

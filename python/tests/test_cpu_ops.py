@@ -4,6 +4,7 @@ preshuffle and quantize_fp8_row against Python references, the scale shapes othe
 pass, and error messages."""
 
 import os
+import re
 import subprocess
 import sys
 
@@ -104,7 +105,6 @@ def test_nvrtc_and_its_builtins_are_found_in_the_pip_wheels_folder_beside_the_pa
         # NVRTC opens its builtins library by name at its first compile; the wheel's
         # libnvrtc has no RUNPATH, so only the library's load of the copy beside libnvrtc
         # (jit/nvrtc_builtins.hpp) makes that compile use it rather than the toolkit's.
-        import re
         version = re.search(r"NVRTC (\d+\.\d+)", f8gemm.info()).group(1)  # as NVRTC says
         builtins = os.path.join(os.path.dirname(nvrtc[0]), f"libnvrtc-builtins.so.{version}")
         shutil.copy(builtins, wheel_lib)
