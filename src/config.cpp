@@ -115,8 +115,14 @@ constexpr double kSplitPeerUs = 0.25;
 // The tensor rate's loss per operand row written into shared memory per product (a row's
 // 128-byte k-block for each bm x bn product block), fitted on the tunes since card 64: 4-6
 // score the same on the large shapes and on the MLP block's down GEMM, 7 moves that down GEMM
-// at 144-192 rows to a slower tile, and 4 is what the A/Bs measured (perf log, card 84).
-constexpr double kOperandRowCost = 4.0;
+// at 144-192 rows to a slower tile, and 4 is what card 84's A/Bs measured. Fast mode takes 5
+// (card 85): it moves the ping-pong pairs (2x1) to tiled 128-row tiles on 76 of 3,924 grid
+// problems, 0.82-0.99x the time on 13 of 13 measured (H100, no tables), and the MLP block's
+// SiLU·mul gate|up GEMM at 241-256 rows (the block 3.3% faster on the H200). In precise mode 5
+// moved picks to 64-row tiles that ran 1.04-1.19x slower on 4 of 8 (the same call), so it
+// stays at 4 there.
+constexpr double kOperandRowCostFast = 5.0;
+constexpr double kOperandRowCostPrecise = 4.0;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 }  // namespace
@@ -227,7 +233,8 @@ double estimate_us(const Config& c, const ProblemShape& p, int sm_count) {
   // per 64 x 256) on 30 of the 32 large problems tuned since card 64 on both GPUs, the other
   // two within 0.3%; without this term the model ranked the pair first by its finer wave
   // quantisation (perf log, card 84).
-  wgmma_eff /= 1.0 + kOperandRowCost * double(x_rows + w_rows) / double(c.bm * c.bn);
+  const double row_cost = p.fast_accum ? kOperandRowCostFast : kOperandRowCostPrecise;
+  wgmma_eff /= 1.0 + row_cost * double(x_rows + w_rows) / double(c.bm * c.bn);
   const double tile_flops = 2.0 * c.bm * c.bn * k_slice;
   const double mma_us = tile_flops / (kPeakFlopsPerUs / sm_count * wgmma_eff);
   const double l2_rate = std::min(kL2BytesPerUs / ctas, inflight / kStreamLatencyUs);

@@ -208,6 +208,21 @@ TEST(CostModel, PicksNearTheFastestOnTheLargeTunesSinceCard64) {
   }
 }
 
+// Card 85: a cost per operand row of 5 in fast mode. Session 31's A/Bs (H100, no tables) timed
+// the old and the new pick of 28 fast problems whose pick moves (16 chosen first, 12 held out):
+// on 23 the old pick was a ping-pong pair (2x1), which ran 1.00-1.31x the time of the tiled
+// 128-row tile that 5 picks (1.12 on average); the other five are swap-AB moves, 0.93-1.14.
+// The file holds both picks' times per problem (preshuffled), so the regret is the time of
+// whichever of the two the model picks: 1.10 on average with 4, at most 1.07 with 5.
+TEST(CostModel, PicksTheFasterPickOfCard85sAbs) {
+  const std::string path =
+      std::string(F8GEMM_SOURCE_DIR) + "/docs/logs/2026-12-06-s31-card85-ab-as-tune.csv";
+  ASSERT_TRUE(std::ifstream(path).good()) << "cannot read " << path;
+  const auto runs = read_tune_log(path);
+  ASSERT_EQ(runs.size(), 28u) << path;
+  expect_small_regret(runs, path, 1.01);
+}
+
 // Card 82: a swap-AB W tile is streamed once for each of its X tiles. Where the model charged W
 // once, it covered these rows in more X tiles than it had to (two of 16 rows for 32, three of
 // 96 for 256) at a margin of 0.01-0.07 µs, and session 29's H100 A/B measured those picks 2-33%
