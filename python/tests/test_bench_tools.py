@@ -1,0 +1,69 @@
+"""The benchmark's table tool without a GPU (CI runs this module): bench/peer_table.py rebuilds
+the perf log's session-31 peer table from the committed CSVs of that run."""
+
+import os
+import sys
+import tempfile
+
+try:
+    import pytest
+except ImportError:  # run_all.py without pytest
+    from _minipytest import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+
+import peer_table  # noqa: E402
+
+BENCH = os.path.join(ROOT, "docs", "bench")
+
+
+def s31_args(shapes, *extra):
+    return peer_table.parse_args(
+        ["--shapes", os.path.join(ROOT, "bench", shapes), "--runs",
+         os.path.join(BENCH, "s31-h200-bench-1.csv"), os.path.join(BENCH, "s31-h200-bench-2.csv"),
+         "--peers", os.path.join(BENCH, "s31-h200-peers.csv"), *extra])
+
+
+def row(lines, shape):
+    found = [line for line in lines if line.startswith(f"| {shape} |")]
+    assert len(found) == 1, f"{shape}: {found}"
+    return [cell.strip() for cell in found[0].strip("|").split("|")]
+
+
+def test_the_session_31_table_and_its_geometric_mean():
+    lines, geo = peer_table.table(
+        s31_args("shapes-large.txt", "--precise", os.path.join(BENCH, "s31-h200-bench-precise.csv")))
+    assert f"{geo:.3f}" == "1.055"
+    assert lines[-1].startswith("PEAK 1377.2 TFLOP/s, BW 4.230 TB/s")
+    cells = row(lines, "1,4096,14336,4096")
+    # best peer, best peer / ours, ours / floor, precise / fast
+    assert cells[-4:] == ["torch_scaled_mm_graph 365.6", "0.984", "1.06", "1.026"]
+    # cuBLASLt's two runs, and the best peer when it is cuBLASLt (the mean of its runs)
+    cells = row(lines, "1,8192,8192,8192")
+    assert cells[-5:-2] == ["834.5/835.3", "cublaslt_rowwise 834.9", "1.008"]
+
+
+def test_a_peak_marked_assumed_does_not_set_the_floor():
+    # bench-2 ran with --no-peak, which writes an assumed 1464.0 TFLOP/s ceiling; with it the
+    # floor of 1,4096,4096,14336 would put ours at 0.94x, under the floor.
+    lines, _ = peer_table.table(s31_args("shapes-large.txt"))
+    assert row(lines, "1,4096,4096,14336")[-1] == "1.00"
+
+
+def test_the_chained_column_of_the_decode_shapes():
+    lines, geo = peer_table.table(
+        s31_args("shapes-decode.txt", "--chained", os.path.join(BENCH, "s31-h200-bench-chained.csv")))
+    assert row(lines, "1,1,28672,4096")[-4:] == ["triton 30.3", "1.043", "1.05", "28.89, 1.04, 1.050"]
+    assert f"{geo:.3f}" == "1.199"
+
+
+def test_a_shape_the_run_lacks_is_refused_by_name():
+    with tempfile.TemporaryDirectory() as tmp:
+        shapes = os.path.join(tmp, "shapes.txt")
+        with open(shapes, "w") as f:
+            f.write("1,4096,4096,4096\n2,64,512,256\n")
+        args = s31_args("shapes-large.txt")
+        args.shapes = shapes
+        with pytest.raises(SystemExit, match="no f8gemm_preshuffled row that ran for 2,64,512,256"):
+            peer_table.table(args)
