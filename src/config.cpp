@@ -116,11 +116,9 @@ constexpr double kSplitPeerUs = 0.25;
 // 128-byte k-block for each bm x bn product block), fitted on the tunes since card 64: 4-6
 // score the same on the large shapes and on the MLP block's down GEMM, 7 moves that down GEMM
 // at 144-192 rows to a slower tile, and 4 is what card 84's A/Bs measured. Fast mode takes 5
-// (card 85): it moves 76 of 3,924 grid problems' picks, mostly from the ping-pong pairs (2x1)
-// to tiled 128-row tiles. On H100s without tables 23 of 28 of them ran 0.76-0.99x main's time,
-// two level, and two swap-AB split moves 1.03-1.07x. The MLP block's SiLU·mul gate|up GEMM at
-// 241-256 rows moves too (the block 3.3% faster on the H200). In precise mode 5 moved picks to
-// 64-row tiles that ran 1.04-1.19x slower on 4 of 8, so it stays at 4 there.
+// (perf log, card 85): it moves mostly ping-pong pairs (2x1) to tiled 128-row tiles, which the
+// A/Bs without tables measured faster on most of the moved problems; in precise mode 5 moved
+// picks to 64-row tiles and swap-AB splits that mostly measured slower, so 4 stays there.
 constexpr double kOperandRowCostFast = 5.0;
 constexpr double kOperandRowCostPrecise = 4.0;
 
