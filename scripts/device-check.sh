@@ -301,6 +301,12 @@ if has peers; then
   [ -s "$OUT/bench.csv" ] && csvs=("$OUT/bench.csv" "$OUT/peers.csv")
   python3 bench/plot.py "${csvs[@]}" --out "$OUT/bench.png" >"$OUT/plot.log" 2>&1
   check "plot" $? "($(tail -1 "$OUT/plot.log"))"
+  if [ -s "$OUT/bench.csv" ]; then
+    # The run's peer table in the perf log's form (PEAK: the highest rate measured in the run).
+    python3 bench/peer_table.py --shapes "$SHAPES" --runs "$OUT/bench.csv" --peers "$OUT/peers.csv" \
+      >"$OUT/peer-table.md" 2>&1
+    check "peer table" $? "($(tail -1 "$OUT/peer-table.md"))"
+  fi
 fi
 
 if has torch; then
