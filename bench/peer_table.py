@@ -36,6 +36,14 @@ def parse_args(argv):
     return p.parse_args(argv)
 
 
+def number(text, path, what):
+    try:
+        value = float(text)
+    except ValueError:
+        raise SystemExit(f"{path}: {what} is not a number: {text!r}")
+    return value if math.isfinite(value) else None
+
+
 def measured_ceilings(paths):
     """(BW of the first file's ceiling_bw row, the highest non-assumed TFLOP/s of all rows)."""
     bw, peak = None, None
@@ -44,11 +52,11 @@ def measured_ceilings(paths):
             for row in csv.DictReader(f):
                 status = (row.get("status") or "").strip()
                 if i == 0 and row.get("impl") == "ceiling_bw" and row.get("tbps"):
-                    bw = float(row["tbps"])
+                    bw = number(row["tbps"], path, "ceiling_bw's tbps")
                 if status == "assumed" or not row.get("tflops"):
                     continue
-                rate = float(row["tflops"])
-                if math.isfinite(rate) and (peak is None or rate > peak):
+                rate = number(row["tflops"], path, f"{row.get('impl')}'s tflops")
+                if rate is not None and (peak is None or rate > peak):
                     peak = rate
     if bw is None or peak is None:
         raise SystemExit(f"{paths[0]}: no ceiling_bw row, or no measured TFLOP/s in the run")
@@ -63,6 +71,9 @@ def times_of(times, shape, impl, path):
 
 def table(args):
     """(lines of the Markdown table, geometric mean of best peer / ours)."""
+    for path in [args.shapes, *args.runs, args.peers, args.precise, args.chained]:
+        if path is not None and not os.path.isfile(path):
+            raise SystemExit(f"{path}: no such file")
     shapes = read_shapes(args.shapes)
     runs = [read_graph_times(p) for p in args.runs]
     peers = read_graph_times(args.peers)
@@ -93,7 +104,7 @@ def table(args):
             row_peers[CUBLASLT] = sum(lt) / len(lt)
         best = best_peer(row_peers)
         if best is None:
-            raise SystemExit(f"no peer ran for {','.join(map(str, shape))}")
+            raise SystemExit(f"{args.peers}: no peer ran for {','.join(map(str, shape))}")
         ratio = best[1] / ours
         ratios.append(ratio)
         runs_text = lambda vs: "/".join("-" if v is None else f"{v:.1f}" for v in vs)  # noqa: E731

@@ -45,10 +45,26 @@ def test_the_session_31_table_and_its_geometric_mean():
 
 
 def test_a_peak_marked_assumed_does_not_set_the_floor():
-    # bench-2 ran with --no-peak, which writes an assumed 1464.0 TFLOP/s ceiling; with it the
-    # floor of 1,4096,4096,14336 would put ours at 0.94x, under the floor.
+    # bench-2 ran with --no-peak, which writes an assumed 1464.0 TFLOP/s ceiling. Counted as
+    # PEAK it would lower the floor of 1,4096,4096,14336 and put ours at 1.06x of it; the
+    # highest measured rate (ours there, 1377.2) puts ours at 1.00x.
     lines, _ = peer_table.table(s31_args("shapes-large.txt"))
     assert row(lines, "1,4096,4096,14336")[-1] == "1.00"
+
+
+def test_bw_is_the_first_runs_copy_rate():
+    # bench-precise measured 4.220 TB/s; named first, its copy rate sets BW, not the others' 4.230.
+    args = s31_args("shapes-large.txt")
+    args.runs = [os.path.join(BENCH, "s31-h200-bench-precise.csv")] + args.runs
+    lines, _ = peer_table.table(args)
+    assert lines[-1].startswith("PEAK 1377.2 TFLOP/s, BW 4.220 TB/s")
+
+
+def test_a_missing_file_is_refused_by_name():
+    args = s31_args("shapes-large.txt")
+    args.peers = os.path.join(BENCH, "no-such-peers.csv")
+    with pytest.raises(SystemExit, match="no-such-peers.csv"):
+        peer_table.table(args)
 
 
 def test_the_chained_column_of_the_decode_shapes():
