@@ -63,6 +63,11 @@ def measured_ceilings(paths):
     return bw, peak
 
 
+def runs_cell(values):
+    """One time per run, "/"-joined; "-" where a run has none."""
+    return "/".join("-" if v is None else f"{v:.1f}" for v in values)
+
+
 def times_of(times, shape, impl, path):
     if shape not in times or impl not in times[shape]:
         raise SystemExit(f"{path}: no {impl} row that ran for {','.join(map(str, shape))}")
@@ -96,7 +101,7 @@ def table(args):
     for shape in shapes:
         _, _, floor_us = shape_cost(shape, bw, peak)
         pre = [times_of(r, shape, OURS[0], p) for r, p in zip(runs, args.runs)]
-        plain = [runs[i].get(shape, {}).get(OURS[1]) for i in range(len(runs))]
+        plain = [r.get(shape, {}).get(OURS[1]) for r in runs]
         ours = sum(pre) / len(pre)
         row_peers = {impl: us for impl, us in peers.get(shape, {}).items() if impl not in OURS}
         lt = [r.get(shape, {}).get(CUBLASLT) for r in runs]
@@ -107,10 +112,9 @@ def table(args):
             raise SystemExit(f"{args.peers}: no peer ran for {','.join(map(str, shape))}")
         ratio = best[1] / ours
         ratios.append(ratio)
-        runs_text = lambda vs: "/".join("-" if v is None else f"{v:.1f}" for v in vs)  # noqa: E731
-        cells = [",".join(map(str, shape)), runs_text(pre), runs_text(plain)]
+        cells = [",".join(map(str, shape)), runs_cell(pre), runs_cell(plain)]
         cells += ["-" if row_peers.get(c) is None else f"{row_peers[c]:.1f}" for c in peer_cols]
-        cells += [runs_text(lt) if row_peers.get(CUBLASLT) else "-",
+        cells += [runs_cell(lt) if row_peers.get(CUBLASLT) else "-",
                   f"{best[0]} {best[1]:.1f}", f"{ratio:.3f}", f"{ours / floor_us:.2f}"]
         if precise is not None:
             p = times_of(precise, shape, OURS[0], args.precise)
