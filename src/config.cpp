@@ -110,8 +110,10 @@ constexpr double kFixedUs = 2.5;
 // What each further rank of a split-K cluster costs beyond its partial tile's bytes. Without it
 // the model split 4096 x 4096 decode GEMMs in two and 1024 x 8192 in six, where the tunes of
 // both GPUs measured the unsplit tile 6-36% faster and a split in four 9-17% faster (perf log,
-// card 82: regret over every committed tune CSV; 0.15-0.35 µs all score the same).
-constexpr double kSplitPeerUs = 0.25;
+// card 82: 0.15-0.35 µs all scored the same). Card 87 fitted it with the two split terms below:
+// 0.5 µs keeps 1,64,4096,14336 precise on swap 64x64 k2, which the held-out tune and card 87's
+// A/Bs measured 12-14% faster than the 128x64 k3 that 0.25 µs picks there.
+constexpr double kSplitPeerUs = 0.5;
 // The tensor rate's loss per operand row written into shared memory per product (a row's
 // 128-byte k-block for each bm x bn product block), fitted on the tunes since card 64: 4-6
 // score the same on the large shapes and on the MLP block's down GEMM, 7 moves that down GEMM
@@ -122,7 +124,33 @@ constexpr double kSplitPeerUs = 0.25;
 constexpr double kOperandRowCostFast = 5.0;
 constexpr double kOperandRowCostPrecise = 4.0;
 
+// A split-K tile's partial sums move through distributed shared memory at this rate (bytes per
+// µs). 50 GB/s split the 64-256-row problems of session 31's H100 tune at 1.16-1.48x the time of
+// the fastest: at 1,64,2048,2048 a split in two cost 1.7-1.8 µs more than the same tile unsplit
+// (perf log, card 86).
+constexpr double kSplitBytesPerUs = 20.0e3;
+// The share of all the bytes that a split-K tile's CTAs stream which the DRAM term counts, where
+// that exceeds the problem's unique bytes. In session 32's tunes of 192-256-row problems (both
+// GPUs), split CTAs streamed their operands at 50-60 GB/s each where unsplit CTAs of the same
+// grid sizes took 95-135 GB/s: a split did not get the rate that the model's per-CTA stream gave
+// it (perf log, card 87; why is not measured). 0.6 fits those tunes with the rest (0.5 misses
+// them, 0.9 moves the decode tunes' picks), and the decode tunes score as before: there a split's
+// streamed bytes are about its unique bytes (one X tile of a few rows).
+constexpr double kSplitStreamedFromDram = 0.6;
+// How many CTAs of a cluster size run at once with one CTA per SM (cudaOccupancyMaxActiveClusters
+// on an H200, 132 SMs; docs/logs/2026-12-06-s32-call2-cluster-capacity-h200.log). A cluster needs
+// free SMs of one GPC, so sizes that do not divide the GPCs' SM counts leave SMs idle: 39 clusters
+// of 3 and 30 of 4 fit, not 44 and 33. A persistent grid sized past this (the launcher sizes it
+// with the same query) runs its last clusters as a second wave. Other SM counts scale it.
+constexpr int kClusterCtasOn132[9] = {0, 132, 132, 117, 120, 110, 102, 105, 120};
+
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// CTAs that run at once in clusters of `cluster` CTAs (at most 8: a portable cluster).
+int64_t cluster_ctas(int64_t cluster, int sm_count) {
+  if (cluster <= 1 || cluster > 8) return sm_count / cluster * cluster;
+  return int64_t(sm_count) * kClusterCtasOn132[cluster] / 132 / cluster * cluster;
+}
 }  // namespace
 
 int config_smem_bytes(const Config& c, int groups_cap, EpilogueOp op) {
@@ -190,7 +218,7 @@ double estimate_us(const Config& c, const ProblemShape& p, int sm_count) {
   // Split-K: each tile is split_k units of work, each over a slice of K.
   const int64_t cluster = int64_t(c.cluster_m) * c.split_k;
   const int64_t units = tiles * c.split_k;
-  const int64_t ctas = std::min<int64_t>(units, sm_count / cluster * cluster);
+  const int64_t ctas = std::min<int64_t>(units, cluster_ctas(cluster, sm_count));
   const int64_t tiles_per_cta = ceil_div(units, ctas);
   const int64_t k_slice = ceil_div(ceil_div(p.k, 128), c.split_k) * 128;
   const double inflight = double(c.stages) * (x_rows + w_rows) * c.bk;
@@ -202,7 +230,10 @@ double estimate_us(const Config& c, const ProblemShape& p, int sm_count) {
   const double unique =
       double(p.batch) * (p.m * p.k + w_reads * p.n * p.k + 2 * p.m * p.n + 4 * (p.m + p.n));
   const double dram_rate = std::min(kDramBytesPerUs, ctas * inflight / kStreamLatencyUs);
-  const double dram_us = unique / dram_rate;
+  const double streamed = double(units) * double(x_rows + w_rows) * double(k_slice);
+  const double dram_bytes =
+      c.split_k > 1 ? std::max(unique, kSplitStreamedFromDram * streamed) : unique;
+  const double dram_us = dram_bytes / dram_rate;
   // One tile: wgmma time (small N issues less work per instruction) or its L2 traffic.
   // Precise mode waits for every k-block's wgmmas before promoting them. With one consumer
   // warpgroup (bm = 64) nothing fills that wait: the 2026-11-30 tune run measured bm = 64
@@ -240,11 +271,11 @@ double estimate_us(const Config& c, const ProblemShape& p, int sm_count) {
   const double l2_rows = double(x_rows) + double(w_rows) / c.cluster_m;
   const double tile_us = std::max(mma_us, l2_rows * k_slice / l2_rate);
   // Split-K: rank 0 reads split_k - 1 fp32 partial tiles through distributed shared memory
-  // (assumed 50 GB/s per SM) after a cluster handshake (0.5 µs assumed), and waits for its
-  // peers one by one (kSplitPeerUs each).
+  // (kSplitBytesPerUs) after a cluster handshake (0.5 µs assumed), and waits for its peers one
+  // by one (kSplitPeerUs each).
   const double reduce_us =
       c.split_k > 1
-          ? 0.5 + (c.split_k - 1) * (kSplitPeerUs + 4.0 * c.bm * c.bn / 50.0e3)
+          ? 0.5 + (c.split_k - 1) * (kSplitPeerUs + 4.0 * c.bm * c.bn / kSplitBytesPerUs)
           : 0.0;
   // The wgmma work on padded rows costs power and issue slots even when memory is the limit:
   // a tenth of it breaks the ties that bandwidth-bound shapes (decode) would otherwise leave.

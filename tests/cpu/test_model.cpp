@@ -76,12 +76,13 @@ std::set<std::tuple<int64_t, int64_t, int64_t, int64_t>> read_shapes(const std::
   return shapes;
 }
 
-/// Expects the model's pick within 10% of the fastest measured configuration of every problem,
-/// and within `mean_bound` (3%) on average. The pick is the model's exact configuration where
+/// Expects the model's pick within `worst_bound` (10%) of the fastest measured configuration of
+/// every problem, and within `mean_bound` (3%) on average. The pick is the model's exact configuration where
 /// the tune timed it, else the measured configuration of the model's families that it estimates
 /// fastest.
 void expect_small_regret(const std::map<ProblemKey, std::vector<Measured>>& runs,
-                         const std::string& what, double mean_bound = 1.03) {
+                         const std::string& what, double mean_bound = 1.03,
+                         double worst_bound = 1.10) {
   double sum = 0.0, worst = 0.0;
   for (const auto& [key, measured] : runs) {
     ProblemShape p;
@@ -115,7 +116,7 @@ void expect_small_regret(const std::map<ProblemKey, std::vector<Measured>>& runs
     const double regret = pick->us / best->us;
     sum += regret;
     worst = std::max(worst, regret);
-    EXPECT_LE(regret, 1.10) << what << " " << p.batch << "," << p.m << "," << p.n << "," << p.k
+    EXPECT_LE(regret, worst_bound) << what << " " << p.batch << "," << p.m << "," << p.n << "," << p.k
                             << (p.fast_accum ? " fast" : " precise") << ": the model picks "
                             << pick->config.name() << " (" << pick->us << " us), the fastest is "
                             << best->config.name() << " (" << best->us << " us)";
@@ -226,12 +227,14 @@ TEST(CostModel, PicksNearTheFasterPickOfCard85sAbs) {
 }
 
 // Card 82: a swap-AB W tile is streamed once for each of its X tiles. Where the model charged W
-// once, it covered these rows in more X tiles than it had to (two of 16 rows for 32, three of
-// 96 for 256) at a margin of 0.01-0.07 µs, and session 29's H100 A/B measured those picks 2-33%
-// slower than the fewest X tiles (docs/logs/2026-12-06-s29-call3-h100-table-model.log).
+// once, it covered these rows in more X tiles than it had to (two of 16 rows for 32 at
+// 1,32,1280,8192 and 1,32,2048,7168), and session 29's H100 A/B measured those picks 2-33% slower
+// than the fewest X tiles (docs/logs/2026-12-06-s29-call3-h100-table-model.log). The test also
+// held 1,256,1024,8192 to two X tiles of 128 until card 87: session 32's tunes of that problem
+// measured four X tiles of 64 (swap 64x64, which card 87's model picks) fastest on the H100
+// (10.55 µs against 12.46 for 64x128 k3) and within 3% of the fastest on the H200.
 TEST(CostModel, SwapTilesCoverTheseRowsInTheFewestXTiles) {
   for (const auto& [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{32, 1280, 8192},
-                                {256, 1024, 8192},
                                 {32, 2048, 7168}}) {
     ProblemShape p;
     p.m = m;
@@ -244,6 +247,60 @@ TEST(CostModel, SwapTilesCoverTheseRowsInTheFewestXTiles) {
     // The fewest X tiles a swap tile (at most 128 columns) can cover M with.
     EXPECT_EQ((m + c.bn - 1) / c.bn, (m + 127) / 128) << label;
   }
+}
+
+// Card 87: the tunes of 64-256-row problems (session 31's four on an H100; session 32's fifteen
+// of 192-256 rows on an H100 and an H200). Card 85's model picked split swap-AB tiles there at
+// 1.31x, 1.32x and 1.24x the fastest on average (worst 1.48-1.99): it credited a split's larger
+// grid with the streaming rate of unsplit CTAs, charged its partial sums at 50 GB/s, and counted
+// 44 clusters of three CTAs (33 of four) where 39 (30) fit at once. Card 87's model is at 1.01,
+// 1.15 and 1.11. Its worst, 1,224,2048,7168 (swap 64x96 unsplit, 1.56x the tiled 64x64 on the
+// H100 and 1.74x on the H200), is the residual that the loose worst bound leaves room for.
+TEST(CostModel, PicksNearTheFastestOnTheSwapTunesOf64To256Rows) {
+  for (const char* name : {"docs/logs/2026-12-06-s31-call8-swap-tune-h100.csv",
+                           "docs/logs/2026-12-06-s32-call1-card86-tune-h100.csv",
+                           "docs/logs/2026-12-06-s32-call2-card86-tune-h200.csv"}) {
+    const std::string path = std::string(F8GEMM_SOURCE_DIR) + "/" + name;
+    ASSERT_TRUE(std::ifstream(path).good()) << "cannot read " << path;
+    const auto runs = read_tune_log(path);
+    ASSERT_GE(runs.size(), 4u) << path;
+    expect_small_regret(runs, name, 1.16, 1.80);
+  }
+}
+
+// Card 87's A/Bs (session 32, no tables): the old and the new pick of 24 held-out problems whose
+// pick moved (16 fast, 8 precise), both picks' mean times per problem (preshuffled). Call 3 (an
+// H100) timed a first form of card 87 (a split's streamed bytes at 0.75, its peers at 0.25 µs),
+// call 4 (an H200) the merged one (0.6 and 0.5 µs), whose picks differ from the first form's on 8
+// of the 24 (on three it picks what card 85's model did: one time per problem in that file).
+// Card 85's model is at 1.155 and 1.116 on average (worst 1.62 and 1.85), card 87's at 1.010
+// in both (worst 1.09 and 1.11: 1,96,1024,8192 precise, swap 64x48 k3 -> k2, lost in both calls).
+TEST(CostModel, PicksNearTheFasterPickOfCard87sAbs) {
+  for (const char* name : {"docs/logs/2026-12-06-s32-call3-card87-ab-as-tune.csv",
+                           "docs/logs/2026-12-06-s32-call4-card87-ab-as-tune-h200.csv"}) {
+    const std::string path = std::string(F8GEMM_SOURCE_DIR) + "/" + name;
+    ASSERT_TRUE(std::ifstream(path).good()) << "cannot read " << path;
+    const auto runs = read_tune_log(path);
+    ASSERT_EQ(runs.size(), 24u) << path;
+    expect_small_regret(runs, name, 1.02, 1.15);
+  }
+}
+
+// Card 87: a persistent grid holds only as many clusters as fit at once (39 of three CTAs on 132
+// SMs, docs/logs/2026-12-06-s32-call2-cluster-capacity-h200.log); the launcher sizes its grid
+// with the same query, so one more split-K tile than that runs as a second wave.
+TEST(CostModel, ClustersPastTheOnesThatFitAtOnceRunAsASecondWave) {
+  ProblemShape p;
+  p.m = 1;
+  p.k = 65536;  // long slices: the tile's time, not the fixed cost, dominates
+  const Config c = Config::parse("sm90_swap_64x8x128_s12_c1x1_r0_k3");
+  p.n = 64 * 39;  // 39 tiles: 39 clusters of three, 117 CTAs
+  const double fits = detail::estimate_us(c, p, 132);
+  p.n = 64 * 40;  // 40 clusters: 120 CTAs, fewer than 132 SMs, but one cluster too many
+  const double past = detail::estimate_us(c, p, 132);
+  // One more cluster's tile adds a whole tile time after the first wave. Counting 44 clusters of
+  // three at once, the old model had 40 clusters cost 40 / 39 of 39's (DRAM-bound: the same).
+  EXPECT_GT(past, 1.25 * fits) << "39 clusters " << fits << " us, 40 clusters " << past << " us";
 }
 
 }  // namespace
