@@ -1,4 +1,6 @@
 /// \brief TensorView helpers and dtype names.
+#include <string>
+
 #include "check.hpp"
 
 namespace f8gemm {
@@ -54,9 +56,21 @@ TensorView make_view(void* data, DType dtype, std::vector<int64_t> shape, int de
   v.dtype = dtype;
   v.rank = int(shape.size());
   v.device = device;
+  // The product of the nonzero dimensions within int64, as require_view admits (validate.hpp):
+  // then no stride below and no numel() of the view overflows.
+  int64_t product = 1;
+  for (int64_t d : shape) {
+    F8GEMM_REQUIRE(d >= 0, kInvalidArgument, "make_view: negative dimension ", d);
+    if (d == 0) continue;
+    if (__builtin_mul_overflow(product, d, &product)) {
+      std::string s = "[";
+      for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+      throw Error(ErrorCode::kInvalidArgument,
+                  detail::concat("make_view: shape ", s, "] has more than 2^63 elements"));
+    }
+  }
   int64_t stride = 1;
   for (int i = v.rank - 1; i >= 0; --i) {
-    F8GEMM_REQUIRE(shape[i] >= 0, kInvalidArgument, "make_view: negative dimension ", shape[i]);
     v.shape[i] = shape[i];
     v.stride[i] = stride;
     stride *= shape[i];
