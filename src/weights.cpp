@@ -71,7 +71,12 @@ ShuffleDims check_shuffle_pair(const TensorView& plain, const char* plain_name,
 }  // namespace
 
 std::vector<int64_t> preshuffled_shape(int64_t batch, int64_t n, int64_t k) {
-  return {batch, (k + kShuffleBlockK - 1) / kShuffleBlockK, n / kShuffleSlabRows,
+  F8GEMM_REQUIRE(batch >= 0, kInvalidArgument, "preshuffled_shape: batch must be >= 0, got ",
+                 batch);
+  F8GEMM_REQUIRE(n >= 0, kInvalidArgument, "preshuffled_shape: n must be >= 0, got ", n);
+  F8GEMM_REQUIRE(k >= 0, kInvalidArgument, "preshuffled_shape: k must be >= 0, got ", k);
+  // ceil(K/128) without K + 127, which passes int64 for K near 2^63.
+  return {batch, detail::known_ceil_div(k, kShuffleBlockK), n / kShuffleSlabRows,
           kShuffleSlabBytes};
 }
 

@@ -292,7 +292,8 @@ bool is_ready(const GroupedProblem& problem);
 /// Error(kInvalidArgument) for a problem a call would reject for its sizes or dtypes.
 void precompile(const std::vector<GroupedProblem>& problems);
 
-/// Shape of the preshuffled form of a [B,N,K] weight: {B, ceil(K/128), N/8, 1024}.
+/// Shape of the preshuffled form of a [B,N,K] weight: {B, ceil(K/128), N/8, 1024}. Throws
+/// Error(kInvalidArgument) naming a negative size.
 std::vector<int64_t> preshuffled_shape(int64_t batch, int64_t n, int64_t k);
 
 /// The names that error messages give the two weights of preshuffle() and unshuffle(); a null

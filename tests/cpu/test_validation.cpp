@@ -930,6 +930,21 @@ TEST(ValidationShuffle, DevicePathWithoutAGpuIsNoDevice) {
   expect_error([&] { unshuffle(o, w); }, ErrorCode::kNoDevice, "");
 }
 
+// preshuffled_shape computed ceil(K/128) as (K + 127) / 128: K past 2^63 - 128 overflowed int64
+// (undefined behaviour; in practice a negative k-block count), and negative sizes gave negative
+// or zero dimensions. Every K gives its k-blocks now, and a negative size is refused by name.
+TEST(ValidationShuffle, PreshuffledShapeTakesEveryKAndRefusesNegativeSizes) {
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(preshuffled_shape(1, 8, max), (std::vector<int64_t>{1, max / 128 + 1, 1, 1024}));
+  EXPECT_EQ(preshuffled_shape(2, 136, 272), (std::vector<int64_t>{2, 3, 17, 1024}));
+  EXPECT_EQ(preshuffled_shape(0, 8, 0), (std::vector<int64_t>{0, 0, 1, 1024}));
+  F8GEMM_EXPECT_INVALID(preshuffled_shape(-1, 8, 16),
+                        "preshuffled_shape: batch must be >= 0, got -1");
+  F8GEMM_EXPECT_INVALID(preshuffled_shape(1, -8, 16), "preshuffled_shape: n must be >= 0, got -8");
+  F8GEMM_EXPECT_INVALID(preshuffled_shape(1, 8, -16),
+                        "preshuffled_shape: k must be >= 0, got -16");
+}
+
 // ---- quantize_rows -----------------------------------------------------------------------
 
 TEST(ValidationQuantize, BadArguments) {
