@@ -113,6 +113,8 @@ BenchOptions parse_options(const Args& args) {
     };
     if (name == "--shapes") {
       o.shapes_file = value();
+      // Not the default list: an empty name is a mistake (`--shapes "$UNSET"`), not a choice.
+      if (o.shapes_file.empty()) throw UsageError("bench: --shapes needs a file name");
     } else if (name == "--csv") {
       o.csv = value();
       if (o.csv.empty()) throw UsageError("bench: --csv needs a file name");

@@ -266,6 +266,15 @@ TEST(BenchCli, EveryShapeIsValidatedBeforeTheGpuWithTunesMessage) {
                  "K must be a positive multiple of 16");
 }
 
+// An empty --shapes (`--shapes "$SHAPES"` with SHAPES unset) was taken as no --shapes at all:
+// bench timed its 11 default shapes instead (without a GPU: exit 1, no device). It is refused
+// as an empty --csv is.
+TEST(BenchCli, AnEmptyShapesFileNameExitsTwo) {
+  const f8gemm::test::TempDir dir("f8gemm_bench_cli");
+  expect_refusal(dir, "bench --shapes ''", "bench: --shapes needs a file name");
+  expect_refusal(dir, "bench --shapes=", "bench: --shapes needs a file name");
+}
+
 // F8GEMM_HANG_SECONDS was read at the first wait only: a bad value was reported after kernels
 // had launched, and never by `run --once`, which does not wait with the guard.
 TEST(HangSecondsCli, ABadValueExitsTwoBeforeAnyWork) {
