@@ -57,6 +57,10 @@ int cmd_tune(const Args& args) {
   const auto shapes = read_shapes_file(opt.str("--shapes", ""));
   const std::string out_path = opt.str("--out", "tune.tsv");
   const std::string log_path = opt.str("--log", "");
+  // An empty name would pass the check below (a path without a parent is in ".") and fail at
+  // the table's first write, after a shape's timings; an empty --log would mean no log.
+  if (out_path.empty()) throw UsageError("tune: --out needs a file name");
+  if (opt.has("--log") && log_path.empty()) throw UsageError("tune: --log needs a file name");
   // A run takes minutes per shape: learn that a file cannot be written before it, not after.
   const std::string why = unwritable_reason(out_path);
   if (!why.empty()) throw UsageError("tune: cannot write --out " + out_path + ": " + why);

@@ -275,6 +275,19 @@ TEST(BenchCli, AnEmptyShapesFileNameExitsTwo) {
   expect_refusal(dir, "bench --shapes=", "bench: --shapes needs a file name");
 }
 
+// An empty --out passed tune's check that the table can be written (a path without a parent is
+// in "."), so the table's first write failed after the first shape had been timed (exit 1); an
+// empty --log turned the log off. Both are refused before the GPU is looked for, as `run
+// --trace ''` is.
+TEST(TuneCli, AnEmptyOutOrLogFileNameExitsTwoBeforeTheRun) {
+  const f8gemm::test::TempDir dir("f8gemm_tune_cli");
+  const std::string tune = "tune --shapes '" + shapes_file(dir, "1,16,256,256\n") + "' ";
+  expect_refusal(dir, tune + "--out ''", "tune: --out needs a file name");
+  expect_refusal(dir, tune + "--out " + dir.path() + "/t.tsv --log ''",
+                 "tune: --log needs a file name");
+  EXPECT_FALSE(fs::exists(dir.path() + "/t.tsv"));
+}
+
 // F8GEMM_HANG_SECONDS was read at the first wait only: a bad value was reported after kernels
 // had launched, and never by `run --once`, which does not wait with the guard.
 TEST(HangSecondsCli, ABadValueExitsTwoBeforeAnyWork) {
