@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <mutex>
@@ -149,6 +150,12 @@ std::unique_ptr<const LoadedTables> load_tables() {
     // The user named the file: a path that cannot be read is a bad argument, not an I/O fault.
     F8GEMM_REQUIRE(f.good(), kInvalidArgument, "F8GEMM_TUNE_FILE='", path,
                    "' cannot be read: ", std::strerror(errno));
+    // A directory opens as a stream and reads as nothing: an empty table, the file unused.
+    std::error_code ec;
+    F8GEMM_REQUIRE(!std::filesystem::is_directory(path, ec), kInvalidArgument,
+                   "F8GEMM_TUNE_FILE='", path,
+                   "' is a directory; give a table file (key<TAB>config lines, as `f8gemm tune` "
+                   "writes)");
     std::stringstream ss;
     ss << f.rdbuf();
     parse_table(ss.str(), path, t->entries);

@@ -81,8 +81,9 @@ class CliTest : public ::testing::Test {
 };
 
 // An environment variable that the decision reads, with a value it cannot use, is a bad
-// argument naming the variable: a missing F8GEMM_TUNE_FILE exited 1 as an I/O error, and
-// F8GEMM_NO_TUNED=maybe silently turned the tables off.
+// argument naming the variable: a missing F8GEMM_TUNE_FILE exited 1 as an I/O error, a
+// directory was read as an empty table, and F8GEMM_NO_TUNED=maybe silently turned the tables
+// off.
 TEST_F(CliTest, EnvironmentValuesTheDecisionCannotUseExitTwoNamingTheVariable) {
   const std::string cache = "F8GEMM_CACHE_DIR='" + dir_ + "/cache' ";
   const struct {
@@ -90,6 +91,9 @@ TEST_F(CliTest, EnvironmentValuesTheDecisionCannotUseExitTwoNamingTheVariable) {
   } cases[] = {
       {"F8GEMM_TUNE_FILE='" + dir_ + "/missing.tsv'",
        "F8GEMM_TUNE_FILE='" + dir_ + "/missing.tsv' cannot be read"},
+      // A directory opened as a stream, read as an empty table, and the user's tuning was
+      // silently not used (exit 0).
+      {"F8GEMM_TUNE_FILE='" + dir_ + "'", "F8GEMM_TUNE_FILE='" + dir_ + "' is a directory"},
       {"F8GEMM_CONFIG=garbage", "F8GEMM_CONFIG='garbage': config name 'garbage' does not match"},
       {"F8GEMM_NO_TUNED=maybe", "F8GEMM_NO_TUNED='maybe' is not a switch value"},
   };
