@@ -298,9 +298,9 @@ TEST(CostModel, ClustersPastTheOnesThatFitAtOnceRunAsASecondWave) {
   const double fits = detail::estimate_us(c, p, 132);
   p.n = 64 * 40;  // 40 clusters: 120 CTAs, fewer than 132 SMs, but one cluster too many
   const double past = detail::estimate_us(c, p, 132);
-  // One more cluster's tile adds a whole tile time after the first wave. Counting 44 clusters of
-  // three at once, the old model had 40 clusters cost 40 / 39 of 39's (DRAM-bound: the same).
-  EXPECT_GT(past, 1.25 * fits) << "39 clusters " << fits << " us, 40 clusters " << past << " us";
+  // One more cluster's tile runs after the first wave: 30% more here. Counting 44 clusters of
+  // three at once, card 85's model had 40 clusters cost 2% more than 39 (43.5 and 44.5 µs).
+  EXPECT_GT(past, 1.15 * fits) << "39 clusters " << fits << " us, 40 clusters " << past << " us";
 }
 
 }  // namespace
