@@ -111,8 +111,8 @@ constexpr double kFixedUs = 2.5;
 // the model split 4096 x 4096 decode GEMMs in two and 1024 x 8192 in six, where the tunes of
 // both GPUs measured the unsplit tile 6-36% faster and a split in four 9-17% faster (perf log,
 // card 82: 0.15-0.35 µs all scored the same). Card 87 fitted it with the two split terms below:
-// 0.5 µs keeps 1,64,4096,14336 precise on swap 64x64 k2, which the held-out tune and card 87's
-// A/Bs measured 12-14% faster than the 128x64 k3 that 0.25 µs picks there.
+// at 0.5 µs 1,32,4096,7168 fast goes from swap 64x32 k2 to the same tile unsplit, which card 87's
+// A/Bs measured 13% faster on both GPUs (0.863 and 0.867 of k2's time).
 constexpr double kSplitPeerUs = 0.5;
 // The tensor rate's loss per operand row written into shared memory per product (a row's
 // 128-byte k-block for each bm x bn product block), fitted on the tunes since card 64: 4-6
@@ -125,31 +125,44 @@ constexpr double kOperandRowCostFast = 5.0;
 constexpr double kOperandRowCostPrecise = 4.0;
 
 // A split-K tile's partial sums move through distributed shared memory at this rate (bytes per
-// µs). 50 GB/s split the 64-256-row problems of session 31's H100 tune at 1.16-1.48x the time of
+// µs). 50 GB/s split the 64-128-row problems of session 31's H100 tune at 1.16-1.48x the time of
 // the fastest: at 1,64,2048,2048 a split in two cost 1.7-1.8 µs more than the same tile unsplit
 // (perf log, card 86).
 constexpr double kSplitBytesPerUs = 20.0e3;
 // The share of all the bytes that a split-K tile's CTAs stream which the DRAM term counts, where
 // that exceeds the problem's unique bytes. In session 32's tunes of 192-256-row problems (both
-// GPUs), split CTAs streamed their operands at 50-60 GB/s each where unsplit CTAs of the same
-// grid sizes took 95-135 GB/s: a split did not get the rate that the model's per-CTA stream gave
-// it (perf log, card 87; why is not measured). 0.6 fits those tunes with the rest (0.5 misses
-// them, 0.9 moves the decode tunes' picks), and the decode tunes score as before: there a split's
-// streamed bytes are about its unique bytes (one X tile of a few rows).
+// GPUs), split CTAs streamed their bytes at about half the per-CTA rate of unsplit CTAs of the
+// same grid sizes: a split did not get the rate that the model's per-CTA stream gave it (perf
+// log, card 87; why is not measured). 0.6 fits those tunes with the rest: 0.5 misses them; 0.75
+// picks swap 128x64 k3 at 1,64,4096,14336 precise, 1.13x the held-out tune's fastest (card 87's
+// H100 A/B: 1.14x the old pick); 0.9 moves the decode tunes' picks. The decode tunes score as
+// before: there a split's streamed bytes are about its unique bytes (one X tile of a few rows).
 constexpr double kSplitStreamedFromDram = 0.6;
-// How many CTAs of a cluster size run at once with one CTA per SM (cudaOccupancyMaxActiveClusters
-// on an H200, 132 SMs; docs/logs/2026-12-06-s32-call2-cluster-capacity-h200.log). A cluster needs
-// free SMs of one GPC, so sizes that do not divide the GPCs' SM counts leave SMs idle: 39 clusters
-// of 3 and 30 of 4 fit, not 44 and 33. A persistent grid sized past this (the launcher sizes it
-// with the same query) runs its last clusters as a second wave. Other SM counts scale it.
-constexpr int kClusterCtasOn132[9] = {0, 132, 132, 117, 120, 110, 102, 105, 120};
+// How many CTAs run at once in clusters of c CTAs (cudaOccupancyMaxActiveClusters on an H200, 132
+// SMs; docs/logs/2026-12-06-s32-call2-cluster-capacity-h200.log), with one CTA per SM (a config of
+// more than half an SM's shared memory) and with two. A cluster needs free SMs of one GPC, so
+// sizes that do not divide the GPCs' SM counts leave SMs idle: 39 clusters of 3 and 30 of 4 fit
+// at one CTA per SM, not 44 and 33. The launcher sizes its persistent grid with the same query
+// (src/launch.cpp), so a problem with more clusters runs its last ones as a second wave. The H100
+// (also 132 SMs) was not probed; other SM counts scale the table.
+constexpr int kClusterCtasOn132[2][9] = {{0, 132, 132, 117, 120, 110, 102, 105, 120},
+                                         {0, 264, 264, 237, 248, 235, 234, 224, 240}};
+// An SM's shared memory (228 KiB) and what the driver reserves per CTA: a config that needs at most
+// half of it less that runs two CTAs per SM (only swap 64x8 splits among the candidates, at 30-44
+// registers, so registers do not bind).
+constexpr int kSmemPerSm = 233472;
+constexpr int kSmemReservedPerCta = 1024;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-/// CTAs that run at once in clusters of `cluster` CTAs (at most 8: a portable cluster).
-int64_t cluster_ctas(int64_t cluster, int sm_count) {
-  if (cluster <= 1 || cluster > 8) return sm_count / cluster * cluster;
-  return int64_t(sm_count) * kClusterCtasOn132[cluster] / 132 / cluster * cluster;
+/// CTAs that run at once in clusters of `cluster` CTAs that need `smem_bytes` each (a cluster is
+/// at most 8: a portable cluster). At least one cluster, whatever the SM count.
+int64_t cluster_ctas(int64_t cluster, int sm_count, int smem_bytes) {
+  if (cluster <= 1 || cluster > 8) return std::max<int64_t>(cluster, sm_count / cluster * cluster);
+  const int per_sm = 2 * (smem_bytes + kSmemReservedPerCta) <= kSmemPerSm ? 2 : 1;
+  const int64_t ctas =
+      int64_t(sm_count) * kClusterCtasOn132[per_sm - 1][cluster] / 132 / cluster * cluster;
+  return std::max<int64_t>(cluster, ctas);
 }
 }  // namespace
 
@@ -218,7 +231,8 @@ double estimate_us(const Config& c, const ProblemShape& p, int sm_count) {
   // Split-K: each tile is split_k units of work, each over a slice of K.
   const int64_t cluster = int64_t(c.cluster_m) * c.split_k;
   const int64_t units = tiles * c.split_k;
-  const int64_t ctas = std::min<int64_t>(units, cluster_ctas(cluster, sm_count));
+  const int64_t ctas =
+      std::min<int64_t>(units, cluster_ctas(cluster, sm_count, config_smem_bytes(c)));
   const int64_t tiles_per_cta = ceil_div(units, ctas);
   const int64_t k_slice = ceil_div(ceil_div(p.k, 128), c.split_k) * 128;
   const double inflight = double(c.stages) * (x_rows + w_rows) * c.bk;

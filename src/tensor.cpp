@@ -66,7 +66,8 @@ TensorView make_view(void* data, DType dtype, std::vector<int64_t> shape, int de
       std::string s = "[";
       for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
       throw Error(ErrorCode::kInvalidArgument,
-                  detail::concat("make_view: shape ", s, "] has more than 2^63 elements"));
+                  detail::concat("make_view: shape ", s,
+                                 "]: the product of its nonzero dimensions passes int64"));
     }
   }
   int64_t stride = 1;

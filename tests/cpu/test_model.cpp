@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <set>
@@ -77,9 +78,9 @@ std::set<std::tuple<int64_t, int64_t, int64_t, int64_t>> read_shapes(const std::
 }
 
 /// Expects the model's pick within `worst_bound` (10%) of the fastest measured configuration of
-/// every problem, and within `mean_bound` (3%) on average. The pick is the model's exact configuration where
-/// the tune timed it, else the measured configuration of the model's families that it estimates
-/// fastest.
+/// every problem, and within `mean_bound` (3%) on average. The pick is the model's exact
+/// configuration where the tune timed it, else the measured configuration of the model's
+/// families that it estimates fastest.
 void expect_small_regret(const std::map<ProblemKey, std::vector<Measured>>& runs,
                          const std::string& what, double mean_bound = 1.03,
                          double worst_bound = 1.10) {
@@ -116,10 +117,11 @@ void expect_small_regret(const std::map<ProblemKey, std::vector<Measured>>& runs
     const double regret = pick->us / best->us;
     sum += regret;
     worst = std::max(worst, regret);
-    EXPECT_LE(regret, worst_bound) << what << " " << p.batch << "," << p.m << "," << p.n << "," << p.k
-                            << (p.fast_accum ? " fast" : " precise") << ": the model picks "
-                            << pick->config.name() << " (" << pick->us << " us), the fastest is "
-                            << best->config.name() << " (" << best->us << " us)";
+    EXPECT_LE(regret, worst_bound)
+        << what << " " << p.batch << "," << p.m << "," << p.n << "," << p.k
+        << (p.fast_accum ? " fast" : " precise") << ": the model picks " << pick->config.name()
+        << " (" << pick->us << " us), the fastest is " << best->config.name() << " (" << best->us
+        << " us)";
   }
   EXPECT_LE(sum / double(runs.size()), mean_bound)
       << what << ": mean regret over " << runs.size() << " problems (worst " << worst << ")";
@@ -232,7 +234,7 @@ TEST(CostModel, PicksNearTheFasterPickOfCard85sAbs) {
 // than the fewest X tiles (docs/logs/2026-12-06-s29-call3-h100-table-model.log). The test also
 // held 1,256,1024,8192 to two X tiles of 128 until card 87: session 32's tunes of that problem
 // measured four X tiles of 64 (swap 64x64, which card 87's model picks) fastest on the H100
-// (10.55 µs against 12.46 for 64x128 k3) and within 3% of the fastest on the H200.
+// (10.55 µs against 12.46 for 64x128 k3) and within 3.2% of the fastest on the H200.
 TEST(CostModel, SwapTilesCoverTheseRowsInTheFewestXTiles) {
   for (const auto& [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{32, 1280, 8192},
                                 {32, 2048, 7168}}) {
@@ -274,7 +276,10 @@ TEST(CostModel, PicksNearTheFastestOnTheSwapTunesOf64To256Rows) {
 // call 4 (an H200) the merged one (0.6 and 0.5 µs), whose picks differ from the first form's on 8
 // of the 24 (on three it picks what card 85's model did: one time per problem in that file).
 // Card 85's model is at 1.155 and 1.116 on average (worst 1.62 and 1.85), card 87's at 1.010
-// in both (worst 1.09 and 1.11: 1,96,1024,8192 precise, swap 64x48 k3 -> k2, lost in both calls).
+// in both. Its worst: 1.09 in call 3's file (1,48,4096,14336 fast, back on main's k2, where the
+// first form's unsplit pick was 8% faster on the H100) and 1.11 in call 4's (1,96,1024,8192
+// precise, swap 64x48 k3 -> k2, lost in both calls). Five of call 3's 24 are scored on the timed
+// config of the pick's family that the model rates best: the merged picks were not timed there.
 TEST(CostModel, PicksNearTheFasterPickOfCard87sAbs) {
   for (const char* name : {"docs/logs/2026-12-06-s32-call3-card87-ab-as-tune.csv",
                            "docs/logs/2026-12-06-s32-call4-card87-ab-as-tune-h200.csv"}) {
@@ -286,21 +291,49 @@ TEST(CostModel, PicksNearTheFasterPickOfCard87sAbs) {
   }
 }
 
-// Card 87: a persistent grid holds only as many clusters as fit at once (39 of three CTAs on 132
-// SMs, docs/logs/2026-12-06-s32-call2-cluster-capacity-h200.log); the launcher sizes its grid
-// with the same query, so one more split-K tile than that runs as a second wave.
+// Card 87: a persistent grid holds only the clusters that fit at once (39 of three CTAs on 132
+// SMs at one CTA per SM, 79 at two; docs/logs/2026-12-06-s32-call2-cluster-capacity-h200.log);
+// the launcher sizes its grid with the same query, so one more split-K tile than that runs as a
+// second wave.
 TEST(CostModel, ClustersPastTheOnesThatFitAtOnceRunAsASecondWave) {
   ProblemShape p;
   p.m = 1;
   p.k = 65536;  // long slices: the tile's time, not the fixed cost, dominates
-  const Config c = Config::parse("sm90_swap_64x8x128_s12_c1x1_r0_k3");
+  // 130 KB of shared memory: one CTA per SM.
+  const Config one = Config::parse("sm90_swap_64x16x128_s12_c1x1_r0_k3");
+  ASSERT_GT(2 * (detail::config_smem_bytes(one) + 1024), 233472);
   p.n = 64 * 39;  // 39 tiles: 39 clusters of three, 117 CTAs
-  const double fits = detail::estimate_us(c, p, 132);
+  const double fits = detail::estimate_us(one, p, 132);
   p.n = 64 * 40;  // 40 clusters: 120 CTAs, fewer than 132 SMs, but one cluster too many
-  const double past = detail::estimate_us(c, p, 132);
-  // One more cluster's tile runs after the first wave: 30% more here. Counting 44 clusters of
-  // three at once, card 85's model had 40 clusters cost 2% more than 39 (43.5 and 44.5 µs).
+  const double past = detail::estimate_us(one, p, 132);
+  // One more cluster's tile runs after the first wave. Counting 44 clusters of three at once,
+  // card 85's model had 40 clusters cost 40 / 39 of 39's.
   EXPECT_GT(past, 1.15 * fits) << "39 clusters " << fits << " us, 40 clusters " << past << " us";
+  // 115 KB: two CTAs per SM, 79 clusters of three at once, so 40 run in one wave.
+  const Config two = Config::parse("sm90_swap_64x8x128_s12_c1x1_r0_k3");
+  ASSERT_LE(2 * (detail::config_smem_bytes(two) + 1024), 233472);
+  p.n = 64 * 39;
+  const double two_fits = detail::estimate_us(two, p, 132);
+  p.n = 64 * 40;
+  EXPECT_LT(detail::estimate_us(two, p, 132), 1.05 * two_fits);
+}
+
+// The model answers for every SM count the public API accepts (1..1024), clusters and splits
+// included: no count leaves it without a whole cluster to run.
+TEST(CostModel, EstimatesForEverySmCount) {
+  ProblemShape p;
+  p.m = 64;
+  p.n = 4096;
+  p.k = 8192;
+  for (const char* name :
+       {"sm90_swap_64x8x128_s12_c1x1_r0_k3", "sm90_swap_64x64x128_s12_c1x1_r0_k8",
+        "sm90_tiled_128x256x128_s3_c2x1_r8", "sm90_tiled_64x64x128_s8_c1x1_r8"}) {
+    const Config c = Config::parse(name);
+    for (int sms = 1; sms <= 1024; ++sms) {
+      const double us = detail::estimate_us(c, p, sms);
+      ASSERT_TRUE(std::isfinite(us) && us > 0.0) << name << " on " << sms << " SMs: " << us;
+    }
+  }
 }
 
 }  // namespace

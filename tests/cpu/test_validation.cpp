@@ -807,12 +807,13 @@ TEST(Validation, ViewsWithARankPastTheMaximumOrTooManyElementsAreRejected) {
 // make_view computed its row-major strides with an unchecked product: [2^62, 4] overflowed
 // int64 (undefined behaviour) and gave a view; [2^40, 2^40, 0] gave a view whose numel()
 // overflows before the zero. It refuses both as require_view does, and keeps what that admits.
-TEST(Validation, MakeViewRefusesShapesOfMoreThan2To63Elements) {
+TEST(Validation, MakeViewRefusesShapesWhoseNonzeroDimensionsPassInt64) {
   const int64_t big = int64_t(1) << 62, huge = int64_t(1) << 40;
   F8GEMM_EXPECT_INVALID(make_view(fake(kX), DType::kU8, {big, 4}),
-                        "make_view: shape [4611686018427387904, 4] has more than 2^63 elements");
+                        "make_view: shape [4611686018427387904, 4]: the product of its nonzero "
+                        "dimensions passes int64");
   F8GEMM_EXPECT_INVALID(make_view(fake(kX), DType::kU8, {huge, huge, 0}),
-                        "make_view: shape [1099511627776, 1099511627776, 0] has more than 2^63");
+                        "make_view: shape [1099511627776, 1099511627776, 0]: the product");
   const TensorView v = make_view(fake(kX), DType::kU8, {0, big, 1});
   EXPECT_EQ(v.numel(), 0);
   EXPECT_EQ(v.stride[0], big);
