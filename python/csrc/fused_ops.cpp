@@ -82,8 +82,8 @@ TensorView view_of(const at::Tensor& t, const char* name) {
 const f8gemm::QuantizeArgNames kNames{"gate_up", "q", "scale"};
 
 /// gate_up's rule, for the CPU/CUDA kernel and the Meta kernel alike (symbolic sizes allowed):
-/// [..., 2I] bf16, fp16 or fp32 with 2I positive (a row of no values has no scale) and even.
-/// Returns q's shape [..., I].
+/// [..., 2I] bf16, fp16 or fp32 with 2I positive (a row of no values has no scale) and even,
+/// and the row rules (require_rows: rank and row count). Returns q's shape [..., I].
 std::vector<c10::SymInt> require_gate_up(const at::Tensor& gate_up) {
   if (gate_up.dim() < 1) invalid("gate_up must be [..., 2I], got a 0-dimensional tensor");
   const auto dtype = gate_up.scalar_type();
@@ -98,6 +98,7 @@ std::vector<c10::SymInt> require_gate_up(const at::Tensor& gate_up) {
     invalid(c10::str("gate_up's last dimension must be positive and must be even (gate | up, "
                      "2I), got shape ", sizes));
   }
+  f8gemm_torch::require_rows(kOp, "gate_up", gate_up);
   std::vector<c10::SymInt> q_shape(sizes.begin(), sizes.end());
   q_shape.back() = width / 2;
   return q_shape;

@@ -95,6 +95,9 @@ void require_scale_ub_form(const char* op, const at::Tensor& ub);
 void pass_scale_ub(const char* op, const char* input_name, const at::Tensor& input,
                    const std::optional<at::Tensor>& scale_ub, f8gemm::TensorView& view,
                    f8gemm::QuantizeOptions& opt);
+/// The quantising ops' input `name` [..., K] (K > 0 checked before): at most kMaxRank
+/// dimensions and INT32_MAX rows (symbolic sizes allowed), before any output is allocated.
+void require_rows(const char* op, const char* name, const at::Tensor& input);
 /// quantize_fp8_row's arguments as the library will see them (symbolic sizes allowed).
 void require_quantize_args(const at::Tensor& a, const std::optional<at::Tensor>& scale_ub,
                            const std::optional<at::Tensor>& output);

@@ -7,6 +7,7 @@
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -65,10 +66,32 @@ void pass_scale_ub(const char* op, const char* input_name, const at::Tensor& inp
   opt.scale_ub = value;
 }
 
+/// The row rules of the quantising ops' input [..., K], for the CPU/CUDA kernels and the Meta
+/// kernels alike (symbolic sizes allowed: a rule whose sizes are not all known is skipped, no
+/// guard added), before any output is allocated: at most kMaxRank dimensions (a TensorView's)
+/// and at most INT32_MAX rows (the library's row limit).
+void require_rows(const char* op, const char* name, const at::Tensor& input) {
+  if (input.dim() > f8gemm::kMaxRank) {
+    invalid(op, c10::str(name, " has ", input.dim(), " dimensions (shape ", input.sym_sizes(),
+                         "); at most ", f8gemm::kMaxRank,
+                         " are supported: flatten the leading ones"));
+  }
+  int64_t rows = 1;
+  for (int64_t i = 0; i + 1 < input.dim(); ++i) {
+    const std::optional<int64_t> size = input.sym_size(i).maybe_as_int();
+    if (!size) return;  // a symbolic size: the call checks it
+    rows *= *size;      // at most numel / K, and K > 0: no overflow
+  }
+  if (rows > INT32_MAX) {
+    invalid(op, c10::str(name, " has too many rows: shape ", input.sym_sizes(), " makes ", rows,
+                         " rows, at most ", INT32_MAX, " are supported: split the call"));
+  }
+}
+
 /// quantize_fp8_row's arguments as the library will see them, checked by the CPU/CUDA kernel
 /// and the Meta kernel alike (symbolic sizes allowed): a [..., K] bf16, fp16 or fp32 with K > 0
-/// (a row of no values has no amax and so no scale: it would be left unwritten), scale_ub one
-/// fp32, output float8_e4m3fn of a's shape.
+/// (a row of no values has no amax and so no scale: it would be left unwritten) and the row
+/// rules (require_rows), scale_ub one fp32, output float8_e4m3fn of a's shape.
 void require_quantize_args(const at::Tensor& a, const std::optional<at::Tensor>& scale_ub,
                            const std::optional<at::Tensor>& output) {
   const char* op = "quantize_fp8_row";
@@ -85,6 +108,7 @@ void require_quantize_args(const at::Tensor& a, const std::optional<at::Tensor>&
                          a.sym_sizes(), ": a row of no values has no scale (M = 0 rows of K > 0 "
                          "values are fine); skip the call for an empty K"));
   }
+  require_rows(op, "a", a);
   if (scale_ub.has_value() && scale_ub->defined()) require_scale_ub_form(op, *scale_ub);
   if (output.has_value() && output->defined()) {
     if (output->scalar_type() != at::ScalarType::Float8_e4m3fn) {

@@ -535,6 +535,12 @@ def test_meta_kernels_refuse_real_tensors():
     lambda d: OPS.quantize_fp8_row(torch.zeros(4, 64, device=d), None, True,
                                    torch.zeros(4, 64, dtype=torch.bfloat16, device=d)),
     lambda d: OPS.silu_mul_quantize_fp8_row(torch.zeros(4, 0, device=d)),
+    # More dimensions than a view holds, and more rows than the kernels index (an expanded
+    # input: no memory): refused before any output is allocated, on meta as on the CPU.
+    lambda d: OPS.quantize_fp8_row(torch.zeros(1, 1, 1, 2, 64, device=d)),
+    lambda d: OPS.silu_mul_quantize_fp8_row(torch.zeros(1, 1, 1, 2, 64, device=d)),
+    lambda d: OPS.quantize_fp8_row(torch.zeros(1, 64, device=d).expand(2**31, 64)),
+    lambda d: OPS.silu_mul_quantize_fp8_row(torch.zeros(1, 1, 64, device=d).expand(2**16, 2**15, 64)),
 ])
 def test_meta_kernels_reject_what_the_cpu_kernels_reject(call):
     """One rule for both kernels: the same ValueError on the CPU and on meta."""
