@@ -552,6 +552,15 @@ def test_meta_kernels_reject_what_the_cpu_kernels_reject(call):
     assert messages[0] == messages[1], messages
 
 
+@pytest.mark.parametrize("device", [CPU, "meta"])
+def test_unshuffle_k_near_the_int64_limit_names_its_k_blocks(device):
+    """K is any Python int: ceil(K / 128) is computed without overflowing K + 127."""
+    k = 2**63 - 16  # a multiple of 16
+    with pytest.raises(ValueError, match=r"WQ_shuffled must have shape \[72057594037927936, 8, "
+                                         r"1024\] for K=9223372036854775792"):
+        OPS.unshuffle(torch.zeros(2, 8, 1024, dtype=E4M3, device=device), k)
+
+
 def test_quantize_rows_of_no_values_are_refused():
     with pytest.raises(ValueError, match=r"the row length K \(a's last dimension\) must be "
                                          r"positive, got shape \[5, 0\]"):
