@@ -195,10 +195,8 @@ class FP8Linear(_FP8Module):
         # An upper bound on activation row maxima (FBGEMM's scale_ub), kept on the CPU so that
         # reading it costs no GPU sync (and stays legal inside CUDA-graph capture). 0-dimensional:
         # FakeTensor (torch.compile) accepts a CPU scalar tensor beside CUDA inputs, not a [1].
-        self.activation_scale_ub = None
-        if activation_scale_ub is not None:
-            self.activation_scale_ub = torch.tensor(float(activation_scale_ub),
-                                                    dtype=torch.float32)
+        self.activation_scale_ub = _scale_ub("FP8Linear", "activation_scale_ub",
+                                             activation_scale_ub)
 
     @classmethod
     @torch.no_grad()
@@ -262,6 +260,24 @@ def _check_pdl(owner, pdl):
     """pdl must be what the ops' `bool? pdl` takes: None, True or False."""
     if pdl is not None and not isinstance(pdl, bool):
         raise ValueError(f"{owner}: pdl must be None, True or False, got {pdl!r}")
+
+
+# The largest scale_ub that quantize_fp8_row takes (quantize_ops.cpp: value > 3.0e38f is refused,
+# compared in float32).
+_SCALE_UB_MAX = torch.tensor(3.0e38, dtype=torch.float32).item()
+
+
+def _scale_ub(owner, name, value):
+    """A scale_ub argument as the module keeps it: None, or a 0-dimensional fp32 CPU tensor
+    (FakeTensor accepts a CPU scalar beside CUDA inputs) holding a value that quantize_fp8_row
+    takes, positive and finite in fp32 (its rule), checked here rather than at every forward."""
+    if value is None:
+        return None
+    ub = torch.tensor(float(value), dtype=torch.float32)
+    if not ub.item() > 0.0 or ub.item() > _SCALE_UB_MAX:
+        raise ValueError(f"{owner}: {name} must be positive and finite (in float32), got "
+                         f"{value!r}")
+    return ub
 
 
 def _layout_version():
@@ -341,14 +357,10 @@ class FP8GatedMLP(_FP8Module):
         else:
             self.gate_up_bias = None
             self.down_bias = None
-        self.activation_scale_ub = None
-        if activation_scale_ub is not None:
-            self.activation_scale_ub = torch.tensor(float(activation_scale_ub),
-                                                    dtype=torch.float32)
-        self.intermediate_scale_ub = None
-        if intermediate_scale_ub is not None:
-            self.intermediate_scale_ub = torch.tensor(float(intermediate_scale_ub),
-                                                      dtype=torch.float32)
+        self.activation_scale_ub = _scale_ub("FP8GatedMLP", "activation_scale_ub",
+                                             activation_scale_ub)
+        self.intermediate_scale_ub = _scale_ub("FP8GatedMLP", "intermediate_scale_ub",
+                                               intermediate_scale_ub)
 
     @classmethod
     @torch.no_grad()

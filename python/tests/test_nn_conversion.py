@@ -251,6 +251,26 @@ def test_input_checks_come_first():
             y.sum().backward()
 
 
+@pytest.mark.parametrize("bad", [0.0, -1.0, float("nan"), float("inf"), 1e39])
+def test_a_scale_ub_that_bounds_nothing_is_refused_at_construction(bad):
+    """quantize_fp8_row refuses such a scale_ub: the module says so when it is built, and a
+    conversion given one changes nothing, instead of every forward of the result raising."""
+    rule = r"must be positive and finite \(in float32\), got "
+    with pytest.raises(ValueError, match="FP8Linear: activation_scale_ub " + rule):
+        FP8Linear(64, 32, activation_scale_ub=bad)
+    for name in ("activation_scale_ub", "intermediate_scale_ub"):
+        with pytest.raises(ValueError, match=f"FP8GatedMLP: {name} " + rule):
+            FP8GatedMLP(64, 32, **{name: bad})
+    model = _model(router_out=64)
+    before = _kinds(model)
+    with pytest.raises(ValueError, match="activation_scale_ub " + rule):
+        swap_linears(model, activation_scale_ub=bad)
+    assert _kinds(model) == before
+    # The op's largest bound (3.0e38 in float32) is taken, by the module as by the op.
+    mod = FP8Linear(64, 32, activation_scale_ub=3.0e38)
+    torch.ops.f8gemm.quantize_fp8_row(torch.ones(2, 64), mod.activation_scale_ub)
+
+
 def test_a_converted_module_keeps_the_mode_of_the_one_it_replaces():
     for training in (False, True):
         net = torch.nn.Sequential(torch.nn.Linear(64, 32, device="meta"))
