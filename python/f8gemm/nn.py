@@ -86,6 +86,13 @@ class _FP8Module(torch.nn.Module):
                         f"[{n}, {k}] (N, K), got {weight.dtype} {list(weight.shape)}")
                     continue
                 state_dict[prefix + weight_name] = _OPS.preshuffle(weight.contiguous())
+            elif weight.dtype != torch.float8_e4m3fn:
+                # The buffer's copy_ would convert the values (a uint8 weight's bytes 0-255
+                # become other e4m3 weights), where a preshuffled weight is its bytes.
+                error_msgs.append(
+                    f"{prefix}{weight_name}: a preshuffled weight must be torch.float8_e4m3fn, "
+                    f"got {weight.dtype}" + (": pass weight.view(torch.float8_e4m3fn), the same "
+                                             "bytes" if weight.dtype == torch.uint8 else ""))
             elif version is not None and int(version) != _layout_version():
                 error_msgs.append(
                     f"{prefix}{weight_name}: preshuffle layout version {int(version)} in the "

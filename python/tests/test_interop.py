@@ -164,6 +164,23 @@ def test_plain_checkpoint_of_wrong_shape_is_refused():
         FP8Linear(256, 128).load_state_dict(state)
 
 
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.bfloat16])
+def test_preshuffled_weight_of_another_dtype_is_refused(dtype):
+    """A preshuffled weight is bytes in the layout: load_state_dict would convert another dtype's
+    values into e4m3 (a uint8 one, the same bytes as preshuffle(WQ.view(torch.uint8)) gives,
+    into other weights), so only float8_e4m3fn loads, as for a plain weight."""
+    state = FP8Linear.from_linear(_linear(seed=7)).state_dict()
+    weight = state["weight"]
+    state["weight"] = weight.view(torch.uint8) if dtype == torch.uint8 else weight.to(dtype)
+    with pytest.raises(RuntimeError, match=r"weight: a preshuffled weight must be "
+                                           rf"torch.float8_e4m3fn, got {dtype}"):
+        FP8Linear(256, 128).load_state_dict(state)
+    state["weight"] = weight.view(torch.uint8).view(E4M3)  # the hint's way: the same bytes
+    fresh = FP8Linear(256, 128)
+    fresh.load_state_dict(state)
+    assert torch.equal(fresh.weight.view(torch.uint8), weight.view(torch.uint8))
+
+
 @torch.no_grad()
 def test_save_load_outputs_bit_identical_gpu():
     dev = _gpu()
