@@ -73,6 +73,8 @@ capture) raises RuntimeError.
 """
 
 import glob
+import numbers
+import operator
 import os
 
 import torch
@@ -226,6 +228,15 @@ def _resolve_device(device):
     return device
 
 
+def _shape_list(shapes):
+    """The shapes of precompile(): one shape (a sequence of integers, numpy's included, of any
+    length: the op names a wrong one) or several, each as a list of ints (operator.index: a
+    float size is a TypeError, not truncated)."""
+    if len(shapes) > 0 and all(isinstance(s, numbers.Integral) for s in shapes):
+        shapes = [shapes]
+    return [[operator.index(s) for s in shape] for shape in shapes]
+
+
 def precompile(shapes, layout="preshuffled", use_fast_accum=True, out_dtype=torch.bfloat16,
                bias_dtype=None, device=None, epilogue="none", pdl=None, prefetch_w=False):
     """Compiles (disk-cached) and, on an sm_90 GPU, loads the kernels for these problems, so that
@@ -243,12 +254,10 @@ def precompile(shapes, layout="preshuffled", use_fast_accum=True, out_dtype=torc
     that plan for pdl=True, the ordinary one for pdl=False, and both for pdl=None.
     Each distinct combination is a separate kernel plan.
     """
-    if len(shapes) in (3, 4) and all(isinstance(s, int) for s in shapes):
-        shapes = [shapes]
     device = _resolve_device(device)
-    for shape in shapes:
-        _ops.precompile([int(s) for s in shape], layout, use_fast_accum, out_dtype, bias_dtype,
-                        device, epilogue, pdl, prefetch_w)
+    for shape in _shape_list(shapes):
+        _ops.precompile(shape, layout, use_fast_accum, out_dtype, bias_dtype, device, epilogue,
+                        pdl, prefetch_w)
 
 
 def precompile_grouped(shapes, layout="preshuffled", padded=False, use_fast_accum=True,
@@ -258,12 +267,9 @@ def precompile_grouped(shapes, layout="preshuffled", padded=False, use_fast_accu
     with that problem compiles nothing, whatever the group sizes: it may be captured in a CUDA
     graph and replayed with new sizes.
     """
-    if len(shapes) == 4 and all(isinstance(s, int) for s in shapes):
-        shapes = [shapes]
     device = _resolve_device(device)
-    for shape in shapes:
-        _ops.precompile_grouped([int(s) for s in shape], layout, padded, use_fast_accum,
-                                bias_dtype, device)
+    for shape in _shape_list(shapes):
+        _ops.precompile_grouped(shape, layout, padded, use_fast_accum, bias_dtype, device)
 
 
 from . import nn  # noqa: E402  (needs the ops above)

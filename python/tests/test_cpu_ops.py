@@ -768,3 +768,22 @@ def test_precompile_takes_pdl_and_prefetch_w():
     for shape, layout in (((16, 256, 256), "plain"), ((2, 16, 256, 256), "preshuffled")):
         with pytest.raises(ValueError, match="prefetch_w=True is an argument of the single "):
             f8gemm.precompile(shape, layout=layout, pdl=True, prefetch_w=True)
+
+
+def test_precompile_takes_one_shape_of_any_integers_and_checks_its_length():
+    """One shape is a sequence of integers (numpy's too), of whatever length: the op then names
+    a wrong length; a size that is not an integer is refused, not truncated."""
+    np = pytest.importorskip("numpy")
+    # N = 100 is refused by the op's rules, before anything compiles: the shape reached it whole.
+    for shape in ((np.int64(16), np.int64(100), np.int64(256)), [16, 100, 256]):
+        with pytest.raises(ValueError, match=r"N must be a positive multiple of 8"):
+            f8gemm.precompile(shape)
+    with pytest.raises(ValueError, match=r"G,total_M,N,K = 2,16,100,256"):
+        f8gemm.precompile_grouped(tuple(np.int32(v) for v in (2, 16, 100, 256)))
+    with pytest.raises(ValueError, match=r"shape must be \[M, N, K\] or \[B, M, N, K\], got "
+                                         r"\[16, 256\]"):
+        f8gemm.precompile((16, 256))
+    with pytest.raises(ValueError, match=r"shape must be \[G, total_M, N, K\].*got \[2, 16, 256\]"):
+        f8gemm.precompile_grouped((2, 16, 256))
+    with pytest.raises(TypeError, match="cannot be interpreted as an integer"):
+        f8gemm.precompile([(16.5, 256, 256)])
