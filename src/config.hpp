@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cost_model.hpp"
 #include "f8gemm/f8gemm.hpp"
 
 namespace f8gemm::detail {
@@ -27,9 +28,6 @@ int config_smem_bytes(const Config& config, int groups_cap = 0,
 
 /// Empty when the config can run this problem, else the reason it cannot.
 std::string config_illegal_reason(const Config& config, const ProblemShape& problem);
-
-/// The cost model's estimate in microseconds on a GPU with `sm_count` SMs (H200 ceilings).
-double estimate_us(const Config& config, const ProblemShape& problem, int sm_count);
 
 /// Which candidates: the cost model's, or the tune's, which adds ping-pong tile widths that the
 /// model has not been checked on (its picks with them changed on 74 problems that nothing
