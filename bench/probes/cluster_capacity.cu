@@ -9,14 +9,8 @@
 #include <cuda_runtime.h>
 
 #include <cstdio>
-#define CHECK_CUDA(x)                                             \
-  do {                                                            \
-    cudaError_t e = (x);                                          \
-    if (e != cudaSuccess) {                                       \
-      printf("CUDA %s at %d\n", cudaGetErrorString(e), __LINE__); \
-      return 1;                                                   \
-    }                                                             \
-  } while (0)
+#include "check_cuda.cuh"
+
 __global__ void spin(long long cycles, int* out) {
   extern __shared__ int s[];
   long long t0 = clock64();

@@ -13,14 +13,8 @@
 
 #include <cstdint>
 #include <cstdio>
-#define CHECK_CUDA(x)                                             \
-  do {                                                            \
-    cudaError_t e = (x);                                          \
-    if (e != cudaSuccess) {                                       \
-      printf("CUDA %s at %d\n", cudaGetErrorString(e), __LINE__); \
-      return 1;                                                   \
-    }                                                             \
-  } while (0)
+#include "check_cuda.cuh"
+
 constexpr int kChains = 16;
 __device__ __forceinline__ uint32_t cvt2(float lo, float hi) {
   uint32_t o;
