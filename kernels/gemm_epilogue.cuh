@@ -219,9 +219,12 @@ struct Epilogue {
   }
 
   /// `consumer` names the warpgroup (its named barrier), `a_block` its rows in the tile.
+  /// `mark(event)` records the epilogue's inner moments, kTraceEpilogueEntered and
+  /// kTraceEpilogueStaged, in an instrumented instance (gemm_trace.cuh); elsewhere it is empty.
+  template <class Mark>
   static __device__ __forceinline__ void store(const GemmParams& p, const Tile& tile,
                                                const float* acc, u8* region, int consumer,
-                                               int a_block, int tid) {
+                                               int a_block, int tid, Mark&& mark) {
     const int warp = tid / 32, lane = tid % 32;
     const int a_row0 = warp * 16 + lane / 4;
     const int b_col0 = (lane % 4) * 2;
@@ -240,6 +243,7 @@ struct Epilogue {
       // tile.
       if (tid == 0) bulk_wait_read<0>();
       named_barrier(1 + consumer, 128);
+      mark(kTraceEpilogueEntered);
       const float s_a[2] = {sa[a_row0], sa[a_row0 + 8]};
       const ScalesB scales_b = load_scales_b(sb, b_col0);
       const int lm = lane / 8;
@@ -257,6 +261,7 @@ struct Epilogue {
       }
       fence_proxy_async();
       named_barrier(1 + consumer, 128);
+      mark(kTraceEpilogueStaged);
       if (T::kGrouped && first_row + 64 > tile.m_end) {
         // 64 rows of kOutBN / 8 units. These reads come before this thread's next barrier (the
         // next tile's first), after which the boxes are rewritten.
@@ -294,6 +299,7 @@ struct Epilogue {
                     "chunk c + 1 reuses chunk c - 1's buffer");
       if (lane == 0) bulk_wait_read<0>();  // the previous block's stores have read both buffers
       named_barrier(1 + consumer, 128);
+      mark(kTraceEpilogueEntered);
       const float s_a[2] = {sa[a_row0], sa[a_row0 + 8]};
       const ScalesB scales_b = load_scales_b(sb, b_col0);
       const int warp_row = first_row + warp * 16;
@@ -354,6 +360,7 @@ struct Epilogue {
         }
         __syncwarp();
       }
+      mark(kTraceEpilogueStaged);
       named_barrier(1 + consumer, 128);
       return;
     }
@@ -362,6 +369,7 @@ struct Epilogue {
     // and every thread's staged scales must be visible.
     bulk_wait_read<0>();
     named_barrier(1 + consumer, 128);
+    mark(kTraceEpilogueEntered);
     const float s_a[2] = {sa[a_row0], sa[a_row0 + 8]};
     const float bias_a[2] = {kHasBias ? sa_bias[a_row0] : 0.0f,
                              kHasBias ? sa_bias[a_row0 + 8] : 0.0f};
@@ -388,6 +396,7 @@ struct Epilogue {
     }
     fence_proxy_async();
     named_barrier(1 + consumer, 128);
+    mark(kTraceEpilogueStaged);
     if constexpr (T::kStore == StoreKind::kTmaSwap) {
       if (T::kGrouped && first_row + kBN > tile.m_end) {
         // kBN token rows of 8 16-byte units; unit u of row r sits at unit u ^ (r % 8).

@@ -121,7 +121,8 @@ struct GemmKernel {
     trace.mark(record, kTraceMainloopDone);
     float* sum = T::kFastAccum ? acc : total;
     if (!SplitK<T>::reduce(sum, split, tid)) return;
-    Epilogue<T>::store(p, tile, sum, region, consumer, a_block, tid);
+    Epilogue<T>::store(p, tile, sum, region, consumer, a_block, tid,
+                       [&](TraceEvent event) { trace.mark(record, event); });
     // A 128-row ping-pong tile: its second 64-row block, through the same staging region. The
     // first block's store has passed its last barrier, so every thread is done reading the
     // staged scales and they may be replaced by the second block's (the next store's first
@@ -129,7 +130,8 @@ struct GemmKernel {
 #pragma unroll
     for (int blk = 1; blk < T::kBlocks; ++blk) {
       Epilogue<T>::stage_scales(Epilogue<T>::load_scales(p, tile, a_block + blk, tid), region, tid);
-      Epilogue<T>::store(p, tile, sum + blk * T::kAcc, region, consumer, a_block + blk, tid);
+      Epilogue<T>::store(p, tile, sum + blk * T::kAcc, region, consumer, a_block + blk, tid,
+                         [](TraceEvent) {});
     }
     trace.mark(record, kTraceEpilogueDone);
   }

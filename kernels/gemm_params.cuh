@@ -62,19 +62,30 @@ struct GemmParams {
 
 /// The moments of a tile that an instrumented kernel records, each as the SM's clock64() read by
 /// the consumer warpgroup's first thread (GemmOptions::trace).
+/// In time order a tile's events are 0, 1, 2, 4, 5, 3: the epilogue's two inner moments were
+/// added after the first four, whose indices stay. Those two are of the tile's first 64-row
+/// block (a 128-row ping-pong tile stores a second block before kTraceEpilogueDone).
 enum TraceEvent : int {
-  kTraceTileStart = 0,      ///< the consumer begins the tile (after a ping-pong turn's wait)
-  kTraceLastIssue = 1,      ///< the tile's last k-block of wgmmas has been issued
-  kTraceMainloopDone = 2,   ///< its wgmmas have retired: the sum is in registers
-  kTraceEpilogueDone = 3,   ///< its stores have been issued (they may still drain)
-  kTraceEvents = 4,
+  kTraceTileStart = 0,        ///< the consumer begins the tile (after a ping-pong turn's wait)
+  kTraceLastIssue = 1,        ///< the tile's last k-block of wgmmas has been issued
+  kTraceMainloopDone = 2,     ///< its wgmmas have retired: the sum is in registers
+  kTraceEpilogueDone = 3,     ///< its stores have been issued (they may still drain)
+  /// Past the epilogue's first barrier: any split-K reduction is done, the previous tile's
+  /// stores have read the staging buffer, and every thread of the warpgroup has arrived.
+  kTraceEpilogueEntered = 4,
+  /// The block's outputs are staged in shared memory: past the barrier after the staging
+  /// writes, or with 32-column chunks (StoreKind::kTmaCols32, no such barrier) once the first
+  /// warp has staged its rows of every chunk and issued their stores.
+  kTraceEpilogueStaged = 5,
+  kTraceEvents = 6,
 };
 
 /// The trace buffer, in 64-bit words: per CTA (blockIdx.x), a header of kTraceHeaderWords
 /// (consumers + 1, or 0 where no CTA ran; the SM's id; tiles run by consumer 0; by consumer 1),
 /// then for each of two consumer slots trace_tiles records of kTraceEvents clocks.
 constexpr int kTraceHeaderWords = 4;
-/// The most records per consumer and CTA that a trace may ask for (8 MiB per CTA).
+/// The most records per consumer and CTA that a trace may ask for (two slots of 2^20 records of
+/// kTraceEvents clocks: 96 MiB per CTA).
 constexpr int kTraceMaxTiles = 1 << 20;
 constexpr i64 gemm_trace_cta_words(int tiles) {
   return kTraceHeaderWords + 2 * i64(tiles) * kTraceEvents;

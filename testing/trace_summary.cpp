@@ -38,6 +38,11 @@ bool has_mainloop(const TraceRecord& r) {
 bool has_epilogue(const TraceRecord& r) {
   return has_mainloop(r) && r.epilogue_done >= r.mainloop_done;
 }
+/// And the epilogue's two inner clocks, in order.
+bool has_epilogue_parts(const TraceRecord& r) {
+  return has_epilogue(r) && r.epilogue_entered >= r.mainloop_done &&
+         r.epilogue_staged >= r.epilogue_entered && r.epilogue_done >= r.epilogue_staged;
+}
 /// The last clock of a record: its stores, or its mainloop where it stored nothing.
 uint64_t end_of(const TraceRecord& r) { return has_epilogue(r) ? r.epilogue_done : r.mainloop_done; }
 
@@ -84,10 +89,12 @@ TraceData parse_trace(const std::vector<uint64_t>& words, int tiles) {
         r.sm = int(w[1]);
         r.consumer = k;
         r.tile = int(t);
-        r.start = rec[t * kEvents + 0];
-        r.last_issue = rec[t * kEvents + 1];
-        r.mainloop_done = rec[t * kEvents + 2];
-        r.epilogue_done = rec[t * kEvents + 3];
+        r.start = rec[t * kEvents + dev::kTraceTileStart];
+        r.last_issue = rec[t * kEvents + dev::kTraceLastIssue];
+        r.mainloop_done = rec[t * kEvents + dev::kTraceMainloopDone];
+        r.epilogue_entered = rec[t * kEvents + dev::kTraceEpilogueEntered];
+        r.epilogue_staged = rec[t * kEvents + dev::kTraceEpilogueStaged];
+        r.epilogue_done = rec[t * kEvents + dev::kTraceEpilogueDone];
         d.records.push_back(r);
       }
     }
@@ -102,6 +109,7 @@ TraceSummary summarize_trace(const TraceData& d) {
   s.tiles_run = d.tiles_run;
   s.tiles_recorded = int64_t(d.records.size());
   std::vector<double> phase[2][4];
+  std::vector<double> part[2][3];  // the epilogue's parts: enter | stage | issue the stores
   std::vector<double> spans, shares;
   size_t i = 0;
   while (i < d.records.size()) {
@@ -120,6 +128,11 @@ TraceSummary summarize_trace(const TraceData& d) {
       phase[k][0].push_back(double(t.last_issue - t.start));
       phase[k][1].push_back(double(t.mainloop_done - t.last_issue));
       if (has_epilogue(t)) phase[k][2].push_back(double(t.epilogue_done - t.mainloop_done));
+      if (has_epilogue_parts(t)) {
+        part[k][0].push_back(double(t.epilogue_entered - t.mainloop_done));
+        part[k][1].push_back(double(t.epilogue_staged - t.epilogue_entered));
+        part[k][2].push_back(double(t.epilogue_done - t.epilogue_staged));
+      }
       if (r + 1 < j && d.records[r + 1].consumer == t.consumer && has_mainloop(d.records[r + 1]) &&
           d.records[r + 1].start >= end_of(t)) {
         phase[k][3].push_back(double(d.records[r + 1].start - end_of(t)));
@@ -152,6 +165,13 @@ TraceSummary summarize_trace(const TraceData& d) {
     p.epilogue_median = median(phase[k][2]);
     p.gap_mean = mean(phase[k][3]);
     p.gap_median = median(phase[k][3]);
+    p.parts = int64_t(part[k][0].size());
+    p.enter_mean = mean(part[k][0]);
+    p.enter_median = median(part[k][0]);
+    p.stage_mean = mean(part[k][1]);
+    p.stage_median = median(part[k][1]);
+    p.issue_stores_mean = mean(part[k][2]);
+    p.issue_stores_median = median(part[k][2]);
   }
   s.span_mean = mean(spans);
   s.mainloop_share = mean(shares);
@@ -175,6 +195,16 @@ std::string format_trace_summary(const TraceSummary& s) {
                   p.drain_median, p.epilogue_mean, p.epilogue_median, p.gap_mean, p.gap_median);
     os << line;
   }
+  os << "  the epilogue's parts, mean / median: -> past its first barrier | -> outputs staged | "
+        "-> stores issued\n";
+  for (int k = 0; k < std::max(1, s.consumers) && k < 2; ++k) {
+    const PhaseStats& p = s.slot[k];
+    std::snprintf(line, sizeof line,
+                  "  consumer %d (%lld tiles): %.0f / %.0f | %.0f / %.0f | %.0f / %.0f\n", k,
+                  (long long)p.parts, p.enter_mean, p.enter_median, p.stage_mean, p.stage_median,
+                  p.issue_stores_mean, p.issue_stores_median);
+    os << line;
+  }
   std::snprintf(line, sizeof line,
                 "  per CTA: %.0f cycles from the first start to the last stores; some consumer's "
                 "mainloop in flight %.1f%% of them\n",
@@ -186,7 +216,8 @@ std::string format_trace_summary(const TraceSummary& s) {
 void write_trace_csv(const std::string& path, const std::vector<TraceRecord>& records) {
   std::ofstream f(path);
   if (!f) throw Error(ErrorCode::kIo, "trace: cannot write " + path);
-  f << "cta,sm,consumer,tile,start,last_issue,mainloop_done,epilogue_done\n";
+  f << "cta,sm,consumer,tile,start,last_issue,mainloop_done,epilogue_entered,epilogue_staged,"
+       "epilogue_done\n";
   size_t i = 0;
   while (i < records.size()) {
     size_t j = i;
@@ -202,7 +233,8 @@ void write_trace_csv(const std::string& path, const std::vector<TraceRecord>& re
         return v == 0 ? std::string() : std::to_string(int64_t(v - base));
       };
       f << t.cta << ',' << t.sm << ',' << t.consumer << ',' << t.tile << ',' << rel(t.start) << ','
-        << rel(t.last_issue) << ',' << rel(t.mainloop_done) << ',' << rel(t.epilogue_done) << '\n';
+        << rel(t.last_issue) << ',' << rel(t.mainloop_done) << ',' << rel(t.epilogue_entered)
+        << ',' << rel(t.epilogue_staged) << ',' << rel(t.epilogue_done) << '\n';
     }
     i = j;
   }

@@ -167,14 +167,15 @@ enum class EpilogueOp : int {
 const char* to_string(EpilogueOp op);
 
 /// A diagnostic: the moments at which each consumer warpgroup of each CTA began a tile, issued
-/// its last wgmmas, had its sum in registers and had issued its stores, as SM clock cycles
+/// its last wgmmas, had its sum in registers, passed its epilogue's first barrier, had its
+/// outputs staged in shared memory and had issued its stores, as SM clock cycles
 /// (clock64). A call with GemmOptions::trace set runs an instrumented build of its kernel (its
 /// own JIT instance, compiled on first use; same configuration, same results), which the timing
 /// loops of `f8gemm run --trace` read to show where a tile's time goes (docs/perf-log.md,
-/// card 56). Layout, in 64-bit words, per CTA c at c * (4 + 8 * tiles): [0] the kernel's consumer
-/// warpgroups + 1 (0: no CTA c ran), [1] its SM, [2] and [3] the tiles consumer 0 and 1 ran;
-/// then, for consumer slots 0 and 1, `tiles` records of 4 clocks in TraceEvent order
-/// (kernels/gemm_params.cuh). Tiles past `tiles` are counted but not recorded. The kernel writes
+/// card 56). Layout, in 64-bit words, per CTA c at c * (4 + 12 * tiles): [0] the kernel's
+/// consumer warpgroups + 1 (0: no CTA c ran), [1] its SM, [2] and [3] the tiles consumer 0 and 1
+/// ran; then, for consumer slots 0 and 1, `tiles` records of 6 clocks in TraceEvent order
+/// (kernels/gemm_params.cuh: the epilogue's two inner clocks come last). Tiles past `tiles` are counted but not recorded. The kernel writes
 /// only what happened, so zero the buffer first: then a 0 header means no CTA ran there, and a 0
 /// clock an event that did not happen (the epilogue of a split-K rank that does not store). For
 /// split-K rank 0 the "epilogue" includes its wait for the other ranks' partial sums.

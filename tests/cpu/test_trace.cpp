@@ -18,7 +18,8 @@ namespace {
 using test::expect_error;
 
 constexpr int kTiles = 4;  // records per consumer and CTA in the hand-built buffers
-constexpr int64_t kCtaWords = 4 + 2 * kTiles * 4;
+constexpr int kEvents = 6;  // clocks per record
+constexpr int64_t kCtaWords = 4 + 2 * kTiles * kEvents;
 
 /// A buffer of `ctas` CTAs, all empty (no CTA ran).
 std::vector<uint64_t> empty_buffer(int ctas) { return std::vector<uint64_t>(ctas * kCtaWords, 0); }
@@ -32,18 +33,23 @@ void set_header(std::vector<uint64_t>& w, int cta, int consumers, int sm, uint64
   h[3] = ran1;
 }
 
+/// A record's clocks in time order; `entered` and `staged` (the epilogue's inner moments) go in
+/// the record's last two words, after `stored`.
 void set_record(std::vector<uint64_t>& w, int cta, int consumer, int tile, uint64_t start,
-                uint64_t last_issue, uint64_t done, uint64_t stored) {
-  uint64_t* r = w.data() + cta * kCtaWords + 4 + (consumer * kTiles + tile) * 4;
+                uint64_t last_issue, uint64_t done, uint64_t stored, uint64_t entered = 0,
+                uint64_t staged = 0) {
+  uint64_t* r = w.data() + cta * kCtaWords + 4 + (consumer * kTiles + tile) * kEvents;
   r[0] = start;
   r[1] = last_issue;
   r[2] = done;
   r[3] = stored;
+  r[4] = entered;
+  r[5] = staged;
 }
 
 TEST(Trace, TheBufferHoldsAHeaderAndTwoConsumerSlotsPerCta) {
   EXPECT_EQ(trace_words(1, kTiles), kCtaWords);
-  EXPECT_EQ(trace_words(132, 1024), 132 * (4 + 2 * 1024 * 4));
+  EXPECT_EQ(trace_words(132, 1024), 132 * (4 + 2 * 1024 * 6));
   EXPECT_EQ(trace_words(0, 1), 0);
   expect_error([] { trace_words(-1, 1); }, ErrorCode::kInvalidArgument, "ctas must be >= 0");
   expect_error([] { trace_words(1, 0); }, ErrorCode::kInvalidArgument, "tiles in [1, 1048576]");
@@ -134,6 +140,39 @@ TEST(Trace, TilesWithoutStoresCountInTheMainloopOnly) {
   EXPECT_DOUBLE_EQ(s.mainloop_share, 400.0 / 600.0);
 }
 
+// The epilogue's three parts come from the tiles that recorded both inner clocks in order;
+// a tile without them (or with them out of order) still counts in the whole epilogue.
+TEST(Trace, SplitsTheEpilogueAtItsFirstBarrierAndAtTheStagedOutputs) {
+  std::vector<uint64_t> w = empty_buffer(1);
+  set_header(w, 0, 2, 4, 3, 1);
+  // Consumer 0: 1000 -> 1800 -> 1900, entered 2000, staged 2600, stored 2650; then 3000 ->
+  // 3800 -> 3900, entered 3940, staged 4500, stored 4540; then a tile without inner clocks.
+  set_record(w, 0, 0, 0, 1000, 1800, 1900, 2650, 2000, 2600);
+  set_record(w, 0, 0, 1, 3000, 3800, 3900, 4540, 3940, 4500);
+  set_record(w, 0, 0, 2, 5000, 5800, 5900, 6400);
+  // Consumer 1: staged before entered, so its parts are not counted.
+  set_record(w, 0, 1, 0, 1100, 1900, 2000, 2700, 2500, 2400);
+  const test::TraceData d = test::parse_trace(w, kTiles);
+  ASSERT_EQ(d.records.size(), 4u);
+  EXPECT_EQ(d.records[0].epilogue_entered, 2000u);
+  EXPECT_EQ(d.records[0].epilogue_staged, 2600u);
+  EXPECT_EQ(d.records[0].epilogue_done, 2650u);
+  const test::TraceSummary s = test::summarize_trace(d);
+  EXPECT_EQ(s.slot[0].tiles, 3);
+  EXPECT_DOUBLE_EQ(s.slot[0].epilogue_mean, (750.0 + 640.0 + 500.0) / 3);
+  EXPECT_EQ(s.slot[0].parts, 2);
+  EXPECT_DOUBLE_EQ(s.slot[0].enter_mean, (100.0 + 40.0) / 2);
+  EXPECT_DOUBLE_EQ(s.slot[0].stage_mean, (600.0 + 560.0) / 2);
+  EXPECT_DOUBLE_EQ(s.slot[0].stage_median, 580.0);
+  EXPECT_DOUBLE_EQ(s.slot[0].issue_stores_mean, (50.0 + 40.0) / 2);
+  EXPECT_EQ(s.slot[1].tiles, 1);
+  EXPECT_EQ(s.slot[1].parts, 0);
+  EXPECT_DOUBLE_EQ(s.slot[1].epilogue_mean, 700.0);
+  const std::string text = test::format_trace_summary(s);
+  EXPECT_NE(text.find("consumer 0 (2 tiles): 70 / 70 | 580 / 580 | 45 / 45"), std::string::npos)
+      << text;
+}
+
 TEST(Trace, BuffersThatDoNotFitTheirTilesAreRejected) {
   expect_error([] { test::parse_trace(std::vector<uint64_t>(kCtaWords + 1, 0), kTiles); },
                ErrorCode::kInvalidArgument, "not a whole number of CTAs");
@@ -158,7 +197,7 @@ TEST(Trace, TheCsvListsEveryRecordRelativeToItsCtasFirstStart) {
   std::vector<uint64_t> w = empty_buffer(2);
   set_header(w, 1, 1, 3, 2, 0);
   set_record(w, 1, 0, 0, 5000, 5100, 5200, 0);
-  set_record(w, 1, 0, 1, 5300, 5400, 5500, 5600);
+  set_record(w, 1, 0, 1, 5300, 5400, 5500, 5600, 5530, 5580);
   const test::TraceData d = test::parse_trace(w, kTiles);
   test::TempDir dir("f8gemm_trace_csv");
   const std::string path = dir.path() + "/t.csv";
@@ -167,9 +206,10 @@ TEST(Trace, TheCsvListsEveryRecordRelativeToItsCtasFirstStart) {
   std::stringstream ss;
   ss << f.rdbuf();
   EXPECT_EQ(ss.str(),
-            "cta,sm,consumer,tile,start,last_issue,mainloop_done,epilogue_done\n"
-            "1,3,0,0,0,100,200,\n"
-            "1,3,0,1,300,400,500,600\n");
+            "cta,sm,consumer,tile,start,last_issue,mainloop_done,epilogue_entered,"
+            "epilogue_staged,epilogue_done\n"
+            "1,3,0,0,0,100,200,,,\n"
+            "1,3,0,1,300,400,500,530,580,600\n");
   expect_error([&] { test::write_trace_csv(dir.path() + "/no/such/dir/t.csv", d.records); },
                ErrorCode::kIo, "cannot write");
 }

@@ -1200,7 +1200,7 @@ namespace {
 // bits, every CTA of the persistent grid (trace_ctas) writes its header, from its own SM where
 // one fills an SM's shared memory, the headers count
 // every tile (each consumer of a cooperative tile, each CTA of a split), and each record's clocks
-// run in order, tile after tile. A buffer too small for the grid is refused before the launch.
+// (the epilogue's inner two included) run in order, tile after tile. A buffer too small for the grid is refused before the launch.
 TEST(GemmGpu, TraceRecordsEveryTileInOrderAndLeavesTheBitsAlone) {
   F8GEMM_SKIP_WITHOUT_SM90();
   int sms = 0;
@@ -1272,7 +1272,13 @@ TEST(GemmGpu, TraceRecordsEveryTileInOrderAndLeavesTheBitsAlone) {
         if (config.split_k == 1) EXPECT_NE(r.epilogue_done, 0u);
         if (r.epilogue_done != 0) {
           ++stored;
-          EXPECT_LE(r.mainloop_done, r.epilogue_done);
+          // The epilogue's inner clocks (of the tile's first 64-row block) fall in between.
+          EXPECT_LE(r.mainloop_done, r.epilogue_entered);
+          EXPECT_LE(r.epilogue_entered, r.epilogue_staged);
+          EXPECT_LE(r.epilogue_staged, r.epilogue_done);
+        } else {
+          EXPECT_EQ(r.epilogue_entered, 0u);
+          EXPECT_EQ(r.epilogue_staged, 0u);
         }
         if (i + 1 < data.records.size() && data.records[i + 1].cta == r.cta &&
             data.records[i + 1].consumer == r.consumer) {
