@@ -154,24 +154,22 @@ TraceSummary summarize_trace(const TraceData& d) {
     }
     i = j;
   }
+  // The mean and the median of one phase's cycles.
+  auto stats = [](const std::vector<double>& v, double& mean_out, double& median_out) {
+    mean_out = mean(v);
+    median_out = median(v);
+  };
   for (int k = 0; k < 2; ++k) {
     PhaseStats& p = s.slot[k];
     p.tiles = int64_t(phase[k][0].size());
-    p.issue_mean = mean(phase[k][0]);
-    p.issue_median = median(phase[k][0]);
-    p.drain_mean = mean(phase[k][1]);
-    p.drain_median = median(phase[k][1]);
-    p.epilogue_mean = mean(phase[k][2]);
-    p.epilogue_median = median(phase[k][2]);
-    p.gap_mean = mean(phase[k][3]);
-    p.gap_median = median(phase[k][3]);
+    stats(phase[k][0], p.issue_mean, p.issue_median);
+    stats(phase[k][1], p.drain_mean, p.drain_median);
+    stats(phase[k][2], p.epilogue_mean, p.epilogue_median);
+    stats(phase[k][3], p.gap_mean, p.gap_median);
     p.parts = int64_t(part[k][0].size());
-    p.enter_mean = mean(part[k][0]);
-    p.enter_median = median(part[k][0]);
-    p.stage_mean = mean(part[k][1]);
-    p.stage_median = median(part[k][1]);
-    p.issue_stores_mean = mean(part[k][2]);
-    p.issue_stores_median = median(part[k][2]);
+    stats(part[k][0], p.enter_mean, p.enter_median);
+    stats(part[k][1], p.stage_mean, p.stage_median);
+    stats(part[k][2], p.issue_stores_mean, p.issue_stores_median);
   }
   s.span_mean = mean(spans);
   s.mainloop_share = mean(shares);
