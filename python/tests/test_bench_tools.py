@@ -1,5 +1,6 @@
-"""The benchmark's table tool without a GPU (CI runs this module): bench/peer_table.py rebuilds
-the perf log's session-31 peer table from the committed CSVs of that run."""
+"""The benchmark's tools without a GPU (CI runs this module): bench/peer_table.py rebuilds the
+perf log's session-31 peer table from the committed CSVs of that run, and bench/copy_floor.py's
+arithmetic (the copy's bytes, its row and table) on hand-worked figures."""
 
 import os
 import sys
@@ -13,6 +14,7 @@ except ImportError:  # run_all.py without pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
+import copy_floor  # noqa: E402
 import peer_table  # noqa: E402
 
 BENCH = os.path.join(ROOT, "docs", "bench")
@@ -83,3 +85,30 @@ def test_a_shape_the_run_lacks_is_refused_by_name():
         args.shapes = shapes
         with pytest.raises(SystemExit, match="no f8gemm_preshuffled row that ran for 2,64,512,256"):
             peer_table.table(args)
+
+
+def test_the_copy_moves_the_gemms_bytes_in_two_halves_of_whole_vectors():
+    # 1,1,4096,4096: X 4096 + W 16777216 + Y 8192 + scales 4 + 16384 = 16805892 bytes; half is
+    # 8402946, rounded up to 16 bytes.
+    assert copy_floor.copy_bytes((1, 1, 4096, 4096)) == (16805892, 8402960)
+    nbytes, side = copy_floor.copy_bytes((16, 4096, 8192, 1024))
+    assert side % 16 == 0 and 2 * side - nbytes in range(0, 32)
+
+
+def test_the_copys_row_and_table_from_hand_worked_figures():
+    # At 4 TB/s the 16805892 bytes take 4.2015 us; a copy of 6.3 us is 1.50x that, ours at
+    # 6.93 us 1.10x the copy.
+    r = copy_floor.row_of((1, 1, 4096, 4096), 4.0, 6.3, 6.93)
+    assert abs(r["bytes_floor_us"] - 4.201473) < 1e-6
+    assert abs(r["copy_over_floor"] - 6.3 / 4.201473) < 1e-6
+    assert abs(r["ours_over_copy"] - 1.1) < 1e-12
+    assert copy_floor.table([r])[-1] == "| 1,1,4096,4096 | 16.81 | 4.20 | 6.30 | 1.50 | 6.93 | 1.10 |"
+    # Without ours (no baseline row for the shape), its cells are dashes.
+    bare = copy_floor.row_of((1, 1, 4096, 4096), 4.0, 6.3)
+    assert copy_floor.table([bare])[-1].endswith("| 1.50 | - | - |")
+
+
+def test_the_copy_tools_options_are_checked():
+    for bad in (["--iters", "0"], ["--rotate-l2", "nan"], ["--rotate-l2", "65"]):
+        with pytest.raises(SystemExit):
+            copy_floor.parse_args(bad)
