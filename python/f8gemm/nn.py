@@ -22,6 +22,8 @@ just before it, where its configuration allows (GemmOptions::prefetch_w: not a 2
 split at most two ways; without PDL it changes nothing).
 """
 
+import operator
+
 import torch
 
 __all__ = ["FP8Linear", "swap_linears", "FP8GatedMLP", "fuse_gate_up"]
@@ -171,6 +173,8 @@ class FP8Linear(_FP8Module):
                  use_fast_accum=True, bias_dtype=torch.float32, activation_scale_ub=None,
                  pdl=None):
         super().__init__()
+        in_features = _size("FP8Linear", "in_features", in_features)
+        out_features = _size("FP8Linear", "out_features", out_features)
         if in_features <= 0 or in_features % 16 != 0:
             raise ValueError(f"FP8Linear: in_features must be a positive multiple of 16, got "
                              f"{in_features}")
@@ -263,6 +267,15 @@ def _preshuffled_gemm(out_dtype, x_dtype):
         else _OPS.f8f8bf16_rowwise_preshuffled
 
 
+def _size(owner, name, value):
+    """A size argument as an int (numpy's integers included, operator.index): TypeError naming
+    it otherwise, as for a float, which is not truncated (f8gemm.precompile's rule)."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{owner}: {name} must be an integer, got {value!r}") from None
+
+
 def _check_pdl(owner, pdl):
     """pdl must be what the ops' `bool? pdl` takes: None, True or False."""
     if pdl is not None and not isinstance(pdl, bool):
@@ -337,6 +350,8 @@ class FP8GatedMLP(_FP8Module):
                  use_fast_accum=True, activation_scale_ub=None, intermediate_scale_ub=None,
                  pdl=True):
         super().__init__()
+        hidden = _size("FP8GatedMLP", "hidden", hidden)
+        intermediate = _size("FP8GatedMLP", "intermediate", intermediate)
         for name, value in (("hidden", hidden), ("intermediate", intermediate)):
             if value <= 0 or value % 16 != 0:
                 raise ValueError(f"FP8GatedMLP: {name} must be a positive multiple of 16, got "

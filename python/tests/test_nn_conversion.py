@@ -271,6 +271,24 @@ def test_a_scale_ub_that_bounds_nothing_is_refused_at_construction(bad):
     torch.ops.f8gemm.quantize_fp8_row(torch.ones(2, 64), mod.activation_scale_ub)
 
 
+@pytest.mark.parametrize("bad", [4096.0, "64", None])
+def test_a_size_that_is_not_an_integer_is_refused_by_name(bad):
+    """A float size (4096.0, as a config's arithmetic gives) raised torch.zeros' TypeError,
+    which names no argument, and a string one a comparison's; numpy integers are integers."""
+    rule = r" must be an integer, got "
+    with pytest.raises(TypeError, match="FP8Linear: in_features" + rule):
+        FP8Linear(bad, 32)
+    with pytest.raises(TypeError, match="FP8Linear: out_features" + rule):
+        FP8Linear(64, bad)
+    with pytest.raises(TypeError, match="FP8GatedMLP: hidden" + rule):
+        FP8GatedMLP(bad, 32)
+    with pytest.raises(TypeError, match="FP8GatedMLP: intermediate" + rule):
+        FP8GatedMLP(64, bad)
+    import numpy as np
+    mod = FP8Linear(np.int64(64), np.int32(32))
+    assert type(mod.in_features) is int and mod.weight.shape == (1, 4, 1024)
+
+
 def test_a_converted_module_keeps_the_mode_of_the_one_it_replaces():
     for training in (False, True):
         net = torch.nn.Sequential(torch.nn.Linear(64, 32, device="meta"))
