@@ -188,6 +188,7 @@ class FP8Linear(_FP8Module):
             raise ValueError(f"FP8Linear: bias_dtype must be torch.float32 or torch.bfloat16, "
                              f"got {bias_dtype}")
         _check_pdl("FP8Linear", pdl)
+        _check_use_fast_accum("FP8Linear", use_fast_accum)
         self.in_features = in_features
         self.out_features = out_features
         self.out_dtype = out_dtype
@@ -282,6 +283,14 @@ def _check_pdl(owner, pdl):
         raise ValueError(f"{owner}: pdl must be None, True or False, got {pdl!r}")
 
 
+def _check_use_fast_accum(owner, use_fast_accum):
+    """use_fast_accum must be what the GEMMs' `bool use_fast_accum` takes, checked when the
+    module is built rather than by the GEMM of the first forward, after its quantisation."""
+    if not isinstance(use_fast_accum, bool):
+        raise ValueError(f"{owner}: use_fast_accum must be True or False, got "
+                         f"{use_fast_accum!r}")
+
+
 # The largest scale_ub that quantize_fp8_row takes (quantize_ops.cpp: value > 3.0e38f is refused,
 # compared in float32).
 _SCALE_UB_MAX = torch.tensor(3.0e38, dtype=torch.float32).item()
@@ -360,6 +369,7 @@ class FP8GatedMLP(_FP8Module):
             raise ValueError(f"FP8GatedMLP: out_dtype must be None, torch.bfloat16 or "
                              f"torch.float16, got {out_dtype}")
         _check_pdl("FP8GatedMLP", pdl)
+        _check_use_fast_accum("FP8GatedMLP", use_fast_accum)
         self.hidden = hidden
         self.intermediate = intermediate
         self.out_dtype = out_dtype

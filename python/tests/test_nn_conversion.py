@@ -289,6 +289,21 @@ def test_a_size_that_is_not_an_integer_is_refused_by_name(bad):
     assert type(mod.in_features) is int and mod.weight.shape == (1, 4, 1024)
 
 
+def test_use_fast_accum_that_is_not_a_bool_is_refused_at_construction():
+    """The GEMM's `bool use_fast_accum` refused it at the first forward, after the input's
+    quantisation had run; the module now says so when it is built, as it does for pdl."""
+    with pytest.raises(ValueError, match="FP8Linear: use_fast_accum must be True or False, "
+                                         "got 'no'"):
+        FP8Linear(64, 32, use_fast_accum="no")
+    with pytest.raises(ValueError, match="FP8GatedMLP: use_fast_accum must be True or False"):
+        FP8GatedMLP(64, 32, use_fast_accum=None)
+    model = _model(router_out=64)
+    before = _kinds(model)
+    with pytest.raises(ValueError, match="use_fast_accum must be True or False"):
+        swap_linears(model, use_fast_accum="false")
+    assert _kinds(model) == before
+
+
 def test_a_converted_module_keeps_the_mode_of_the_one_it_replaces():
     for training in (False, True):
         net = torch.nn.Sequential(torch.nn.Linear(64, 32, device="meta"))
