@@ -74,6 +74,15 @@ class _FP8Module(torch.nn.Module):
     def _load_state_dict_layout_hook(module, state_dict, prefix, local_metadata, strict,
                                      missing_keys, unexpected_keys, error_msgs):
         version = state_dict.pop(prefix + _FP8Module.LAYOUT_KEY, None)
+        # Scales and biases in the buffers' dtypes (fp32 scales, the bias dtype the GEMM takes):
+        # copy_ converts them anyway, but load_state_dict(assign=True) (loading into a module
+        # built on meta) would keep the checkpoint's, an fp16 bias that every forward refuses.
+        weights = {weight_name for weight_name, _, _, _ in module._preshuffled()}
+        for name, buffer in module._buffers.items():
+            value = state_dict.get(prefix + name)
+            if name not in weights and buffer is not None and isinstance(value, torch.Tensor) \
+                    and value.dtype != buffer.dtype:
+                state_dict[prefix + name] = value.to(buffer.dtype)
         for weight_name, scale_name, n, k in module._preshuffled():
             scale = state_dict.get(prefix + scale_name)
             if scale is not None and tuple(scale.shape) == (n, 1):

@@ -304,6 +304,33 @@ def test_use_fast_accum_that_is_not_a_bool_is_refused_at_construction():
     assert _kinds(model) == before
 
 
+def test_load_with_assign_keeps_the_buffer_dtypes():
+    """load_state_dict(assign=True) (loading into a module built on meta) took the checkpoint's
+    dtypes: an fp16 bias or a bf16 scale that the GEMM refuses at every forward. Scales and
+    biases are converted to the module's dtypes on load, as copy_ does without assign."""
+    for mod in _modules():
+        state = mod.state_dict()
+        for key, value in list(state.items()):
+            if "bias" in key:
+                state[key] = value.half()
+            elif "scale" in key:
+                state[key] = value.bfloat16()
+        dtypes = {k: v.dtype for k, v in mod.named_buffers()}
+        for assign in (False, True):
+            if isinstance(mod, FP8Linear):
+                fresh = FP8Linear(64, 32, bias_dtype=mod.bias.dtype, device="meta")
+            else:
+                fresh = FP8GatedMLP(64, mod.intermediate, bias=mod.down_bias is not None,
+                                    device="meta")
+            if assign:
+                fresh.load_state_dict(dict(state), assign=True)
+            else:
+                fresh.to_empty(device="cpu").load_state_dict(dict(state))
+            assert {k: v.dtype for k, v in fresh.named_buffers()} == dtypes, (mod, assign)
+            with torch.no_grad():
+                fresh.to("meta")(torch.zeros(40, 64, device="meta"))  # the GEMMs take them
+
+
 def test_a_converted_module_keeps_the_mode_of_the_one_it_replaces():
     for training in (False, True):
         net = torch.nn.Sequential(torch.nn.Linear(64, 32, device="meta"))
