@@ -311,7 +311,12 @@ def _scale_ub(owner, name, value):
     takes, positive and finite in fp32 (its rule), checked here rather than at every forward."""
     if value is None:
         return None
-    ub = torch.tensor(float(value), dtype=torch.float32)
+    try:
+        number = float(value)
+    except (TypeError, ValueError, RuntimeError):  # a list, a word, a tensor of several values
+        raise ValueError(f"{owner}: {name} must be one number (a float or a 1-element tensor), "
+                         f"got {value!r}") from None
+    ub = torch.tensor(number, dtype=torch.float32)
     if not ub.item() > 0.0 or ub.item() > _SCALE_UB_MAX:
         raise ValueError(f"{owner}: {name} must be positive and finite (in float32), got "
                          f"{value!r}")

@@ -331,6 +331,16 @@ def test_load_with_assign_keeps_the_buffer_dtypes():
                 fresh.to("meta")(torch.zeros(40, 64, device="meta"))  # the GEMMs take them
 
 
+@pytest.mark.parametrize("bad", [torch.tensor([1.0, 2.0]), "two", [2.0]])
+def test_a_scale_ub_that_is_not_one_number_is_refused_by_name(bad):
+    """float() of it raised its own error ("only one element tensors can be converted to Python
+    scalars", "could not convert string to float"), naming no argument."""
+    with pytest.raises(ValueError, match="FP8Linear: activation_scale_ub must be one number"):
+        FP8Linear(64, 32, activation_scale_ub=bad)
+    with pytest.raises(ValueError, match="FP8GatedMLP: intermediate_scale_ub must be one number"):
+        FP8GatedMLP(64, 32, intermediate_scale_ub=bad)
+
+
 def test_a_converted_module_keeps_the_mode_of_the_one_it_replaces():
     for training in (False, True):
         net = torch.nn.Sequential(torch.nn.Linear(64, 32, device="meta"))
