@@ -228,11 +228,17 @@ def _resolve_device(device):
     return device
 
 
+def _is_size(s):
+    """An integer of one shape: Python's, numpy's, or a 0-dim tensor (an element of a shape held
+    in a tensor; operator.index then refuses a floating one)."""
+    return isinstance(s, numbers.Integral) or isinstance(s, torch.Tensor) and s.dim() == 0
+
+
 def _shape_list(shapes):
-    """The shapes of precompile(): one shape (a sequence of integers, numpy's included, of any
-    length: the op names a wrong one) or several, each as a list of ints (operator.index: a
-    float size is a TypeError, not truncated)."""
-    if len(shapes) > 0 and all(isinstance(s, numbers.Integral) for s in shapes):
+    """The shapes of precompile(): one shape (a sequence of integers, numpy's included, or a
+    1-D tensor, of any length: the op names a wrong one) or several, each as a list of ints
+    (operator.index: a float size is a TypeError, not truncated)."""
+    if len(shapes) > 0 and all(_is_size(s) for s in shapes):
         shapes = [shapes]
     return [[operator.index(s) for s in shape] for shape in shapes]
 

@@ -22,6 +22,8 @@ just before it, where its configuration allows (GemmOptions::prefetch_w: not a 2
 split at most two ways; without PDL it changes nothing).
 """
 
+import operator
+
 import torch
 
 __all__ = ["FP8Linear", "swap_linears", "FP8GatedMLP", "fuse_gate_up"]
@@ -72,6 +74,15 @@ class _FP8Module(torch.nn.Module):
     def _load_state_dict_layout_hook(module, state_dict, prefix, local_metadata, strict,
                                      missing_keys, unexpected_keys, error_msgs):
         version = state_dict.pop(prefix + _FP8Module.LAYOUT_KEY, None)
+        # Scales and biases in the buffers' dtypes (fp32 scales, the bias dtype the GEMM takes):
+        # copy_ converts them anyway, but load_state_dict(assign=True) (loading into a module
+        # built on meta) would keep the checkpoint's, an fp16 bias that every forward refuses.
+        weights = {weight_name for weight_name, _, _, _ in module._preshuffled()}
+        for name, buffer in module._buffers.items():
+            value = state_dict.get(prefix + name)
+            if name not in weights and buffer is not None and isinstance(value, torch.Tensor) \
+                    and value.dtype != buffer.dtype:
+                state_dict[prefix + name] = value.to(buffer.dtype)
         for weight_name, scale_name, n, k in module._preshuffled():
             scale = state_dict.get(prefix + scale_name)
             if scale is not None and tuple(scale.shape) == (n, 1):
@@ -171,6 +182,8 @@ class FP8Linear(_FP8Module):
                  use_fast_accum=True, bias_dtype=torch.float32, activation_scale_ub=None,
                  pdl=None):
         super().__init__()
+        in_features = _size("FP8Linear", "in_features", in_features)
+        out_features = _size("FP8Linear", "out_features", out_features)
         if in_features <= 0 or in_features % 16 != 0:
             raise ValueError(f"FP8Linear: in_features must be a positive multiple of 16, got "
                              f"{in_features}")
@@ -184,6 +197,7 @@ class FP8Linear(_FP8Module):
             raise ValueError(f"FP8Linear: bias_dtype must be torch.float32 or torch.bfloat16, "
                              f"got {bias_dtype}")
         _check_pdl("FP8Linear", pdl)
+        _check_use_fast_accum("FP8Linear", use_fast_accum)
         self.in_features = in_features
         self.out_features = out_features
         self.out_dtype = out_dtype
@@ -263,10 +277,27 @@ def _preshuffled_gemm(out_dtype, x_dtype):
         else _OPS.f8f8bf16_rowwise_preshuffled
 
 
+def _size(owner, name, value):
+    """A size argument as an int (numpy's integers included, operator.index): TypeError naming
+    it otherwise, as for a float, which is not truncated (f8gemm.precompile's rule)."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{owner}: {name} must be an integer, got {value!r}") from None
+
+
 def _check_pdl(owner, pdl):
     """pdl must be what the ops' `bool? pdl` takes: None, True or False."""
     if pdl is not None and not isinstance(pdl, bool):
         raise ValueError(f"{owner}: pdl must be None, True or False, got {pdl!r}")
+
+
+def _check_use_fast_accum(owner, use_fast_accum):
+    """use_fast_accum must be what the GEMMs' `bool use_fast_accum` takes, checked when the
+    module is built rather than by the GEMM of the first forward, after its quantisation."""
+    if not isinstance(use_fast_accum, bool):
+        raise ValueError(f"{owner}: use_fast_accum must be True or False, got "
+                         f"{use_fast_accum!r}")
 
 
 # The largest scale_ub that quantize_fp8_row takes (quantize_ops.cpp: value > 3.0e38f is refused,
@@ -280,7 +311,12 @@ def _scale_ub(owner, name, value):
     takes, positive and finite in fp32 (its rule), checked here rather than at every forward."""
     if value is None:
         return None
-    ub = torch.tensor(float(value), dtype=torch.float32)
+    try:
+        number = float(value)
+    except (TypeError, ValueError, RuntimeError):  # a list, a word, a tensor of several values
+        raise ValueError(f"{owner}: {name} must be one number (a float or a 1-element tensor), "
+                         f"got {value!r}") from None
+    ub = torch.tensor(number, dtype=torch.float32)
     if not ub.item() > 0.0 or ub.item() > _SCALE_UB_MAX:
         raise ValueError(f"{owner}: {name} must be positive and finite (in float32), got "
                          f"{value!r}")
@@ -337,6 +373,8 @@ class FP8GatedMLP(_FP8Module):
                  use_fast_accum=True, activation_scale_ub=None, intermediate_scale_ub=None,
                  pdl=True):
         super().__init__()
+        hidden = _size("FP8GatedMLP", "hidden", hidden)
+        intermediate = _size("FP8GatedMLP", "intermediate", intermediate)
         for name, value in (("hidden", hidden), ("intermediate", intermediate)):
             if value <= 0 or value % 16 != 0:
                 raise ValueError(f"FP8GatedMLP: {name} must be a positive multiple of 16, got "
@@ -345,6 +383,7 @@ class FP8GatedMLP(_FP8Module):
             raise ValueError(f"FP8GatedMLP: out_dtype must be None, torch.bfloat16 or "
                              f"torch.float16, got {out_dtype}")
         _check_pdl("FP8GatedMLP", pdl)
+        _check_use_fast_accum("FP8GatedMLP", use_fast_accum)
         self.hidden = hidden
         self.intermediate = intermediate
         self.out_dtype = out_dtype

@@ -787,3 +787,13 @@ def test_precompile_takes_one_shape_of_any_integers_and_checks_its_length():
         f8gemm.precompile_grouped((2, 16, 256))
     with pytest.raises(TypeError, match="cannot be interpreted as an integer"):
         f8gemm.precompile([(16.5, 256, 256)])
+    # A shape held in an integer tensor is one shape too (it was taken for a list of shapes:
+    # "iteration over a 0-d tensor"), and a list of them several.
+    for shapes in (torch.tensor([16, 100, 256]), torch.tensor([[16, 100, 256]]),
+                   [torch.tensor([16, 100, 256])]):
+        with pytest.raises(ValueError, match=r"N must be a positive multiple of 8, got 100"):
+            f8gemm.precompile(shapes)
+    with pytest.raises(ValueError, match=r"G,total_M,N,K = 2,16,100,256"):
+        f8gemm.precompile_grouped(torch.tensor([2, 16, 100, 256]))
+    with pytest.raises(TypeError, match="only integer tensors"):
+        f8gemm.precompile(torch.tensor([16.0, 256.0, 256.0]))

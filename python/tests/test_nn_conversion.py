@@ -271,6 +271,76 @@ def test_a_scale_ub_that_bounds_nothing_is_refused_at_construction(bad):
     torch.ops.f8gemm.quantize_fp8_row(torch.ones(2, 64), mod.activation_scale_ub)
 
 
+@pytest.mark.parametrize("bad", [4096.0, "64", None])
+def test_a_size_that_is_not_an_integer_is_refused_by_name(bad):
+    """A float size (4096.0, as a config's arithmetic gives) raised torch.zeros' TypeError,
+    which names no argument, and a string one a comparison's; numpy integers are integers."""
+    rule = r" must be an integer, got "
+    with pytest.raises(TypeError, match="FP8Linear: in_features" + rule):
+        FP8Linear(bad, 32)
+    with pytest.raises(TypeError, match="FP8Linear: out_features" + rule):
+        FP8Linear(64, bad)
+    with pytest.raises(TypeError, match="FP8GatedMLP: hidden" + rule):
+        FP8GatedMLP(bad, 32)
+    with pytest.raises(TypeError, match="FP8GatedMLP: intermediate" + rule):
+        FP8GatedMLP(64, bad)
+    import numpy as np
+    mod = FP8Linear(np.int64(64), np.int32(32))
+    assert type(mod.in_features) is int and mod.weight.shape == (1, 4, 1024)
+
+
+def test_use_fast_accum_that_is_not_a_bool_is_refused_at_construction():
+    """The GEMM's `bool use_fast_accum` refused it at the first forward, after the input's
+    quantisation had run; the module now says so when it is built, as it does for pdl."""
+    with pytest.raises(ValueError, match="FP8Linear: use_fast_accum must be True or False, "
+                                         "got 'no'"):
+        FP8Linear(64, 32, use_fast_accum="no")
+    with pytest.raises(ValueError, match="FP8GatedMLP: use_fast_accum must be True or False"):
+        FP8GatedMLP(64, 32, use_fast_accum=None)
+    model = _model(router_out=64)
+    before = _kinds(model)
+    with pytest.raises(ValueError, match="use_fast_accum must be True or False"):
+        swap_linears(model, use_fast_accum="false")
+    assert _kinds(model) == before
+
+
+def test_load_with_assign_keeps_the_buffer_dtypes():
+    """load_state_dict(assign=True) (loading into a module built on meta) took the checkpoint's
+    dtypes: an fp16 bias or a bf16 scale that the GEMM refuses at every forward. Scales and
+    biases are converted to the module's dtypes on load, as copy_ does without assign."""
+    for mod in _modules():
+        state = mod.state_dict()
+        for key, value in list(state.items()):
+            if "bias" in key:
+                state[key] = value.half()
+            elif "scale" in key:
+                state[key] = value.bfloat16()
+        dtypes = {k: v.dtype for k, v in mod.named_buffers()}
+        for assign in (False, True):
+            if isinstance(mod, FP8Linear):
+                fresh = FP8Linear(64, 32, bias_dtype=mod.bias.dtype, device="meta")
+            else:
+                fresh = FP8GatedMLP(64, mod.intermediate, bias=mod.down_bias is not None,
+                                    device="meta")
+            if assign:
+                fresh.load_state_dict(dict(state), assign=True)
+            else:
+                fresh.to_empty(device="cpu").load_state_dict(dict(state))
+            assert {k: v.dtype for k, v in fresh.named_buffers()} == dtypes, (mod, assign)
+            with torch.no_grad():
+                fresh.to("meta")(torch.zeros(40, 64, device="meta"))  # the GEMMs take them
+
+
+@pytest.mark.parametrize("bad", [torch.tensor([1.0, 2.0]), "two", [2.0]])
+def test_a_scale_ub_that_is_not_one_number_is_refused_by_name(bad):
+    """float() of it raised its own error ("only one element tensors can be converted to Python
+    scalars", "could not convert string to float"), naming no argument."""
+    with pytest.raises(ValueError, match="FP8Linear: activation_scale_ub must be one number"):
+        FP8Linear(64, 32, activation_scale_ub=bad)
+    with pytest.raises(ValueError, match="FP8GatedMLP: intermediate_scale_ub must be one number"):
+        FP8GatedMLP(64, 32, intermediate_scale_ub=bad)
+
+
 def test_a_converted_module_keeps_the_mode_of_the_one_it_replaces():
     for training in (False, True):
         net = torch.nn.Sequential(torch.nn.Linear(64, 32, device="meta"))
