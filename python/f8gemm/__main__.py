@@ -8,6 +8,9 @@ USAGE = "usage: python -m f8gemm {info|version}"
 
 
 def main(argv):
+    if argv in (["-h"], ["--help"], ["help"]):
+        print(USAGE)  # asked for: on stdout, and not an error
+        return 0
     if len(argv) != 1 or argv[0] not in ("info", "version"):
         print(USAGE, file=sys.stderr)
         return 2

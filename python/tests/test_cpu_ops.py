@@ -190,6 +190,24 @@ def test_info_is_the_cli_text():
             assert out == text
 
 
+def test_the_module_cli_answers_help_on_stdout_and_refuses_the_rest():
+    """`python -m f8gemm --help` is a question (usage on stdout, exit 0); anything it does not
+    know is an error (usage on stderr, exit 2)."""
+    env = dict(os.environ)
+    if not helpers.INSTALLED:
+        env["PYTHONPATH"] = helpers.PYDIR + os.pathsep + env.get("PYTHONPATH", "")
+    for args in (["--help"], ["-h"], ["help"]):
+        r = subprocess.run([sys.executable, "-m", "f8gemm", *args], env=env, capture_output=True,
+                           text=True)
+        assert (r.returncode, r.stderr) == (0, ""), (args, r)
+        assert r.stdout.startswith("usage: python -m f8gemm {info|version}"), r.stdout
+    for args in ([], ["infos"], ["info", "extra"]):
+        r = subprocess.run([sys.executable, "-m", "f8gemm", *args], env=env, capture_output=True,
+                           text=True)
+        assert (r.returncode, r.stdout) == (2, ""), (args, r)
+        assert r.stderr.startswith("usage: python -m f8gemm {info|version}"), r.stderr
+
+
 def test_layout_version():
     assert f8gemm.PRESHUFFLE_LAYOUT_VERSION == OPS.preshuffle_layout_version() >= 1
 
