@@ -1,12 +1,9 @@
 /// \brief `f8gemm tune`: times every legal candidate configuration of each shape on this GPU and
 /// writes the fastest as a table (tables/*.tsv format) that overrides the cost model.
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <memory>
 
@@ -16,27 +13,13 @@
 #include "f8gemm/tuning.hpp"
 #include "fixture.hpp"
 #include "hang_guard.hpp"
+#include "output_path.hpp"
 #include "reference.hpp"
 #include "shapes.hpp"
 
 namespace f8gemm::cli {
 
 namespace {
-
-/// Why `path` cannot be written (empty when it can): an existing file must be a writable regular
-/// file; a new one needs a writable directory. Nothing is created.
-std::string unwritable_reason(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::path p(path);
-  if (fs::exists(p, ec)) {
-    if (fs::is_directory(p, ec)) return "it is a directory";
-    return access(path.c_str(), W_OK) == 0 ? "" : std::strerror(errno);
-  }
-  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
-  if (!fs::is_directory(dir, ec)) return "no directory " + dir.string();
-  return access(dir.c_str(), W_OK) == 0 ? "" : std::strerror(errno);
-}
 
 /// Writes the table of the winners so far (the whole file, each time a shape is done), so that a
 /// failure later in a long run keeps what was measured.

@@ -103,6 +103,17 @@ TEST(BenchCli, RotateL2OutsideItsRangeExitsTwoWithOneLine) {
   }
 }
 
+// The CSV was opened only after the GPU was found (exit 1 "no device" without one, exit 1 and
+// kIo with one): a path that cannot be written is a bad argument, refused before the GPU.
+TEST(BenchCli, CsvThatCannotBeWrittenExitsTwoBeforeTheGpu) {
+  const f8gemm::test::TempDir dir("f8gemm_bench_cli");
+  const std::string bench = "bench --shapes " + shapes_file(dir, "1,16,256,256\n") + " --csv ";
+  expect_refusal(dir, bench + dir.path() + "/no/such/dir/b.csv",
+                 "bench: cannot write --csv " + dir.path() + "/no/such/dir/b.csv: no directory");
+  expect_refusal(dir, bench + dir.path(), "bench: cannot write --csv " + dir.path() +
+                                              ": it is a directory");
+}
+
 // An audit found that B up to 2^31 - 1 times a batch of up to 2^40 bytes passed every check:
 // 2^64 bytes of X overflowed int64 in the fixture, and 2^55 bytes of W reached cudaMalloc as a
 // CUDA error. A count past 2^63 bytes is refused without a GPU; with one, more than it has free.
