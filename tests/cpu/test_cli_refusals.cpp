@@ -244,6 +244,19 @@ TEST(RunCli, VerifyRefusesWhatTheReferenceCannotCheckBeforeTheRun) {
                  "tune: B,M,N,K 70000,1,8,16: the fp64 reference checks at most 65535 batches");
 }
 
+// The trace CSV was opened only after the timing and the traced call (exit 1, kIo): a path that
+// cannot be written is a bad argument, refused before the GPU.
+TEST(RunCli, TraceCsvThatCannotBeWrittenExitsTwoBeforeTheRun) {
+  const f8gemm::test::TempDir dir("f8gemm_run_cli");
+  const std::string missing = dir.path() + "/no/such/dir/t.csv";
+  for (const std::string once : {"", "--once "}) {
+    expect_refusal(dir, "run " + once + "--m 16 --n 256 --k 256 --trace " + missing,
+                   "run: cannot write --trace " + missing + ": no directory");
+    expect_refusal(dir, "run " + once + "--m 16 --n 256 --k 256 --trace " + dir.path(),
+                   "run: cannot write --trace " + dir.path() + ": it is a directory");
+  }
+}
+
 // Without --once, an empty problem reached the graph timing, which captured no kernel and failed
 // as an internal error ("captured only 0 graph nodes", exit 1); tune timed it the same way.
 TEST(RunCli, AnEmptyProblemIsRunOnceNotTimed) {
