@@ -44,6 +44,18 @@ int cmd_tune(const Args& args) {
   // the table's first write, after a shape's timings; an empty --log would mean no log.
   if (out_path.empty()) throw UsageError("tune: --out needs a file name");
   if (opt.has("--log") && log_path.empty()) throw UsageError("tune: --log needs a file name");
+  // Each file is written whole or appended to on its own: on one file, the table (rewritten
+  // after every shape) and the log's rows would interleave, and the shapes would be replaced.
+  const std::string shapes_path = opt.str("--shapes", "");
+  if (!log_path.empty() && same_file(out_path, log_path)) {
+    throw UsageError("tune: --out and --log name the same file: " + out_path);
+  }
+  if (same_file(out_path, shapes_path)) {
+    throw UsageError("tune: --out names the --shapes file: " + out_path);
+  }
+  if (!log_path.empty() && same_file(log_path, shapes_path)) {
+    throw UsageError("tune: --log names the --shapes file: " + log_path);
+  }
   // A run takes minutes per shape: learn that a file cannot be written before it, not after.
   const std::string why = unwritable_reason(out_path);
   if (!why.empty()) throw UsageError("tune: cannot write --out " + out_path + ": " + why);

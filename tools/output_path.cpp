@@ -22,4 +22,14 @@ std::string unwritable_reason(const std::string& path) {
   return access(dir.c_str(), W_OK) == 0 ? "" : std::strerror(errno);
 }
 
+bool same_file(const std::string& a, const std::string& b) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  // Hard links too, where both exist; else the paths as they resolve (a new file has no inode).
+  if (fs::equivalent(a, b, ec) && !ec) return true;
+  const fs::path ca = fs::weakly_canonical(fs::absolute(a, ec), ec);
+  const fs::path cb = fs::weakly_canonical(fs::absolute(b, ec), ec);
+  return ca == cb;
+}
+
 }  // namespace f8gemm::cli

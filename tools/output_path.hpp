@@ -10,4 +10,8 @@ namespace f8gemm::cli {
 /// file; a new one needs a writable directory. Nothing is created.
 std::string unwritable_reason(const std::string& path);
 
+/// Whether two paths name one file, existing or not: "t.tsv", "./t.tsv" and a symbolic link to
+/// it are one file (an output that another output or an input of the same command also names).
+bool same_file(const std::string& a, const std::string& b);
+
 }  // namespace f8gemm::cli

@@ -71,6 +71,26 @@ TEST(TuneCli, UnwritableOutOrLogExitsTwoBeforeTheRun) {
   EXPECT_FALSE(fs::exists(dir.path() + "/t.tsv")) << "a refused run leaves no table behind";
 }
 
+// --out and --log on one file interleaved the log's rows with the table, rewritten after every
+// shape (a table F8GEMM_TUNE_FILE then refuses), and --out on the --shapes file replaced the
+// shapes with the table: both silently.
+TEST(TuneCli, OutLogAndShapesNamingOneFileExitTwoBeforeTheRun) {
+  const f8gemm::test::TempDir dir("f8gemm_tune_cli");
+  const std::string shapes = shapes_file(dir, "1,16,256,256\n");
+  const std::string out = dir.path() + "/t.tsv";
+  const std::string tune = "tune --shapes '" + shapes + "' ";
+  expect_refusal(dir, tune + "--out " + out + " --log " + out,
+                 "tune: --out and --log name the same file: " + out);
+  expect_refusal(dir, tune + "--out " + out + " --log " + dir.path() + "/./t.tsv",
+                 "tune: --out and --log name the same file");
+  expect_refusal(dir, tune + "--out " + shapes, "tune: --out names the --shapes file: " + shapes);
+  expect_refusal(dir, tune + "--out " + out + " --log " + shapes,
+                 "tune: --log names the --shapes file");
+  EXPECT_FALSE(fs::exists(out)) << "a refused run leaves no table behind";
+  std::ifstream in(shapes);
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(in)), {}), "1,16,256,256\n");
+}
+
 TEST(TuneCli, EpilogueOtherThanNoneOrSiluMulOrAnNTheOperationCannotSplitExitsTwo) {
   const f8gemm::test::TempDir dir("f8gemm_tune_cli");
   const std::string shapes = dir.path() + "/shapes.txt";
