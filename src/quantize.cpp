@@ -123,7 +123,8 @@ void launch_rows(RowOp op, const TensorView& input, int64_t rows, int64_t cols,
          args, input.device, opt.pdl);
 }
 
-/// The names the messages give the input, the codes and the scales.
+/// The names the messages give the input, the codes and the scales (a null one, which would be
+/// streamed into a message, keeps the default).
 struct ArgNames {
   const char* in;
   const char* q;
@@ -132,7 +133,9 @@ struct ArgNames {
 ArgNames arg_names(const QuantizeOptions& opt, const char* default_input) {
   static const QuantizeArgNames kDefaultNames;
   const QuantizeArgNames& names = opt.names ? *opt.names : kDefaultNames;
-  return {names.input ? names.input : default_input, names.out_q, names.out_scale};
+  return {names.input ? names.input : default_input,
+          names.out_q ? names.out_q : kDefaultNames.out_q,
+          names.out_scale ? names.out_scale : kDefaultNames.out_scale};
 }
 
 void require_float_input(const TensorView& input, const char* in) {

@@ -106,6 +106,17 @@ void parse_table(const std::string& text, const std::string& origin,
                    origin, ":", line_no, ": '", key, "' is not a table key: expected ",
                    "<gpu>|<sms>|<version>|B,M,N,K|plain or preshuffled|bfloat16 or float16|",
                    "fast or precise[|silu_mul][|chained], as f8gemm tune writes it");
+    // Sizes that no call can have would never match, and the lookup's row arithmetic assumes
+    // the limits of a call (M + 63 passed int64 for M near 2^63).
+    if (key_version(key) == kVersion) {
+      try {
+        validate_problem(parts.problem);
+      } catch (const Error& e) {
+        throw Error(ErrorCode::kInvalidArgument,
+                    concat(origin, ":", line_no, ": '", key, "' names sizes no call can have: ",
+                           e.message()));
+      }
+    }
     try {
       entries.emplace_back(std::move(key), Config::parse(line.substr(tab + 1)));
     } catch (const Error& e) {

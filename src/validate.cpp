@@ -104,8 +104,19 @@ void require_view(const TensorView& t, const char* name, bool allow_unknown) {
 GemmTensors require_gemm_tensors(const TensorView& x, const TensorView& w, WeightLayout layout,
                                  const TensorView& xs, const TensorView& ws, const TensorView& out,
                                  const GemmOptions& opt, bool allow_unknown) {
+  // A null name would be streamed into a message (undefined): it keeps the C++ name.
   static const GemmArgNames kDefaultNames;
-  const GemmArgNames& n = opt.names ? *opt.names : kDefaultNames;
+  GemmArgNames n = opt.names ? *opt.names : kDefaultNames;
+  const auto keep_default = [](const char*& name, const char* fallback) {
+    if (name == nullptr) name = fallback;
+  };
+  keep_default(n.x, kDefaultNames.x);
+  keep_default(n.w, kDefaultNames.w);
+  keep_default(n.x_scale, kDefaultNames.x_scale);
+  keep_default(n.w_scale, kDefaultNames.w_scale);
+  keep_default(n.out, kDefaultNames.out);
+  keep_default(n.bias, kDefaultNames.bias);
+  keep_default(n.m_sizes, kDefaultNames.m_sizes);
   const bool shuffled = layout == WeightLayout::kPreshuffled;
   F8GEMM_REQUIRE(layout == WeightLayout::kPlain || shuffled, kInvalidArgument,
                  "w_layout must be kPlain or kPreshuffled");

@@ -109,7 +109,7 @@ struct GemmTensors {
   const TensorView& w_scale;
   const TensorView& out;
   const TensorView* bias;  ///< null when the call has none (options.bias null or undefined)
-  const GemmArgNames& names;
+  GemmArgNames names;      ///< options.names with every null field set to the C++ name
 };
 
 /// The GEMM tensors of a call, after the checks that need no shape: a valid layout and Pdl;

@@ -15,6 +15,7 @@
 #include "f8gemm/check.hpp"
 #include "f8gemm/f8gemm.hpp"
 #include "hang_guard.hpp"
+#include "output_path.hpp"
 #include "shapes.hpp"
 
 namespace f8gemm::cli {
@@ -142,8 +143,6 @@ BenchOptions parse_options(const Args& args) {
   }
   return o;
 }
-
-
 
 /// Copies Y[0] and Y[B-1] back: the first batch shows a wrong result, the last one a wrong batch
 /// stride or an unwritten tail, at M*N*2 bytes each instead of the whole output.
@@ -368,7 +367,6 @@ ShapeSummary bench_shape(const Shape& s, int index, double bw_tbps, double peak_
   return summary;
 }
 
-
 }  // namespace
 
 int cmd_bench(const Args& args) {
@@ -387,6 +385,10 @@ int cmd_bench(const Args& args) {
     validate_problem(p);
     check_bench_limits(shape);
     require_fits(bench_footprint(p, 1), "bench: B,M,N,K " + shape.label(), std::nullopt);
+  }
+  // The CSV opens after the GPU is set up: a path it cannot write is refused before (as tune's).
+  if (const std::string why = unwritable_reason(o.csv); !why.empty()) {
+    throw UsageError("bench: cannot write --csv " + o.csv + ": " + why);
   }
   int device_count = 0;
   F8GEMM_CHECK_CUDA(cudaGetDeviceCount(&device_count));

@@ -11,6 +11,7 @@
 #include "f8gemm/tuning.hpp"
 #include "fixture.hpp"
 #include "hang_guard.hpp"
+#include "output_path.hpp"
 #include "trace_summary.hpp"
 
 namespace f8gemm::cli {
@@ -80,6 +81,11 @@ int cmd_run(const Args& args) {
   const int iters = int(opt.integer("--iters", 100, 1, 100000));
   const std::string trace_csv = opt.str("--trace", "");
   if (opt.has("--trace") && trace_csv.empty()) throw UsageError("run: --trace needs a file name");
+  // The CSV is written after the timing and the traced call: learn that it cannot be before them.
+  if (const std::string why = trace_csv.empty() ? "" : unwritable_reason(trace_csv);
+      !why.empty()) {
+    throw UsageError("run: cannot write --trace " + trace_csv + ": " + why);
+  }
   if (opt.has("--trace-tiles") && !opt.has("--trace")) {
     throw UsageError("run: --trace-tiles needs --trace");
   }

@@ -1,12 +1,9 @@
 /// \brief `f8gemm tune`: times every legal candidate configuration of each shape on this GPU and
 /// writes the fastest as a table (tables/*.tsv format) that overrides the cost model.
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <memory>
 
@@ -16,27 +13,13 @@
 #include "f8gemm/tuning.hpp"
 #include "fixture.hpp"
 #include "hang_guard.hpp"
+#include "output_path.hpp"
 #include "reference.hpp"
 #include "shapes.hpp"
 
 namespace f8gemm::cli {
 
 namespace {
-
-/// Why `path` cannot be written (empty when it can): an existing file must be a writable regular
-/// file; a new one needs a writable directory. Nothing is created.
-std::string unwritable_reason(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::path p(path);
-  if (fs::exists(p, ec)) {
-    if (fs::is_directory(p, ec)) return "it is a directory";
-    return access(path.c_str(), W_OK) == 0 ? "" : std::strerror(errno);
-  }
-  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
-  if (!fs::is_directory(dir, ec)) return "no directory " + dir.string();
-  return access(dir.c_str(), W_OK) == 0 ? "" : std::strerror(errno);
-}
 
 /// Writes the table of the winners so far (the whole file, each time a shape is done), so that a
 /// failure later in a long run keeps what was measured.
@@ -61,6 +44,18 @@ int cmd_tune(const Args& args) {
   // the table's first write, after a shape's timings; an empty --log would mean no log.
   if (out_path.empty()) throw UsageError("tune: --out needs a file name");
   if (opt.has("--log") && log_path.empty()) throw UsageError("tune: --log needs a file name");
+  // Each file is written whole or appended to on its own: on one file, the table (rewritten
+  // after every shape) and the log's rows would interleave, and the shapes would be replaced.
+  const std::string shapes_path = opt.str("--shapes", "");
+  if (!log_path.empty() && same_file(out_path, log_path)) {
+    throw UsageError("tune: --out and --log name the same file: " + out_path);
+  }
+  if (same_file(out_path, shapes_path)) {
+    throw UsageError("tune: --out names the --shapes file: " + out_path);
+  }
+  if (!log_path.empty() && same_file(log_path, shapes_path)) {
+    throw UsageError("tune: --log names the --shapes file: " + log_path);
+  }
   // A run takes minutes per shape: learn that a file cannot be written before it, not after.
   const std::string why = unwritable_reason(out_path);
   if (!why.empty()) throw UsageError("tune: cannot write --out " + out_path + ": " + why);

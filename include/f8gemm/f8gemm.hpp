@@ -122,7 +122,8 @@ struct Config {
 };
 
 /// The names that error messages give the arguments of gemm() and batched_gemm(). A binding
-/// passes its own (the torch ops say XQ, WQ and output); the defaults are the C++ API's names.
+/// passes its own (the torch ops say XQ, WQ and output); the defaults are the C++ API's names,
+/// and a null field keeps its default.
 struct GemmArgNames {
   const char* x = "x";
   const char* w = "w";
@@ -314,7 +315,7 @@ void unshuffle(const TensorView& shuffled, const TensorView& out, cudaStream_t s
                const ShuffleArgNames& names = {});
 
 /// The names that error messages give the tensors of quantize_rows() and
-/// silu_mul_quantize_rows(); a null input keeps the default ("input", or "gate_up").
+/// silu_mul_quantize_rows(); a null field keeps the default (input: "input", or "gate_up").
 struct QuantizeArgNames {
   const char* input = nullptr;
   const char* out_q = "out_q";

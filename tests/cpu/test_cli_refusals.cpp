@@ -71,6 +71,26 @@ TEST(TuneCli, UnwritableOutOrLogExitsTwoBeforeTheRun) {
   EXPECT_FALSE(fs::exists(dir.path() + "/t.tsv")) << "a refused run leaves no table behind";
 }
 
+// --out and --log on one file interleaved the log's rows with the table, rewritten after every
+// shape (a table F8GEMM_TUNE_FILE then refuses), and --out on the --shapes file replaced the
+// shapes with the table: both silently.
+TEST(TuneCli, OutLogAndShapesNamingOneFileExitTwoBeforeTheRun) {
+  const f8gemm::test::TempDir dir("f8gemm_tune_cli");
+  const std::string shapes = shapes_file(dir, "1,16,256,256\n");
+  const std::string out = dir.path() + "/t.tsv";
+  const std::string tune = "tune --shapes '" + shapes + "' ";
+  expect_refusal(dir, tune + "--out " + out + " --log " + out,
+                 "tune: --out and --log name the same file: " + out);
+  expect_refusal(dir, tune + "--out " + out + " --log " + dir.path() + "/./t.tsv",
+                 "tune: --out and --log name the same file");
+  expect_refusal(dir, tune + "--out " + shapes, "tune: --out names the --shapes file: " + shapes);
+  expect_refusal(dir, tune + "--out " + out + " --log " + shapes,
+                 "tune: --log names the --shapes file");
+  EXPECT_FALSE(fs::exists(out)) << "a refused run leaves no table behind";
+  std::ifstream in(shapes);
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(in)), {}), "1,16,256,256\n");
+}
+
 TEST(TuneCli, EpilogueOtherThanNoneOrSiluMulOrAnNTheOperationCannotSplitExitsTwo) {
   const f8gemm::test::TempDir dir("f8gemm_tune_cli");
   const std::string shapes = dir.path() + "/shapes.txt";
@@ -101,6 +121,17 @@ TEST(BenchCli, RotateL2OutsideItsRangeExitsTwoWithOneLine) {
     expect_refusal(dir, "bench " + arg + " --shapes /no/such/shapes.txt",
                    "cannot read shapes file");
   }
+}
+
+// The CSV was opened only after the GPU was found (exit 1 "no device" without one, exit 1 and
+// kIo with one): a path that cannot be written is a bad argument, refused before the GPU.
+TEST(BenchCli, CsvThatCannotBeWrittenExitsTwoBeforeTheGpu) {
+  const f8gemm::test::TempDir dir("f8gemm_bench_cli");
+  const std::string bench = "bench --shapes " + shapes_file(dir, "1,16,256,256\n") + " --csv ";
+  expect_refusal(dir, bench + dir.path() + "/no/such/dir/b.csv",
+                 "bench: cannot write --csv " + dir.path() + "/no/such/dir/b.csv: no directory");
+  expect_refusal(dir, bench + dir.path(), "bench: cannot write --csv " + dir.path() +
+                                              ": it is a directory");
 }
 
 // An audit found that B up to 2^31 - 1 times a batch of up to 2^40 bytes passed every check:
@@ -231,6 +262,19 @@ TEST(RunCli, VerifyRefusesWhatTheReferenceCannotCheckBeforeTheRun) {
   expect_refusal(dir, "tune --out " + dir.path() + "/t.tsv --shapes " +
                           shapes_file(dir, "1,16,256,256\n70000,1,8,16\n"),
                  "tune: B,M,N,K 70000,1,8,16: the fp64 reference checks at most 65535 batches");
+}
+
+// The trace CSV was opened only after the timing and the traced call (exit 1, kIo): a path that
+// cannot be written is a bad argument, refused before the GPU.
+TEST(RunCli, TraceCsvThatCannotBeWrittenExitsTwoBeforeTheRun) {
+  const f8gemm::test::TempDir dir("f8gemm_run_cli");
+  const std::string missing = dir.path() + "/no/such/dir/t.csv";
+  for (const std::string once : {"", "--once "}) {
+    expect_refusal(dir, "run " + once + "--m 16 --n 256 --k 256 --trace " + missing,
+                   "run: cannot write --trace " + missing + ": no directory");
+    expect_refusal(dir, "run " + once + "--m 16 --n 256 --k 256 --trace " + dir.path(),
+                   "run: cannot write --trace " + dir.path() + ": it is a directory");
+  }
 }
 
 // Without --once, an empty problem reached the graph timing, which captured no kernel and failed

@@ -894,6 +894,28 @@ TEST(ConfigTable, AKeyOfThisVersionThatDoesNotParseIsAnErrorAnotherVersionsIsPas
   }
 }
 
+// A key that parses but whose sizes no call can have was taken and never matched; at M near
+// 2^63 the lookup of the entry of more rows computed (M + 63) / 64 past int64 (undefined).
+TEST(ConfigTable, AKeyOfThisVersionWithSizesNoCallCanHaveIsAnError) {
+  const std::string head = std::string("NVIDIA H200|132|") + kVersion + "|";
+  const std::string tail = "|preshuffled|bfloat16|fast\tsm90_tiled_128x128x128_s4_c1x1_r8\n";
+  const std::pair<std::string, std::string> cases[] = {
+      {"1,9223372036854775807,4096,4096", "M = 9223372036854775807"},
+      {"-1,128,4096,4096", "B = -1"},
+      {"1,128,4100,4096", "got 4100"},
+      {"1,128,4096,0", "got 0"}};
+  for (const auto& c : cases) {
+    const std::string& sizes = c.first;
+    const std::string& needle = c.second;
+    SCOPED_TRACE(sizes);
+    std::vector<std::pair<std::string, Config>> entries;
+    F8GEMM_EXPECT_INVALID(parse_table("# comment\n" + head + sizes + tail, "user.tsv", entries),
+                          "user.tsv:2: '" + head + sizes);
+    F8GEMM_EXPECT_INVALID(parse_table(head + sizes + tail, "user.tsv", entries), needle);
+    EXPECT_TRUE(entries.empty());
+  }
+}
+
 TEST(ConfigTable, LinesEndingInCrLfParseAsTheirText) {
   // A table saved on Windows: the '\r' made the config name fail with an invisible character.
   std::vector<std::pair<std::string, Config>> entries;

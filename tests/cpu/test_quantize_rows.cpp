@@ -221,6 +221,31 @@ TEST(QuantizeRowsApi, ScaleUbTensorOnTheHostIsTheBound) {
   }
 }
 
+// Only a null input kept its default: a null out_q or out_scale was streamed into the message
+// (undefined behaviour; libstdc++ left "f8gemm: invalid argument: " and nothing else).
+TEST(QuantizeRowsApi, ANullArgumentNameKeepsTheDefault) {
+  std::vector<float> in(4 * 32), s(4);
+  std::vector<uint8_t> q(4 * 32);
+  QuantizeArgNames names;
+  names.out_q = nullptr;
+  names.out_scale = nullptr;
+  QuantizeOptions o;
+  o.names = &names;
+  const TensorView iv = make_view(in.data(), DType::kF32, {4, 32});
+  const TensorView sv = make_view(s.data(), DType::kF32, {4});
+  F8GEMM_EXPECT_INVALID(
+      quantize_rows(iv, make_view(q.data(), DType::kU8, {4, 32}), sv, o),
+      "out_q must be float8_e4m3fn, got uint8");
+  F8GEMM_EXPECT_INVALID(
+      quantize_rows(iv, make_view(q.data(), DType::kE4M3, {4, 32}),
+                    make_view(s.data(), DType::kF32, {3}), o),
+      "out_scale must hold one value per row (4), got 3");
+  F8GEMM_EXPECT_INVALID(
+      silu_mul_quantize_rows(iv, make_view(q.data(), DType::kE4M3, {4, 16}),
+                             make_view(s.data(), DType::kI32, {4}), o),
+      "out_scale must be float32, got int32");
+}
+
 TEST(SiluMulQuantizeApi, RejectsBadArguments) {
   std::vector<float> in(2 * 3 * 32);
   std::vector<uint8_t> q(2 * 3 * 16);

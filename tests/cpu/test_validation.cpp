@@ -448,6 +448,29 @@ TEST(Validation, DeviceMismatch) {
   F8GEMM_EXPECT_INVALID(s.single(), "w is on cuda:0 but x is on cuda:1");
 }
 
+// A null field of GemmArgNames was streamed into the message (undefined behaviour; libstdc++
+// then dropped the rest of the line, leaving "f8gemm: invalid argument: "). It keeps the default.
+TEST(Validation, ANullArgumentNameKeepsTheDefault) {
+  GemmArgNames names;
+  names.x = nullptr;
+  names.w = "WQ";
+  names.out = nullptr;
+  Args t = batched_args(B, M, N, K);
+  GemmOptions o = t.options();
+  o.names = &names;
+  t.x.dtype = DType::kF32;
+  F8GEMM_EXPECT_INVALID(batched_gemm(t.x, t.w, t.layout, t.xs, t.ws, t.out, o),
+                        "x must have dtype float8_e4m3fn, got float32");
+  t = batched_args(B, M, N, K);
+  t.out.data = t.x.data;
+  F8GEMM_EXPECT_INVALID(batched_gemm(t.x, t.w, t.layout, t.xs, t.ws, t.out, o),
+                        "out overlaps x in memory");
+  t = batched_args(B, M, N, K);
+  t.w.device = 1;
+  F8GEMM_EXPECT_INVALID(batched_gemm(t.x, t.w, t.layout, t.xs, t.ws, t.out, o),
+                        "WQ is on cuda:1 but x is on cuda:0");
+}
+
 TEST(Validation, ConsistentlyOnAMissingDeviceIsNoDevice) {
   if (have_any_device()) GTEST_SKIP() << "a GPU is present: cuda:1 might exist";
   Args t = batched_args(B, M, N, K);
