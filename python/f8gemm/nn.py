@@ -74,6 +74,14 @@ class _FP8Module(torch.nn.Module):
     def _load_state_dict_layout_hook(module, state_dict, prefix, local_metadata, strict,
                                      missing_keys, unexpected_keys, error_msgs):
         version = state_dict.pop(prefix + _FP8Module.LAYOUT_KEY, None)
+        if version is not None and not _is_one_integer(version):
+            # int() would take 1.5 as version 1, and a tensor of two values raises without
+            # naming the key.
+            error_msgs.append(
+                f"{prefix}{_FP8Module.LAYOUT_KEY} must be one integer, got "
+                + (f"a {version.dtype} tensor of shape {list(version.shape)}"
+                   if isinstance(version, torch.Tensor) else repr(version)))
+            version = None
         # Scales and biases in the buffers' dtypes (fp32 scales, the bias dtype the GEMM takes):
         # copy_ converts them anyway, but load_state_dict(assign=True) (loading into a module
         # built on meta) would keep the checkpoint's, an fp16 bias that every forward refuses.
@@ -323,6 +331,14 @@ def _scale_ub(owner, name, value):
     return ub
 
 
+def _is_one_integer(value):
+    """A checkpoint's layout version as written: one integer, a tensor of one or a Python int."""
+    if isinstance(value, torch.Tensor):
+        return value.numel() == 1 and not value.is_floating_point() and \
+            not value.is_complex() and value.dtype != torch.bool
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _layout_version():
     return int(_OPS.preshuffle_layout_version())
 
@@ -427,6 +443,11 @@ class FP8GatedMLP(_FP8Module):
                 "FP8GatedMLP.from_linears: shapes must be gate_proj and up_proj [I, H], down_proj "
                 f"[H, I]; got gate {tuple(gate_proj.weight.shape)}, up "
                 f"{tuple(up_proj.weight.shape)}, down {tuple(down_proj.weight.shape)}")
+        for name, lin in (("gate_proj", gate_proj), ("up_proj", up_proj),
+                          ("down_proj", down_proj)):
+            if lin.weight.dtype not in (torch.bfloat16, torch.float16, torch.float32):
+                raise ValueError(f"FP8GatedMLP.from_linears: {name}'s weight dtype must be bf16, "
+                                 f"fp16 or fp32, got {lin.weight.dtype}")
         biases = [lin.bias is not None for lin in (gate_proj, up_proj, down_proj)]
         if any(biases) and not all(biases):
             raise ValueError("FP8GatedMLP.from_linears: either all three linears have a bias or "

@@ -184,6 +184,14 @@ def test_device_moves_still_move():
 
 # ------------------------------------------------------------------ FP8GatedMLP checkpoints
 
+def test_gated_mlp_from_linears_names_a_weight_of_a_dtype_it_cannot_quantise():
+    mlp = _Mlp(act_fn=torch.nn.SiLU())
+    mlp.up_proj.double()
+    with pytest.raises(ValueError, match="up_proj's weight dtype must be bf16, fp16 or fp32, got "
+                                         "torch.float64"):
+        FP8GatedMLP.from_module(mlp)
+
+
 def test_gated_mlp_state_dict_layout_version():
     mod = FP8GatedMLP.from_module(_Mlp(act_fn=torch.nn.SiLU()))
     state = mod.state_dict()
@@ -196,6 +204,16 @@ def test_gated_mlp_state_dict_layout_version():
     state["weight_layout_version"] = torch.tensor(99, dtype=torch.int32)
     with pytest.raises(RuntimeError, match="gate_up_weight: preshuffle layout version 99"):
         FP8GatedMLP(64, 96).load_state_dict(state)
+    # A version that is not one integer is refused by its key, not read as int() reads it.
+    for bad, what in ((torch.tensor([1, 1], dtype=torch.int32), "a torch.int32 tensor of shape [2]"),
+                      (torch.tensor(1.5), "a torch.float32 tensor of shape []"),
+                      (torch.tensor(True), "a torch.bool tensor of shape []"), (1.0, "1.0")):
+        state["weight_layout_version"] = bad
+        with pytest.raises(RuntimeError, match=r"weight_layout_version must be one integer, got "
+                                               + what.replace("[", r"\[").replace("]", r"\]")):
+            FP8GatedMLP(64, 96).load_state_dict(state)
+    state["weight_layout_version"] = f8gemm.PRESHUFFLE_LAYOUT_VERSION  # a Python int is fine
+    FP8GatedMLP(64, 96).load_state_dict(state)
     # The plain form (e4m3fn [N, K], scale [N, 1]) is preshuffled on load.
     plain = {"gate_up_weight": torch.ops.f8gemm.unshuffle(mod.gate_up_weight, 64),
              "gate_up_scale": mod.gate_up_scale.unsqueeze(1),
