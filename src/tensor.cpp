@@ -51,6 +51,8 @@ bool TensorView::is_contiguous() const {
 TensorView make_view(void* data, DType dtype, std::vector<int64_t> shape, int device) {
   F8GEMM_REQUIRE(shape.size() >= 1 && shape.size() <= size_t(kMaxRank), kInvalidArgument,
                  "make_view: rank must be 1..", kMaxRank, ", got ", shape.size());
+  F8GEMM_REQUIRE(device >= kHost, kInvalidArgument,
+                 "make_view: device must be kHost (-1) or a CUDA device ordinal, got ", device);
   TensorView v;
   v.data = data;
   v.dtype = dtype;

@@ -89,6 +89,9 @@ void require_memory(const TensorView& t, const char* name, int alignment) {
 void require_view(const TensorView& t, const char* name, bool allow_unknown) {
   F8GEMM_REQUIRE(t.rank >= 0 && t.rank <= kMaxRank, kInvalidArgument, name, " must have rank 0..",
                  kMaxRank, ", got ", t.rank);
+  // Every later message reads a negative device as the host.
+  F8GEMM_REQUIRE(t.device >= kHost, kInvalidArgument, name,
+                 "'s device must be kHost (-1) or a CUDA device ordinal, got ", t.device);
   int64_t product = 1;
   for (int i = 0; i < t.rank; ++i) {
     if (allow_unknown && !known(t.shape[i])) continue;

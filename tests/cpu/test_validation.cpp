@@ -816,6 +816,23 @@ TEST(Validation, NegativeDimensionsWhoseProductIsPositiveAreRejected) {
   F8GEMM_EXPECT_INVALID(quantize_rows(in, q, sc), "out_scale has a negative dimension");
 }
 
+// A device below kHost (-1) is neither memory: every placement message would call it the host.
+TEST(Validation, ADeviceBelowTheHostIsRejectedByName) {
+  Args s = single_args({M}, N, K);
+  s.w.device = -5;
+  F8GEMM_EXPECT_INVALID(s.single(), "w's device must be kHost (-1) or a CUDA device ordinal, got -5");
+  Args b = batched_args(B, M, N, K);
+  b.out.device = -2;
+  F8GEMM_EXPECT_INVALID(b.batched(), "out's device must be kHost (-1) or a CUDA device ordinal");
+  TensorView in = dev_view(kX, DType::kBF16, {2, 64});
+  TensorView q = dev_view(kW, DType::kE4M3, {2, 64});
+  TensorView sc = dev_view(kXs, DType::kF32, {2});
+  in.device = -7;
+  F8GEMM_EXPECT_INVALID(quantize_rows(in, q, sc), "got -7");
+  test::expect_error([] { make_view(nullptr, DType::kF32, {4}, -3); }, ErrorCode::kInvalidArgument,
+                     "make_view: device must be kHost (-1) or a CUDA device ordinal, got -3");
+}
+
 TEST(Validation, ViewsWithARankPastTheMaximumOrTooManyElementsAreRejected) {
   Args s = single_args({M}, N, K);
   s.x.rank = kMaxRank + 1;  // would read past shape[]
