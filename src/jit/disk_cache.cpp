@@ -10,8 +10,6 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
-#include <mutex>
-#include <set>
 #include <thread>
 
 #include "check.hpp"
@@ -41,16 +39,10 @@ std::string home_dir() {
   return {};
 }
 
-/// Creates dir (recursively); empty when it is a directory now, else why not.
+/// Creates the cache directory (make_directory); empty when it is a directory now, else why not.
 std::string make_dir(const std::string& dir) {
   if (dir.empty()) return "no directory: HOME is not set and F8GEMM_CACHE_DIR is empty";
-  std::error_code ec;
-  if (std::filesystem::exists(dir, ec) && !std::filesystem::is_directory(dir, ec)) {
-    return "it exists and is not a directory";
-  }
-  std::filesystem::create_directories(dir, ec);
-  if (!ec && std::filesystem::is_directory(dir, ec)) return {};
-  return ec ? "cannot create it: " + ec.message() : std::string("it is not a directory");
+  return make_directory(dir);
 }
 
 /// A name no other thread or process of this machine uses at the same time.
@@ -109,14 +101,9 @@ std::string cache_problem() {
 // A cache that does not work only costs recompiles, so it never throws; but a user who set
 // F8GEMM_CACHE_DIR (or precompiled for a server) must hear that every process compiles again.
 void warn_cache_unusable(const std::string& dir, const std::string& why) {
-  static std::mutex mutex;
-  static auto* warned = new std::set<std::string>;  // never destroyed: used until exit
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (!warned->insert(dir).second) return;
-  }
-  print_line(detail::concat("f8gemm: warning: the JIT disk cache '", dir, "' is unusable (", why,
-                            "); compiled kernels are kept in memory only"));
+  print_line_once("cache " + dir,
+                  detail::concat("f8gemm: warning: the JIT disk cache '", dir, "' is unusable (",
+                                 why, "); compiled kernels are kept in memory only"));
 }
 
 bool ensure_cache_dir(const std::string& dir) {

@@ -1,7 +1,6 @@
 /// \brief The F8GEMM_DUMP_DIR writer (dump.hpp).
 #include "jit/dump.hpp"
 
-#include <filesystem>
 #include <utility>
 
 #include "check.hpp"
@@ -16,8 +15,14 @@ void dump(const std::string& label, const std::string& key, const std::string& s
           const std::string* ptx, const std::string& log, const std::vector<char>* cubin) {
   const std::string dir = detail::get_env<std::string>("F8GEMM_DUMP_DIR");
   if (dir.empty()) return;
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
+  // One warning per directory: each instance would otherwise fail four files with it.
+  const std::string problem = make_directory(dir);
+  if (!problem.empty()) {
+    print_line_once("dump " + dir, detail::concat("f8gemm: warning: F8GEMM_DUMP_DIR '", dir,
+                                                  "' is unusable (", problem,
+                                                  "); no instance is dumped"));
+    return;
+  }
   std::string base = dir + "/" + safe_name(label) + "." + key;
   std::vector<std::pair<std::string, const std::string*>> files = {{".cu", &source},
                                                                    {".log", &log}};
@@ -27,7 +32,9 @@ void dump(const std::string& label, const std::string& key, const std::string& s
   for (const auto& [ext, text] : files) {
     std::string why;
     if (!write_file(base + ext, {{text->data(), text->size()}}, &why)) {
-      print_line(detail::concat("f8gemm: jit cannot write ", base, ext, ": ", why));
+      print_line_once("dump " + dir, detail::concat("f8gemm: warning: F8GEMM_DUMP_DIR '", dir,
+                                                    "': cannot write ", base, ext, ": ", why,
+                                                    " (said once for the directory)"));
     }
   }
 }

@@ -4,6 +4,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <set>
 
 #include "env.hpp"
 
@@ -13,6 +16,26 @@ void print_line(const std::string& line) {
   std::string s = line + "\n";
   std::fwrite(s.data(), 1, s.size(), stderr);
   std::fflush(stderr);
+}
+
+void print_line_once(const std::string& key, const std::string& line) {
+  static std::mutex mutex;
+  static auto* said = new std::set<std::string>;  // never destroyed: used until exit
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!said->insert(key).second) return;
+  }
+  print_line(line);
+}
+
+std::string make_directory(const std::string& dir) {
+  std::error_code ec;
+  if (std::filesystem::exists(dir, ec) && !std::filesystem::is_directory(dir, ec)) {
+    return "it exists and is not a directory";
+  }
+  std::filesystem::create_directories(dir, ec);
+  if (!ec && std::filesystem::is_directory(dir, ec)) return {};
+  return ec ? "cannot create it: " + ec.message() : std::string("it is not a directory");
 }
 
 void log_line(const std::string& line) {

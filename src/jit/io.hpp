@@ -21,6 +21,13 @@ void log_line(const std::string& line);
 bool write_file(const std::string& path, const std::vector<std::pair<const char*, size_t>>& parts,
                 std::string* why);
 
+/// print_line, the first time that `key` is given in this process only (one warning per
+/// directory, however many instances meet it).
+void print_line_once(const std::string& key, const std::string& line);
+
+/// Creates dir (recursively); empty when it is a directory now, else why not.
+std::string make_directory(const std::string& dir);
+
 /// A label as a file name: anything outside [A-Za-z0-9._-] becomes '_'; empty is "instance".
 std::string safe_name(const std::string& label);
 

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstring>
@@ -532,6 +533,24 @@ TEST_F(JitTest, DumpDirectoryGetsSourcePtxAndLog) {
   auto b = get(src);
   EXPECT_TRUE(b->from_disk());
   check();
+}
+
+// A dump directory that is a file: one warning with the path and the reason, however many
+// instances compile, and the instances still come (dumping is a side output).
+TEST_F(JitTest, DumpDirectoryNamingAFileWarnsOnceWithThePathAndTheReason) {
+  const std::string file = dir_ + "/not_a_dir";
+  write_bytes(file, {'x'});
+  dump_env_.set(file);
+  ::testing::internal::CaptureStderr();
+  auto a = get(tiny_source(test_name() + "1"));
+  auto b = get(tiny_source(test_name() + "2"));
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(a && b);
+  const std::string needle = "f8gemm: warning: F8GEMM_DUMP_DIR '" + file + "' is unusable (";
+  const size_t at = err.find(needle);
+  ASSERT_NE(at, std::string::npos) << err;
+  EXPECT_NE(err.find("it exists and is not a directory", at), std::string::npos) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << "more than one line: " << err;
 }
 
 TEST_F(JitTest, KernelWithoutADeviceThrowsNoDevice) {
