@@ -71,12 +71,7 @@ def parse_args(argv):
     p.add_argument("--rotate-l2", type=float, default=2.0,
                    help="rotate the sources until consecutive copies span this many L2s "
                         "(default 2, as the benches)")
-    args = p.parse_args(argv)
-    if args.iters < 1:
-        p.error("--iters must be >= 1")
-    if not 0.0 < args.rotate_l2 <= 64.0:  # also false for NaN
-        p.error("--rotate-l2 must be in (0, 64]")
-    return args
+    return peers.check_timing_args(p, p.parse_args(argv))
 
 
 def time_copy_us(torch, dev, shape, l2_bytes, rotate_l2, iters):
@@ -111,13 +106,7 @@ def time_copy_us(torch, dev, shape, l2_bytes, rotate_l2, iters):
 
 def main(argv):
     args = parse_args(argv)
-    import torch
-
-    if not torch.cuda.is_available():
-        raise SystemExit("copy_floor.py: no CUDA device")
-    dev = torch.device("cuda")
-    props = torch.cuda.get_device_properties(dev)
-    l2_bytes = int(getattr(props, "L2_cache_size", 60 * 1024 * 1024))
+    torch, dev, props, l2_bytes = peers.cuda_device("copy_floor.py")
     shapes = peers.read_shapes(args.shapes) if args.shapes else list(peers.DEFAULT_SHAPES)
     ours = peers.read_graph_times(args.baseline) if args.baseline else {}
     print(f"device: {props.name}, {props.multi_processor_count} SMs, L2 {l2_bytes} bytes; "

@@ -74,11 +74,15 @@ def parse_args(argv):
     p.add_argument("--only", help="comma-separated subset of impl names to run")
     p.add_argument("--rotate-l2", type=float, default=2.0,
                    help="rotate input sets until consecutive calls span this many L2s (default 2)")
-    args = p.parse_args(argv)
+    return check_timing_args(p, p.parse_args(argv))
+
+
+def check_timing_args(parser, args):
+    """The ranges of --iters and --rotate-l2, which every bench script here takes."""
     if args.iters < 1:
-        p.error("--iters must be >= 1")
+        parser.error("--iters must be >= 1")
     if not 0.0 < args.rotate_l2 <= 64.0:  # also false for NaN
-        p.error("--rotate-l2 must be in (0, 64]")
+        parser.error("--rotate-l2 must be in (0, 64]")
     return args
 
 
@@ -348,17 +352,23 @@ def ceilings(dev, iters, baseline=None):
     return bw, peak
 
 
+def cuda_device(tool):
+    """(torch, the CUDA device, its properties, its L2 bytes); a SystemExit naming `tool` where
+    there is none."""
+    import torch
+    if not torch.cuda.is_available():
+        raise SystemExit(f"{tool}: no CUDA device")
+    dev = torch.device("cuda")
+    props = torch.cuda.get_device_properties(dev)
+    return torch, dev, props, int(getattr(props, "L2_cache_size", 60 * 1024 * 1024))
+
+
 def main(argv):
     args = parse_args(argv)
-    import torch
+    torch, dev, props, l2_bytes = cuda_device("peers.py")
     import triton
     import triton.language as tl
 
-    if not torch.cuda.is_available():
-        raise SystemExit("peers.py: no CUDA device")
-    dev = torch.device("cuda")
-    props = torch.cuda.get_device_properties(dev)
-    l2_bytes = int(getattr(props, "L2_cache_size", 60 * 1024 * 1024))
     fast = not args.precise
     shapes = read_shapes(args.shapes) if args.shapes else list(DEFAULT_SHAPES)
     only = set(args.only.split(",")) if args.only else None
