@@ -38,6 +38,20 @@ TEST(TuningSeam, AnSmCountOutsideOneTo1024IsRefusedNotDividedBy) {
   EXPECT_GT(model_estimate_us(model_config(p, 132), p, 132), 0.0);
 }
 
+// A name that a table key cannot hold: its key would not parse back, or would read as a comment.
+TEST(TuningSeam, AGpuNameATableKeyCannotHoldIsRefused) {
+  const ProblemShape p = problem(128, 4096, 4096);
+  for (const char* name : {"", "NVIDIA|H200", "NVIDIA\tH200", "NVIDIA H200\n", "#H200"}) {
+    SCOPED_TRACE(name);
+    F8GEMM_EXPECT_INVALID(tuning_table_key(TargetGpu{name, 132, true}, p),
+                          "TargetGpu::name must be non-empty");
+    F8GEMM_EXPECT_INVALID(decide_config(TargetGpu{name, 132, true}, p),
+                          "TargetGpu::name must be non-empty");
+  }
+  EXPECT_EQ(tuning_table_key(TargetGpu{"NVIDIA H200", 132, true}, p).rfind("NVIDIA H200|132|", 0),
+            0u);
+}
+
 TEST(TuningSeam, AConfigThatCannotRunTheProblemIsRefusedWithItsReason) {
   const ProblemShape p = problem(128, 4096, 4096);
   Config c = model_config(p, 132);
