@@ -11,18 +11,22 @@ namespace {
 constexpr const char* kUsage =
     "usage: f8gemm <command> [options]\n"
     "  info                       GPU, SMs, driver, NVRTC, cache directory\n"
-    "  demo                       the 11 batched shapes, verified, with a table (CPU path without a GPU)\n"
+    "  demo [--iters N]           the 11 batched shapes, verified, with a table (CPU path without a GPU;\n"
+    "                             --iters: calls timed per shape and mode, graph replay; default 50)\n"
     "  run --b B --m M --n N --k K [--out bf16|fp16] [--bias] [--bias-dtype f32|bf16] [--precise]\n"
     "      [--plain] [--config NAME] [--verify] [--once] [--iters N] [--seed S]\n"
     "      [--trace CSV [--trace-tiles N]] (per-tile clocks of one call: GemmOptions::trace)\n"
+    "      (defaults: --b 1, --out bf16, --iters 100, --seed 1, --trace-tiles 1024)\n"
     "  bench [--shapes FILE] [--csv FILE] [--iters N] [--precise] [--no-peak] [--prefetch-w]\n"
     "        [--rotate-l2 F]            (input sets span F x the L2; default 2)\n"
+    "        (defaults: --csv bench.csv, --iters 100)\n"
     "  precompile [--shape B,M,N,K]... [--shapes FILE] [--plain] [--precise] [--out bf16|fp16]\n"
     "      [--candidates] [--chained] (every candidate `tune` would time; --chained: as called\n"
     "                                  with PDL and prefetch_w, ProblemShape::chained)\n"
     "  tune --shapes FILE [--out FILE] [--log CSV] [--precise|--both] [--plain] [--iters N]\n"
     "      [--prefetch-w]             (GemmOptions::prefetch_w; with F8GEMM_PDL=1: decode chains)\n"
     "      [--epilogue none|silu_mul] (silu_mul: N is the merged [gate; up] rows; its own entries)\n"
+    "      (defaults: --out tune.tsv, --iters 40)\n"
     "  help                       this text\n";
 }
 
