@@ -38,6 +38,14 @@ int main(int argc, char** argv) {
   }
   const std::string command = argv[1];
   Args args(argv + 2, argv + argc);
+  const bool known = command == "info" || command == "demo" || command == "run" ||
+                     command == "bench" || command == "precompile" || command == "tune";
+  // `f8gemm <command> --help` is a question: the usage on stdout, exit 0 (bench prints its own).
+  const bool help = args.size() == 1 && (args[0] == "--help" || args[0] == "-h");
+  if (known && command != "bench" && help) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
   try {
     if (command == "info") return cmd_info(args);
     if (command == "demo") return cmd_demo(args);
