@@ -5,8 +5,8 @@ torch.ops.load_library. It is looked for, in order:
 
 1. the path in the environment variable F8GEMM_TORCH_LIB (the .so file, or its folder);
 2. next to this package: where `pip install --no-build-isolation .` puts it;
-3. for developers running from a checkout: the repository's build folders, build*/ (the most
-   recently built one wins).
+3. for developers running from a checkout: the repository's build folders, build*/ and the
+   folders one level below them (the most recently built library wins).
 
 A pip-installed package also records the torch and CUDA versions it was built against
 (f8gemm.build_info); importing it into another torch version raises ImportError saying so.
