@@ -178,6 +178,26 @@ TEST(AccuracyBound, OneUlpOfTheLargestValueFails) {
   }
 }
 
+TEST(AccuracyBound, ANonFiniteElementFails) {
+  // compare_to_reference leaves a NaN or inf out of max_ratio and rel_rms (it has no ratio) and
+  // counts it: the count alone must fail the check, as a poisoned element left unwritten does.
+  const Emulated e(11, 32, 64, 256, true);
+  const test::CheckStats good = e.check(e.y);
+  ASSERT_TRUE(numerics::within_bounds(good.rel_rms, good.max_ratio, good.nonfinite,
+                                      int64_t(e.y.size()), e.k, e.fast, DType::kBF16))
+      << good;
+  for (uint16_t poison : {uint16_t(0x7fc0), uint16_t(0xff80)}) {  // NaN, -inf
+    std::vector<uint16_t> bad = e.y;
+    bad[bad.size() / 3] = poison;
+    const test::CheckStats s = e.check(bad);
+    EXPECT_EQ(s.nonfinite, 1) << s;
+    EXPECT_LE(s.max_ratio, 1.0) << s;
+    EXPECT_FALSE(numerics::within_bounds(s.rel_rms, s.max_ratio, s.nonfinite,
+                                         int64_t(bad.size()), e.k, e.fast, DType::kBF16))
+        << "poison " << poison << " " << s;
+  }
+}
+
 // ---- every recorded GPU run stays inside the bounds, with margin --------------------------------
 
 TEST(AccuracyBound, HoldsForEveryRunInTheRecordedGpuLog) {
