@@ -198,6 +198,19 @@ TEST(AccuracyBound, ANonFiniteElementFails) {
   }
 }
 
+TEST(AccuracyBound, OneFp16SubnormalUlpOnAnExactZeroFails) {
+  // Where the reference is exactly 0 (abs_ref 0: every product 0), the bound is the subnormal
+  // slack alone, half of fp16's smallest subnormal 2^-24: the right output 0 passes, 2^-24 fails.
+  const double gamma = numerics::accumulation_gamma(1024, true);
+  EXPECT_EQ(numerics::element_bound(0.0, 0.0, DType::kF16, gamma), 0x1p-25);
+  const std::vector<double> ref = {0.0, 1.0}, abs_ref = {0.0, 1.0};
+  const std::vector<uint16_t> right = {0x0000, 0x3c00}, off = {0x0001, 0x3c00};
+  EXPECT_EQ(test::compare_to_reference(ref, abs_ref, right.data(), DType::kF16, gamma).max_ratio,
+            0.0);
+  EXPECT_GT(test::compare_to_reference(ref, abs_ref, off.data(), DType::kF16, gamma).max_ratio,
+            1.0);
+}
+
 // ---- every recorded GPU run stays inside the bounds, with margin --------------------------------
 
 TEST(AccuracyBound, HoldsForEveryRunInTheRecordedGpuLog) {
