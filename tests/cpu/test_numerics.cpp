@@ -212,6 +212,26 @@ TEST(DoubleToBf16, OverflowSubnormalsNaN) {
   EXPECT_EQ(double_to_bf16(-kNan), 0xffc0);
 }
 
+// Every value past the largest finite one overflows to inf, in each binade above it: the first
+// binade past the format's top exponent included (there the exponent field is all ones, and a
+// nonzero mantissa would be a NaN).
+TEST(DoubleToHalf, EveryBinadePastTheTopOverflowsToInf) {
+  for (int e = 128; e <= 140; ++e) {
+    for (double mant : {1.0, 1.25, 1.5, 1.99}) {
+      const double v = std::ldexp(mant, e);
+      EXPECT_EQ(double_to_bf16(v), 0x7f80) << v;
+      EXPECT_EQ(double_to_bf16(-v), 0xff80) << v;
+    }
+  }
+  for (int e = 16; e <= 28; ++e) {
+    for (double mant : {1.0, 1.25, 1.5, 1.99}) {
+      const double v = std::ldexp(mant, e);  // 65536 * mant and up
+      EXPECT_EQ(double_to_f16(v), 0x7c00) << v;
+      EXPECT_EQ(double_to_f16(-v), 0xfc00) << v;
+    }
+  }
+}
+
 TEST(DoubleToBf16, DecodeAndRoundTripAllCodes) {
   EXPECT_EQ(bf16_to_double(0x3f80), 1.0);
   EXPECT_EQ(bf16_to_double(0xc020), -2.5);
