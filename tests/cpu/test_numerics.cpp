@@ -621,6 +621,22 @@ TEST(QuantizeRows, ZeroRowUsesEps) {
   for (uint8_t v : q) EXPECT_EQ(v, 0x00);
 }
 
+// eps is a floor on amax, not only a stand-in for a zero row: a row whose amax is below eps is
+// scaled by eps (d = max(amax, eps)), so its values quantise as small codes, not up to 448.
+TEST(QuantizeRows, RowBelowEpsIsScaledByEps) {
+  const std::vector<float> in = {1e-7f, -5e-8f, 0.0f, 2.5e-8f};
+  std::vector<uint8_t> q(4, 0xcc);
+  float scale = 0;
+  const float eps = 1e-6f;
+  quantize_rows_host(in.data(), DType::kF32, 1, 4, eps, 0.0f, q.data(), &scale);
+  EXPECT_EQ(scale, eps / 448.0f);
+  const float inv = 448.0f / eps;
+  for (size_t c = 0; c < in.size(); ++c) {
+    EXPECT_EQ(q[c], float_to_e4m3(in[c] * inv)) << "column " << c;
+  }
+  EXPECT_LT(q[0], 0x68);  // 1e-7 * 448 / 1e-6 = 44.8 (0x63), far below 448 (0x7e)
+}
+
 TEST(QuantizeRows, Bf16AndFp16Inputs) {
   // bf16 {2, -3, 1, 0.25}: amax 3, inv = 448/3 = 149.33: 298.7 -> 288 (0x79), -3 -> 0xfe,
   // 149.3 -> 144 (0x71), 37.3 -> 36 (0x61).
