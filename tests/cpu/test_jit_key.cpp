@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "f8gemm/check.hpp"
+#include "jit/embedded.hpp"
 #include "jit/jit.hpp"
 #include "jit/nvrtc_identity.hpp"
 
@@ -47,6 +48,18 @@ TEST(JitKey, ChangesWithTheNvrtcLibraryWithinOneMinorVersion) {
 TEST(JitKey, TheProcessKeyUsesTheLoadedLibrary) {
   EXPECT_EQ(make_key(kSource, kOptions), make_key_for_nvrtc(nvrtc_identity(), kSource, kOptions));
   EXPECT_NE(make_key(kSource, kOptions), make_key_for_nvrtc(kOld + " (another)", kSource, kOptions));
+}
+
+// An option's value is hashed, not only the number of options: -DX=1 and -DX=2 (one option
+// each, the same length) compile different code.
+TEST(JitKey, ChangesWithAnOptionsValue) {
+  std::vector<std::string> one = kOptions, two = kOptions;
+  one.push_back("-DX=1");
+  two.push_back("-DX=2");
+  EXPECT_NE(make_key(kSource, one), make_key(kSource, two));
+  EXPECT_NE(make_key(kSource, {"--gpu-architecture=sm_90a", "-std=c++17"}),
+            make_key(kSource, {"--gpu-architecture=sm_90a", "-std=c++20"}));
+  EXPECT_EQ(make_key(kSource, one), make_key(kSource, std::vector<std::string>(one)));
 }
 
 // One installation gives one identity: computed again from the loaded objects, and by eight
