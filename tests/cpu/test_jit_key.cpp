@@ -62,6 +62,33 @@ TEST(JitKey, ChangesWithAnOptionsValue) {
   EXPECT_EQ(make_key(kSource, one), make_key(kSource, std::vector<std::string>(one)));
 }
 
+// The instance source only #includes the device headers by name: an edit to any one of them (a
+// fixed kernel) must change the key, or the disk cache serves the old cubin.
+TEST(JitKey, ChangesWithTheTextOfEveryEmbeddedHeader) {
+  using f8gemm::jit::EmbeddedFile;
+  using f8gemm::jit::kEmbeddedFiles;
+  using f8gemm::jit::kNumEmbeddedFiles;
+  using f8gemm::jit::make_key_for_headers;
+  ASSERT_GT(kNumEmbeddedFiles, 1);
+  const std::vector<EmbeddedFile> shipped(kEmbeddedFiles, kEmbeddedFiles + kNumEmbeddedFiles);
+  const std::string key = make_key_for_nvrtc(kOld, kSource, kOptions);
+  const int count = int(shipped.size());
+  EXPECT_EQ(make_key_for_headers(kOld, shipped.data(), count, kSource, kOptions), key);
+  for (int i = 0; i < kNumEmbeddedFiles; ++i) {
+    SCOPED_TRACE(kEmbeddedFiles[i].name);
+    std::vector<EmbeddedFile> edited = shipped;
+    const std::string text = std::string(kEmbeddedFiles[i].text) + "\n// edited\n";
+    edited[size_t(i)].text = text.c_str();
+    EXPECT_NE(make_key_for_headers(kOld, edited.data(), count, kSource, kOptions), key);
+    edited = shipped;
+    const std::string name = std::string(kEmbeddedFiles[i].name) + "x";
+    edited[size_t(i)].name = name.c_str();
+    EXPECT_NE(make_key_for_headers(kOld, edited.data(), count, kSource, kOptions), key);
+  }
+  // One header fewer is another set of headers.
+  EXPECT_NE(make_key_for_headers(kOld, shipped.data(), count - 1, kSource, kOptions), key);
+}
+
 // One installation gives one identity: computed again from the loaded objects, and by eight
 // threads at once (describe_nvrtc_library itself, not the process's kept copy, which an earlier
 // test may have computed already), it is the same string as the one the keys use.
