@@ -273,6 +273,21 @@ TEST(DiskCacheFile, AnotherKeysFileUnderThisKeysNameIsCorrupt) {
   EXPECT_EQ(why, "key mismatch");
 }
 
+TEST(DiskCacheFile, AFileLongerOrShorterThanItsHeaderSaysIsCorrupt) {
+  const f8gemm::test::TempDir dir("f8gemm_disk_cache");
+  const std::string key = f8gemm::jit::make_key(tiny_source("sizes"), default_options());
+  const std::vector<char> bytes = store_file(dir.path(), key);
+  std::vector<char> longer = bytes;
+  longer.insert(longer.end(), {'x', 'y', 'z'});
+  const std::vector<char> shorter(bytes.begin(), bytes.end() - 3);  // 3 bytes of the log lost
+  const std::vector<char>* const bads[] = {&longer, &shorter};
+  for (const std::vector<char>* bad : bads) {
+    const auto [result, why] = load_bytes(dir.path(), key, *bad);
+    EXPECT_EQ(result, f8gemm::jit::DiskResult::kCorrupt) << bad->size() << " bytes";
+    EXPECT_EQ(why, "size mismatch") << bad->size() << " bytes";
+  }
+}
+
 TEST_F(JitTest, SameSourceTwiceIsAMemoryHit) {
   const std::string src = tiny_source(test_name());
   auto a = get(src);
