@@ -288,6 +288,17 @@ TEST(DiskCacheFile, AFileLongerOrShorterThanItsHeaderSaysIsCorrupt) {
   }
 }
 
+TEST(DiskCacheFile, AFlippedByteOfTheLogIsCorrupt) {
+  // The log is the ptxas report that spills and warnings are read from: the checksum covers it.
+  const f8gemm::test::TempDir dir("f8gemm_disk_cache");
+  const std::string key = f8gemm::jit::make_key(tiny_source("log"), default_options());
+  std::vector<char> bytes = store_file(dir.path(), key);
+  bytes.back() ^= 0x01;  // the log's last character
+  const auto [result, why] = load_bytes(dir.path(), key, bytes);
+  EXPECT_EQ(result, f8gemm::jit::DiskResult::kCorrupt);
+  EXPECT_EQ(why, "checksum mismatch");
+}
+
 TEST_F(JitTest, SameSourceTwiceIsAMemoryHit) {
   const std::string src = tiny_source(test_name());
   auto a = get(src);
