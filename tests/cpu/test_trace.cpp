@@ -193,6 +193,16 @@ TEST(Trace, BuffersThatDoNotFitTheirTilesAreRejected) {
                "counts 1099511627776 tiles for consumer 0");
 }
 
+// A header of 1 (consumers + 1 with no consumer) is no kernel's: the buffer is not a trace.
+TEST(Trace, AHeaderOfNoConsumersIsRejected) {
+  std::vector<uint64_t> w = empty_buffer(2);
+  set_header(w, 0, 1, 0, 1, 0);
+  set_record(w, 0, 0, 0, 100, 200, 300, 400);
+  w[kCtaWords] = 1;  // CTA 1
+  expect_error([&] { test::parse_trace(w, kTiles); }, ErrorCode::kInvalidArgument,
+               "CTA 1's header says 1 (consumers + 1 must be 2 or 3)");
+}
+
 TEST(Trace, TheCsvListsEveryRecordRelativeToItsCtasFirstStart) {
   std::vector<uint64_t> w = empty_buffer(2);
   set_header(w, 1, 1, 3, 2, 0);
