@@ -203,6 +203,19 @@ TEST(Trace, AHeaderOfNoConsumersIsRejected) {
                "CTA 1's header says 1 (consumers + 1 must be 2 or 3)");
 }
 
+// A tile that starts on the clock its predecessor stored is a gap of 0 cycles, counted in the
+// gap's mean and median like any other.
+TEST(Trace, BackToBackTilesCountAGapOfZero) {
+  std::vector<uint64_t> w = empty_buffer(1);
+  set_header(w, 0, 1, 0, 3, 0);
+  set_record(w, 0, 0, 0, 100, 200, 300, 400);
+  set_record(w, 0, 0, 1, 400, 500, 600, 700);  // gap 0
+  set_record(w, 0, 0, 2, 800, 900, 1000, 1100);  // gap 100
+  const test::TraceSummary s = test::summarize_trace(test::parse_trace(w, kTiles));
+  EXPECT_DOUBLE_EQ(s.slot[0].gap_mean, 50.0);
+  EXPECT_DOUBLE_EQ(s.slot[0].gap_median, 50.0);
+}
+
 TEST(Trace, TheCsvListsEveryRecordRelativeToItsCtasFirstStart) {
   std::vector<uint64_t> w = empty_buffer(2);
   set_header(w, 1, 1, 3, 2, 0);
