@@ -237,5 +237,26 @@ TEST(Trace, TheCsvListsEveryRecordRelativeToItsCtasFirstStart) {
                ErrorCode::kIo, "cannot write");
 }
 
+// The CTA's first start is the earliest of all its consumers' tiles, not its first record's:
+// consumer 1 may start before consumer 0.
+TEST(Trace, TheCsvClocksCountFromTheEarliestStartOfAnyConsumer) {
+  std::vector<uint64_t> w = empty_buffer(1);
+  set_header(w, 0, 2, 5, 1, 1);
+  set_record(w, 0, 0, 0, 1100, 1200, 1300, 1400);
+  set_record(w, 0, 1, 0, 1000, 1150, 1250, 1350);
+  const test::TraceData d = test::parse_trace(w, kTiles);
+  test::TempDir dir("f8gemm_trace_csv");
+  const std::string path = dir.path() + "/t.csv";
+  test::write_trace_csv(path, d.records);
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  EXPECT_EQ(ss.str(),
+            "cta,sm,consumer,tile,start,last_issue,mainloop_done,epilogue_entered,"
+            "epilogue_staged,epilogue_done\n"
+            "0,5,0,0,100,200,300,,,400\n"
+            "0,5,1,0,0,150,250,,,350\n");
+}
+
 }  // namespace
 }  // namespace f8gemm
