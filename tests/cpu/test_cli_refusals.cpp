@@ -334,6 +334,18 @@ TEST(TuneCli, AnEmptyOutOrLogFileNameExitsTwoBeforeTheRun) {
 
 // F8GEMM_HANG_SECONDS was read at the first wait only: a bad value was reported after kernels
 // had launched, and never by `run --once`, which does not wait with the guard.
+// An integer option takes the whole word: a number with anything after it is refused, not read
+// as its leading digits (run's and tune's parser, and bench's own).
+TEST(RunCli, AnIntegerOptionWithTrailingCharactersExitsTwo) {
+  const f8gemm::test::TempDir dir("f8gemm_cli_values");
+  expect_refusal(dir, "run --once --m 16 --n 256 --k 256abc",
+                 "run: --k expects an integer, got '256abc'");
+  expect_refusal(dir, "run --once --m 16 --n 256 --k 256 --iters 5x",
+                 "run: --iters expects an integer, got '5x'");
+  expect_refusal(dir, "bench --iters 10x",
+                 "bench: --iters must be an integer in [1, 100000], got '10x'");
+}
+
 TEST(HangSecondsCli, ABadValueExitsTwoBeforeAnyWork) {
   const f8gemm::test::TempDir dir("f8gemm_hang_cli");
   for (const std::string value : {"ten", "0", "-1", "inf"}) {
