@@ -346,6 +346,19 @@ TEST(RunCli, AnIntegerOptionWithTrailingCharactersExitsTwo) {
                  "bench: --iters must be an integer in [1, 100000], got '10x'");
 }
 
+// An integer below its option's range is refused like one above it: --iters 0 would time
+// nothing and divide by zero.
+TEST(RunCli, AnIntegerBelowItsRangeExitsTwo) {
+  const f8gemm::test::TempDir dir("f8gemm_cli_values");
+  expect_refusal(dir, "run --once --m 16 --n 256 --k 256 --iters 0",
+                 "run: --iters must be in 1..100000, got 0");
+  expect_refusal(dir,
+                 "run --once --m 16 --n 256 --k 256 --trace '" + dir.path() +
+                     "/t.csv' --trace-tiles 0",
+                 "run: --trace-tiles must be in 1..16384, got 0");
+  expect_refusal(dir, "run --once --m 16 --n 256 --k 256 --b -1", "run: --b must be in 0..");
+}
+
 TEST(HangSecondsCli, ABadValueExitsTwoBeforeAnyWork) {
   const f8gemm::test::TempDir dir("f8gemm_hang_cli");
   for (const std::string value : {"ten", "0", "-1", "inf"}) {
