@@ -359,6 +359,14 @@ TEST(RunCli, AnIntegerBelowItsRangeExitsTwo) {
   expect_refusal(dir, "run --once --m 16 --n 256 --k 256 --b -1", "run: --b must be in 0..");
 }
 
+// A repeated option takes its last value, as shells and most CLIs do: here the last --k, 40,
+// which no call can take.
+TEST(RunCli, ARepeatedOptionTakesItsLastValue) {
+  const f8gemm::test::TempDir dir("f8gemm_cli_values");
+  expect_refusal(dir, "run --once --m 16 --n 256 --k 256 --k 40",
+                 "K must be a positive multiple of 16");
+}
+
 TEST(HangSecondsCli, ABadValueExitsTwoBeforeAnyWork) {
   const f8gemm::test::TempDir dir("f8gemm_hang_cli");
   for (const std::string value : {"ten", "0", "-1", "inf"}) {
