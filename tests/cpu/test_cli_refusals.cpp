@@ -367,6 +367,13 @@ TEST(RunCli, ARepeatedOptionTakesItsLastValue) {
                  "K must be a positive multiple of 16");
 }
 
+// run's --out is bf16 or fp16: any other name is refused, not run as bf16.
+TEST(RunCli, AnOutputTypeOtherThanBf16OrFp16ExitsTwo) {
+  const f8gemm::test::TempDir dir("f8gemm_cli_values");
+  expect_refusal(dir, "run --once --m 16 --n 256 --k 256 --out fp8",
+                 "run: --out must be bf16 or fp16, got 'fp8'");
+}
+
 TEST(HangSecondsCli, ABadValueExitsTwoBeforeAnyWork) {
   const f8gemm::test::TempDir dir("f8gemm_hang_cli");
   for (const std::string value : {"ten", "0", "-1", "inf"}) {
