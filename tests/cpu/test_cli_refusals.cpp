@@ -374,6 +374,13 @@ TEST(RunCli, AnOutputTypeOtherThanBf16OrFp16ExitsTwo) {
                  "run: --out must be bf16 or fp16, got 'fp8'");
 }
 
+// --trace-tiles sizes the --trace buffer: alone it would be ignored, so it is refused.
+TEST(RunCli, TraceTilesWithoutTraceExitsTwo) {
+  const f8gemm::test::TempDir dir("f8gemm_cli_values");
+  expect_refusal(dir, "run --once --m 16 --n 256 --k 256 --trace-tiles 64",
+                 "run: --trace-tiles needs --trace");
+}
+
 TEST(HangSecondsCli, ABadValueExitsTwoBeforeAnyWork) {
   const f8gemm::test::TempDir dir("f8gemm_hang_cli");
   for (const std::string value : {"ten", "0", "-1", "inf"}) {
