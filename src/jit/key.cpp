@@ -13,8 +13,9 @@
 namespace f8gemm::jit {
 namespace {
 
-/// The hash of everything that is the same for every key compiled by one NVRTC library.
-detail::Hash128 prefix_for(const std::string& nvrtc) {
+/// The hash of everything that is the same for every key compiled by one NVRTC library with one
+/// set of device headers.
+detail::Hash128 prefix_for(const std::string& nvrtc, const EmbeddedFile* headers, int count) {
   detail::Hash128 h;
   h.field(std::string("f8gemm-jit"));
   h.field(kCacheFormat);
@@ -22,17 +23,18 @@ detail::Hash128 prefix_for(const std::string& nvrtc) {
   // The version and the library file (nvrtc_identity.hpp): a patch update of the toolkit keeps
   // nvrtcVersion's 13.0 but brings another ptxas, whose cubins must not be mixed with the old.
   h.field(nvrtc);
-  h.field(static_cast<uint64_t>(kNumEmbeddedFiles));
-  for (int i = 0; i < kNumEmbeddedFiles; ++i) {
-    h.field(kEmbeddedFiles[i].name, std::strlen(kEmbeddedFiles[i].name));
-    h.field(kEmbeddedFiles[i].text, std::strlen(kEmbeddedFiles[i].text));
+  h.field(static_cast<uint64_t>(count));
+  for (int i = 0; i < count; ++i) {
+    h.field(headers[i].name, std::strlen(headers[i].name));
+    h.field(headers[i].text, std::strlen(headers[i].text));
   }
   return h;
 }
 
 /// This process's prefix, computed once: it hashes 137 KB of embedded headers.
 const detail::Hash128& process_prefix() {
-  static const detail::Hash128 prefix = prefix_for(nvrtc_identity());
+  static const detail::Hash128 prefix =
+      prefix_for(nvrtc_identity(), kEmbeddedFiles, kNumEmbeddedFiles);
   return prefix;
 }
 
@@ -52,7 +54,13 @@ std::string make_key(const std::string& source, const std::vector<std::string>& 
 
 std::string make_key_for_nvrtc(const std::string& nvrtc, const std::string& source,
                                const std::vector<std::string>& options) {
-  return finish(prefix_for(nvrtc), source, options);
+  return finish(prefix_for(nvrtc, kEmbeddedFiles, kNumEmbeddedFiles), source, options);
+}
+
+std::string make_key_for_headers(const std::string& nvrtc, const EmbeddedFile* headers, int count,
+                                 const std::string& source,
+                                 const std::vector<std::string>& options) {
+  return finish(prefix_for(nvrtc, headers, count), source, options);
 }
 
 }  // namespace f8gemm::jit

@@ -17,4 +17,14 @@ std::string make_key(const std::string& source, const std::vector<std::string>& 
 std::string make_key_for_nvrtc(const std::string& nvrtc, const std::string& source,
                                const std::vector<std::string>& options);
 
+struct EmbeddedFile;
+
+/// make_key_for_nvrtc() over `count` given device headers instead of the embedded ones: the seam
+/// that lets a test show that an edit to one header changes the key (the instance source only
+/// names the headers it includes). make_key_for_nvrtc(n, s, o) equals
+/// make_key_for_headers(n, kEmbeddedFiles, kNumEmbeddedFiles, s, o).
+std::string make_key_for_headers(const std::string& nvrtc, const EmbeddedFile* headers, int count,
+                                 const std::string& source,
+                                 const std::vector<std::string>& options);
+
 }  // namespace f8gemm::jit

@@ -178,6 +178,39 @@ TEST(AccuracyBound, OneUlpOfTheLargestValueFails) {
   }
 }
 
+TEST(AccuracyBound, ANonFiniteElementFails) {
+  // compare_to_reference leaves a NaN or inf out of max_ratio and rel_rms (it has no ratio) and
+  // counts it: the count alone must fail the check, as a poisoned element left unwritten does.
+  const Emulated e(11, 32, 64, 256, true);
+  const test::CheckStats good = e.check(e.y);
+  ASSERT_TRUE(numerics::within_bounds(good.rel_rms, good.max_ratio, good.nonfinite,
+                                      int64_t(e.y.size()), e.k, e.fast, DType::kBF16))
+      << good;
+  for (uint16_t poison : {uint16_t(0x7fc0), uint16_t(0xff80)}) {  // NaN, -inf
+    std::vector<uint16_t> bad = e.y;
+    bad[bad.size() / 3] = poison;
+    const test::CheckStats s = e.check(bad);
+    EXPECT_EQ(s.nonfinite, 1) << s;
+    EXPECT_LE(s.max_ratio, 1.0) << s;
+    EXPECT_FALSE(numerics::within_bounds(s.rel_rms, s.max_ratio, s.nonfinite,
+                                         int64_t(bad.size()), e.k, e.fast, DType::kBF16))
+        << "poison " << poison << " " << s;
+  }
+}
+
+TEST(AccuracyBound, OneFp16SubnormalUlpOnAnExactZeroFails) {
+  // Where the reference is exactly 0 (abs_ref 0: every product 0), the bound is the subnormal
+  // slack alone, half of fp16's smallest subnormal 2^-24: the right output 0 passes, 2^-24 fails.
+  const double gamma = numerics::accumulation_gamma(1024, true);
+  EXPECT_EQ(numerics::element_bound(0.0, 0.0, DType::kF16, gamma), 0x1p-25);
+  const std::vector<double> ref = {0.0, 1.0}, abs_ref = {0.0, 1.0};
+  const std::vector<uint16_t> right = {0x0000, 0x3c00}, off = {0x0001, 0x3c00};
+  EXPECT_EQ(test::compare_to_reference(ref, abs_ref, right.data(), DType::kF16, gamma).max_ratio,
+            0.0);
+  EXPECT_GT(test::compare_to_reference(ref, abs_ref, off.data(), DType::kF16, gamma).max_ratio,
+            1.0);
+}
+
 // ---- every recorded GPU run stays inside the bounds, with margin --------------------------------
 
 TEST(AccuracyBound, HoldsForEveryRunInTheRecordedGpuLog) {

@@ -334,6 +334,53 @@ TEST(TuneCli, AnEmptyOutOrLogFileNameExitsTwoBeforeTheRun) {
 
 // F8GEMM_HANG_SECONDS was read at the first wait only: a bad value was reported after kernels
 // had launched, and never by `run --once`, which does not wait with the guard.
+// An integer option takes the whole word: a number with anything after it is refused, not read
+// as its leading digits (run's and tune's parser, and bench's own).
+TEST(RunCli, AnIntegerOptionWithTrailingCharactersExitsTwo) {
+  const f8gemm::test::TempDir dir("f8gemm_cli_values");
+  expect_refusal(dir, "run --once --m 16 --n 256 --k 256abc",
+                 "run: --k expects an integer, got '256abc'");
+  expect_refusal(dir, "run --once --m 16 --n 256 --k 256 --iters 5x",
+                 "run: --iters expects an integer, got '5x'");
+  expect_refusal(dir, "bench --iters 10x",
+                 "bench: --iters must be an integer in [1, 100000], got '10x'");
+}
+
+// An integer below its option's range is refused like one above it: --iters 0 would time
+// nothing and divide by zero.
+TEST(RunCli, AnIntegerBelowItsRangeExitsTwo) {
+  const f8gemm::test::TempDir dir("f8gemm_cli_values");
+  expect_refusal(dir, "run --once --m 16 --n 256 --k 256 --iters 0",
+                 "run: --iters must be in 1..100000, got 0");
+  expect_refusal(dir,
+                 "run --once --m 16 --n 256 --k 256 --trace '" + dir.path() +
+                     "/t.csv' --trace-tiles 0",
+                 "run: --trace-tiles must be in 1..16384, got 0");
+  expect_refusal(dir, "run --once --m 16 --n 256 --k 256 --b -1", "run: --b must be in 0..");
+}
+
+// A repeated option takes its last value, as shells and most CLIs do: here the last --k, 40,
+// which no call can take.
+TEST(RunCli, ARepeatedOptionTakesItsLastValue) {
+  const f8gemm::test::TempDir dir("f8gemm_cli_values");
+  expect_refusal(dir, "run --once --m 16 --n 256 --k 256 --k 40",
+                 "K must be a positive multiple of 16");
+}
+
+// run's --out is bf16 or fp16: any other name is refused, not run as bf16.
+TEST(RunCli, AnOutputTypeOtherThanBf16OrFp16ExitsTwo) {
+  const f8gemm::test::TempDir dir("f8gemm_cli_values");
+  expect_refusal(dir, "run --once --m 16 --n 256 --k 256 --out fp8",
+                 "run: --out must be bf16 or fp16, got 'fp8'");
+}
+
+// --trace-tiles sizes the --trace buffer: alone it would be ignored, so it is refused.
+TEST(RunCli, TraceTilesWithoutTraceExitsTwo) {
+  const f8gemm::test::TempDir dir("f8gemm_cli_values");
+  expect_refusal(dir, "run --once --m 16 --n 256 --k 256 --trace-tiles 64",
+                 "run: --trace-tiles needs --trace");
+}
+
 TEST(HangSecondsCli, ABadValueExitsTwoBeforeAnyWork) {
   const f8gemm::test::TempDir dir("f8gemm_hang_cli");
   for (const std::string value : {"ten", "0", "-1", "inf"}) {

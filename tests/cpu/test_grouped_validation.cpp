@@ -507,6 +507,22 @@ TEST(GroupedValidation, SizesBeyondTheInt32IndexRangeAreRejected) {
   EXPECT_NO_THROW(grouped_args(2, 16, 268435200, 16).validate());
 }
 
+// Each group's last tile may be partial: the tile bound counts G tiles beyond rows / 8. At
+// N = 2^15 (2^12 tiles across), rows / 8 + G = 2^18 is exactly 2^30 tiles and passes; 8 rows more
+// (one more tile row) do not, although rows / 8 alone would still be 2^30 tiles or fewer.
+TEST(GroupedValidation, TheTileBoundCountsOnePartialTilePerGroup) {
+  constexpr int64_t kN = int64_t(1) << 15;
+  for (int64_t g : {int64_t(2), int64_t(4096)}) {
+    SCOPED_TRACE("G = " + std::to_string(g));
+    const int64_t rows = ((int64_t(1) << 18) - g) * 8;
+    EXPECT_NO_THROW(grouped_args(g, rows, kN, 16).validate());
+    Args over = grouped_args(g, rows + 8, kN, 16);
+    ASSERT_LE((rows + 8) / 8 * (kN / 8), int64_t(1) << 30);
+    F8GEMM_EXPECT_INVALID(over.validate(),
+                          "(rows / 8 + G) * ceil(N / 8) is more than 1073741824");
+  }
+}
+
 
 // ---- the public problem, precompile() and is_ready() ---------------------------------------
 

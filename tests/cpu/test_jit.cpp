@@ -18,6 +18,7 @@
 #include "f8gemm/f8gemm.hpp"
 #include "jit/embedded.hpp"
 #include "jit/jit.hpp"
+#include "test_support.hpp"
 
 namespace fs = std::filesystem;
 using f8gemm::jit::clear_memory_cache;
@@ -235,6 +236,67 @@ TEST(JitKey, IsStableHexAndCoversSourceAndOptions) {
   more.push_back("-DX=1");
   EXPECT_NE(f8gemm::jit::make_key(src, more), key);
   EXPECT_NE(f8gemm::jit::make_key(src, {"-a", "b"}), f8gemm::jit::make_key(src, {"-ab"}));
+}
+
+// ---- the disk cache's file check, on a stored file edited in place ----------------------------
+
+/// A cache file stored for `key` in `dir` (a fake cubin and a log), and its bytes.
+std::vector<char> store_file(const std::string& dir, const std::string& key) {
+  const std::vector<char> cubin(200, 'c');
+  std::string why;
+  EXPECT_TRUE(f8gemm::jit::store_cache_file(dir, key, cubin, "ptxas info: log text", &why)) << why;
+  std::ifstream in(f8gemm::jit::cache_file_path(dir, key), std::ios::binary);
+  return std::vector<char>(std::istreambuf_iterator<char>(in), {});
+}
+
+/// load_cache_file of `bytes` written as `key`'s file in `dir`: the result, and why when corrupt.
+std::pair<f8gemm::jit::DiskResult, std::string> load_bytes(const std::string& dir,
+                                                           const std::string& key,
+                                                           const std::vector<char>& bytes) {
+  const std::string path = f8gemm::jit::cache_file_path(dir, key);
+  std::ofstream(path, std::ios::binary | std::ios::trunc).write(bytes.data(),
+                                                                std::streamsize(bytes.size()));
+  std::vector<char> cubin;
+  std::string log, why;
+  const f8gemm::jit::DiskResult r = f8gemm::jit::load_cache_file(path, key, &cubin, &log, &why);
+  return {r, why};
+}
+
+TEST(DiskCacheFile, AnotherKeysFileUnderThisKeysNameIsCorrupt) {
+  const f8gemm::test::TempDir dir("f8gemm_disk_cache");
+  const std::string a = f8gemm::jit::make_key(tiny_source("a"), default_options());
+  const std::string b = f8gemm::jit::make_key(tiny_source("b"), default_options());
+  const std::vector<char> bytes = store_file(dir.path(), a);
+  EXPECT_EQ(load_bytes(dir.path(), a, bytes).first, f8gemm::jit::DiskResult::kHit);
+  const auto [result, why] = load_bytes(dir.path(), b, bytes);  // copied under b's name
+  EXPECT_EQ(result, f8gemm::jit::DiskResult::kCorrupt);
+  EXPECT_EQ(why, "key mismatch");
+}
+
+TEST(DiskCacheFile, AFileLongerOrShorterThanItsHeaderSaysIsCorrupt) {
+  const f8gemm::test::TempDir dir("f8gemm_disk_cache");
+  const std::string key = f8gemm::jit::make_key(tiny_source("sizes"), default_options());
+  const std::vector<char> bytes = store_file(dir.path(), key);
+  std::vector<char> longer = bytes;
+  longer.insert(longer.end(), {'x', 'y', 'z'});
+  const std::vector<char> shorter(bytes.begin(), bytes.end() - 3);  // 3 bytes of the log lost
+  const std::vector<char>* const bads[] = {&longer, &shorter};
+  for (const std::vector<char>* bad : bads) {
+    const auto [result, why] = load_bytes(dir.path(), key, *bad);
+    EXPECT_EQ(result, f8gemm::jit::DiskResult::kCorrupt) << bad->size() << " bytes";
+    EXPECT_EQ(why, "size mismatch") << bad->size() << " bytes";
+  }
+}
+
+TEST(DiskCacheFile, AFlippedByteOfTheLogIsCorrupt) {
+  // The log is the ptxas report that spills and warnings are read from: the checksum covers it.
+  const f8gemm::test::TempDir dir("f8gemm_disk_cache");
+  const std::string key = f8gemm::jit::make_key(tiny_source("log"), default_options());
+  std::vector<char> bytes = store_file(dir.path(), key);
+  bytes.back() ^= 0x01;  // the log's last character
+  const auto [result, why] = load_bytes(dir.path(), key, bytes);
+  EXPECT_EQ(result, f8gemm::jit::DiskResult::kCorrupt);
+  EXPECT_EQ(why, "checksum mismatch");
 }
 
 TEST_F(JitTest, SameSourceTwiceIsAMemoryHit) {

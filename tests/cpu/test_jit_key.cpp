@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "f8gemm/check.hpp"
+#include "jit/embedded.hpp"
 #include "jit/jit.hpp"
 #include "jit/nvrtc_identity.hpp"
 
@@ -47,6 +48,45 @@ TEST(JitKey, ChangesWithTheNvrtcLibraryWithinOneMinorVersion) {
 TEST(JitKey, TheProcessKeyUsesTheLoadedLibrary) {
   EXPECT_EQ(make_key(kSource, kOptions), make_key_for_nvrtc(nvrtc_identity(), kSource, kOptions));
   EXPECT_NE(make_key(kSource, kOptions), make_key_for_nvrtc(kOld + " (another)", kSource, kOptions));
+}
+
+// An option's value is hashed, not only the number of options: -DX=1 and -DX=2 (one option
+// each, the same length) compile different code.
+TEST(JitKey, ChangesWithAnOptionsValue) {
+  std::vector<std::string> one = kOptions, two = kOptions;
+  one.push_back("-DX=1");
+  two.push_back("-DX=2");
+  EXPECT_NE(make_key(kSource, one), make_key(kSource, two));
+  EXPECT_NE(make_key(kSource, {"--gpu-architecture=sm_90a", "-std=c++17"}),
+            make_key(kSource, {"--gpu-architecture=sm_90a", "-std=c++20"}));
+  EXPECT_EQ(make_key(kSource, one), make_key(kSource, std::vector<std::string>(one)));
+}
+
+// The instance source only #includes the device headers by name: an edit to any one of them (a
+// fixed kernel) must change the key, or the disk cache serves the old cubin.
+TEST(JitKey, ChangesWithTheTextOfEveryEmbeddedHeader) {
+  using f8gemm::jit::EmbeddedFile;
+  using f8gemm::jit::kEmbeddedFiles;
+  using f8gemm::jit::kNumEmbeddedFiles;
+  using f8gemm::jit::make_key_for_headers;
+  ASSERT_GT(kNumEmbeddedFiles, 1);
+  const std::vector<EmbeddedFile> shipped(kEmbeddedFiles, kEmbeddedFiles + kNumEmbeddedFiles);
+  const std::string key = make_key_for_nvrtc(kOld, kSource, kOptions);
+  const int count = int(shipped.size());
+  EXPECT_EQ(make_key_for_headers(kOld, shipped.data(), count, kSource, kOptions), key);
+  for (int i = 0; i < kNumEmbeddedFiles; ++i) {
+    SCOPED_TRACE(kEmbeddedFiles[i].name);
+    std::vector<EmbeddedFile> edited = shipped;
+    const std::string text = std::string(kEmbeddedFiles[i].text) + "\n// edited\n";
+    edited[size_t(i)].text = text.c_str();
+    EXPECT_NE(make_key_for_headers(kOld, edited.data(), count, kSource, kOptions), key);
+    edited = shipped;
+    const std::string name = std::string(kEmbeddedFiles[i].name) + "x";
+    edited[size_t(i)].name = name.c_str();
+    EXPECT_NE(make_key_for_headers(kOld, edited.data(), count, kSource, kOptions), key);
+  }
+  // One header fewer is another set of headers.
+  EXPECT_NE(make_key_for_headers(kOld, shipped.data(), count - 1, kSource, kOptions), key);
 }
 
 // One installation gives one identity: computed again from the loaded objects, and by eight

@@ -212,6 +212,26 @@ TEST(DoubleToBf16, OverflowSubnormalsNaN) {
   EXPECT_EQ(double_to_bf16(-kNan), 0xffc0);
 }
 
+// Every value past the largest finite one overflows to inf, in each binade above it: the first
+// binade past the format's top exponent included (there the exponent field is all ones, and a
+// nonzero mantissa would be a NaN).
+TEST(DoubleToHalf, EveryBinadePastTheTopOverflowsToInf) {
+  for (int e = 128; e <= 140; ++e) {
+    for (double mant : {1.0, 1.25, 1.5, 1.99}) {
+      const double v = std::ldexp(mant, e);
+      EXPECT_EQ(double_to_bf16(v), 0x7f80) << v;
+      EXPECT_EQ(double_to_bf16(-v), 0xff80) << v;
+    }
+  }
+  for (int e = 16; e <= 28; ++e) {
+    for (double mant : {1.0, 1.25, 1.5, 1.99}) {
+      const double v = std::ldexp(mant, e);  // 65536 * mant and up
+      EXPECT_EQ(double_to_f16(v), 0x7c00) << v;
+      EXPECT_EQ(double_to_f16(-v), 0xfc00) << v;
+    }
+  }
+}
+
 TEST(DoubleToBf16, DecodeAndRoundTripAllCodes) {
   EXPECT_EQ(bf16_to_double(0x3f80), 1.0);
   EXPECT_EQ(bf16_to_double(0xc020), -2.5);
@@ -599,6 +619,22 @@ TEST(QuantizeRows, ZeroRowUsesEps) {
   quantize_rows_host(in.data(), DType::kF32, 1, 64, 1e-6f, 0.0f, q.data(), scale);
   EXPECT_EQ(scale[0], 1e-6f / 448.0f);
   for (uint8_t v : q) EXPECT_EQ(v, 0x00);
+}
+
+// eps is a floor on amax, not only a stand-in for a zero row: a row whose amax is below eps is
+// scaled by eps (d = max(amax, eps)), so its values quantise as small codes, not up to 448.
+TEST(QuantizeRows, RowBelowEpsIsScaledByEps) {
+  const std::vector<float> in = {1e-7f, -5e-8f, 0.0f, 2.5e-8f};
+  std::vector<uint8_t> q(4, 0xcc);
+  float scale = 0;
+  const float eps = 1e-6f;
+  quantize_rows_host(in.data(), DType::kF32, 1, 4, eps, 0.0f, q.data(), &scale);
+  EXPECT_EQ(scale, eps / 448.0f);
+  const float inv = 448.0f / eps;
+  for (size_t c = 0; c < in.size(); ++c) {
+    EXPECT_EQ(q[c], float_to_e4m3(in[c] * inv)) << "column " << c;
+  }
+  EXPECT_LT(q[0], 0x68);  // 1e-7 * 448 / 1e-6 = 44.8 (0x63), far below 448 (0x7e)
 }
 
 TEST(QuantizeRows, Bf16AndFp16Inputs) {

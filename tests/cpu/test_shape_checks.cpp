@@ -183,6 +183,28 @@ TEST(ShapeChecks, RefuseWhatTheCallRefusesWithTheSameError) {
   }
 }
 
+// x_scale in X's leading shape is checked size by size, the last one included: where the
+// product cannot tell (a zero, or an unknown size, among X's), only that size shows the mismatch.
+TEST(ShapeChecks, XScalesLastLeadingSizeMustBeXs) {
+  Call empty = single();  // X [0, 3, 256]: M = 0, and x_scale [0, 5] also holds 0 values
+  set_shape(empty.x, {0, 3, 256});
+  set_shape(empty.xs, {0, 5});
+  set_shape(empty.out, {0, 3, 64});
+  const std::string needle = "x_scale must have x's leading shape (M = 0 values), got [0, 5]";
+  EXPECT_NE(empty.call_error().find(needle), std::string::npos) << empty.call_error();
+  EXPECT_NE(empty.shape_error().find(needle), std::string::npos) << empty.shape_error();
+  set_shape(empty.xs, {0, 3});
+  EXPECT_EQ(empty.shape_error(), "");
+  Call symbolic = single();  // X [?, 3, 256] against x_scale [?, 4]
+  set_shape(symbolic.x, {U, 3, 256});
+  set_shape(symbolic.xs, {U, 4});
+  set_shape(symbolic.out, {U, 3, 64});
+  EXPECT_NE(symbolic.shape_error().find("got [?, 4] for x [?, 3, 256]"), std::string::npos)
+      << symbolic.shape_error();
+  set_shape(symbolic.xs, {U, 3});
+  EXPECT_EQ(symbolic.shape_error(), "");
+}
+
 TEST(ShapeChecks, UnknownSizesSkipOnlyTheRulesThatNeedThem) {
   // M unknown (a symbolic token count): every rule on K and N still holds.
   Call c = single();

@@ -193,6 +193,29 @@ TEST(Trace, BuffersThatDoNotFitTheirTilesAreRejected) {
                "counts 1099511627776 tiles for consumer 0");
 }
 
+// A header of 1 (consumers + 1 with no consumer) is no kernel's: the buffer is not a trace.
+TEST(Trace, AHeaderOfNoConsumersIsRejected) {
+  std::vector<uint64_t> w = empty_buffer(2);
+  set_header(w, 0, 1, 0, 1, 0);
+  set_record(w, 0, 0, 0, 100, 200, 300, 400);
+  w[kCtaWords] = 1;  // CTA 1
+  expect_error([&] { test::parse_trace(w, kTiles); }, ErrorCode::kInvalidArgument,
+               "CTA 1's header says 1 (consumers + 1 must be 2 or 3)");
+}
+
+// A tile that starts on the clock its predecessor stored is a gap of 0 cycles, counted in the
+// gap's mean and median like any other.
+TEST(Trace, BackToBackTilesCountAGapOfZero) {
+  std::vector<uint64_t> w = empty_buffer(1);
+  set_header(w, 0, 1, 0, 3, 0);
+  set_record(w, 0, 0, 0, 100, 200, 300, 400);
+  set_record(w, 0, 0, 1, 400, 500, 600, 700);  // gap 0
+  set_record(w, 0, 0, 2, 800, 900, 1000, 1100);  // gap 100
+  const test::TraceSummary s = test::summarize_trace(test::parse_trace(w, kTiles));
+  EXPECT_DOUBLE_EQ(s.slot[0].gap_mean, 50.0);
+  EXPECT_DOUBLE_EQ(s.slot[0].gap_median, 50.0);
+}
+
 TEST(Trace, TheCsvListsEveryRecordRelativeToItsCtasFirstStart) {
   std::vector<uint64_t> w = empty_buffer(2);
   set_header(w, 1, 1, 3, 2, 0);
@@ -212,6 +235,27 @@ TEST(Trace, TheCsvListsEveryRecordRelativeToItsCtasFirstStart) {
             "1,3,0,1,300,400,500,530,580,600\n");
   expect_error([&] { test::write_trace_csv(dir.path() + "/no/such/dir/t.csv", d.records); },
                ErrorCode::kIo, "cannot write");
+}
+
+// The CTA's first start is the earliest of all its consumers' tiles, not its first record's:
+// consumer 1 may start before consumer 0.
+TEST(Trace, TheCsvClocksCountFromTheEarliestStartOfAnyConsumer) {
+  std::vector<uint64_t> w = empty_buffer(1);
+  set_header(w, 0, 2, 5, 1, 1);
+  set_record(w, 0, 0, 0, 1100, 1200, 1300, 1400);
+  set_record(w, 0, 1, 0, 1000, 1150, 1250, 1350);
+  const test::TraceData d = test::parse_trace(w, kTiles);
+  test::TempDir dir("f8gemm_trace_csv");
+  const std::string path = dir.path() + "/t.csv";
+  test::write_trace_csv(path, d.records);
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  EXPECT_EQ(ss.str(),
+            "cta,sm,consumer,tile,start,last_issue,mainloop_done,epilogue_entered,"
+            "epilogue_staged,epilogue_done\n"
+            "0,5,0,0,100,200,300,,,400\n"
+            "0,5,1,0,0,150,250,,,350\n");
 }
 
 }  // namespace

@@ -615,6 +615,26 @@ TEST(Validation, ValidateProblemChecksEveryField) {
   EXPECT_NO_THROW(validate_problem(empty));
 }
 
+// TMA takes a stride below 2^40 bytes: one batch of exactly 2^40 is refused, 16 bytes a row
+// less passes. X's M * K and W's N * K each reach the limit (Y's M * N * 2 cannot without
+// passing the tile limit first).
+TEST(Validation, ABatchOfExactly2To40BytesIsPastTmasStrideLimit) {
+  ProblemShape p;
+  p.n = 8;
+  p.m = int64_t(1) << 24;
+  p.k = int64_t(1) << 16;  // X: 2^24 * 2^16 = 2^40 bytes
+  F8GEMM_EXPECT_INVALID(validate_problem(p), "smaller than 2^40 bytes, got 1099511627776");
+  p.k -= 16;
+  EXPECT_NO_THROW(validate_problem(p));
+  ProblemShape w;
+  w.m = 16;
+  w.n = int64_t(1) << 24;
+  w.k = int64_t(1) << 16;  // W: 2^24 * 2^16 = 2^40 bytes
+  F8GEMM_EXPECT_INVALID(validate_problem(w), "smaller than 2^40 bytes, got 1099511627776");
+  w.k -= 16;
+  EXPECT_NO_THROW(validate_problem(w));
+}
+
 // ---- layouts -----------------------------------------------------------------------------
 
 TEST(Validation, PlainWeightPassedAsPreshuffledAndViceVersa) {
