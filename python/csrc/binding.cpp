@@ -93,7 +93,6 @@ TensorView new_output_view(c10::SymIntArrayRef sizes, at::ScalarType dtype) {
   for (int i = 0; i < v.rank; ++i) {
     const std::optional<int64_t> size = sizes[i].maybe_as_int();
     v.shape[i] = size ? *size : f8gemm::kUnknownSize;
-    v.stride[i] = f8gemm::kUnknownSize;
   }
   v.data = &kShapeOnly;
   return v;
@@ -104,23 +103,13 @@ TensorView shape_view_of(const at::Tensor& t, const char* op, const char* name,
   TensorView v = view_head(t, op, name, wanted);
   v.data = &kShapeOnly;
   const auto sizes = t.sym_sizes();
-  const auto strides = t.sym_strides();
   for (int i = 0; i < v.rank; ++i) {
     // A symbolic size (torch.compile's dynamic shapes) is unknown to the library's rules; one
-    // that the trace has specialised to a constant is as good as an int. Strides likewise.
+    // that the trace has specialised to a constant is as good as an int.
     const std::optional<int64_t> size = sizes[i].maybe_as_int();
     v.shape[i] = size ? *size : f8gemm::kUnknownSize;
-    const std::optional<int64_t> stride = strides[i].maybe_as_int();
-    v.stride[i] = stride ? *stride : f8gemm::kUnknownSize;
   }
   return v;
-}
-
-bool known_non_contiguous(const TensorView& v) {
-  for (int i = 0; i < v.rank; ++i) {
-    if (v.shape[i] == f8gemm::kUnknownSize || v.stride[i] == f8gemm::kUnknownSize) return false;
-  }
-  return !v.is_contiguous();
 }
 
 TensorView view_of(const at::Tensor& t, const char* op, const char* name, const char* wanted) {

@@ -31,23 +31,16 @@ std::optional<f8gemm::DType> to_dtype(at::ScalarType s);
 f8gemm::TensorView view_of(const at::Tensor& t, const char* op, const char* name,
                            const char* wanted);
 
-/// view_of's checks that read no memory (dtype and rank) and the tensor's shape and strides,
-/// for the library's shape-only checks (f8gemm::check_gemm_shapes) in a Meta kernel and for
-/// known_non_contiguous: a symbolic size or stride becomes f8gemm::kUnknownSize, the device
-/// stays unset, and data is a placeholder that is never read but keeps the view defined() (a
-/// present 0-dim tensor, as in view_of).
+/// view_of's checks that read no memory (dtype and rank) and the tensor's shape, for the
+/// library's shape-only checks (f8gemm::check_gemm_shapes) in a Meta kernel: a symbolic size
+/// becomes f8gemm::kUnknownSize, strides and device stay unset, and data is a placeholder that
+/// is never read but keeps the view defined() (a present 0-dim tensor, as in view_of).
 f8gemm::TensorView shape_view_of(const at::Tensor& t, const char* op, const char* name,
                                  const char* wanted);
 
-/// Whether a shape view (shape_view_of) is known to break the calls' rule "must be contiguous"
-/// (f8gemm::TensorView::is_contiguous: row-major, a size-1 dimension with any stride, an empty
-/// tensor always): false where a symbolic size or stride leaves it unknown, so that a Meta
-/// kernel refuses what the call refuses with no guard added.
-bool known_non_contiguous(const f8gemm::TensorView& v);
-
 /// The shape-only view of an output that is not allocated yet (a functional op's, whose shape
 /// and dtype follow from its inputs), as shape_view_of would give for it: a symbolic size
-/// becomes f8gemm::kUnknownSize, and the strides are unknown (the op allocates it row-major). The dtype is one the library knows and the rank at most
+/// becomes f8gemm::kUnknownSize. The dtype is one the library knows and the rank at most
 /// kMaxRank (the ops' outputs have XQ's rank, already checked, or fewer).
 f8gemm::TensorView new_output_view(c10::SymIntArrayRef sizes, at::ScalarType dtype);
 

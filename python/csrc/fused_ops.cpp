@@ -136,7 +136,7 @@ std::tuple<at::Tensor, at::Tensor> silu_mul_quantize_fp8_row(
   return std::make_tuple(q, scale);
 }
 
-/// Shapes and dtypes only (symbolic sizes allowed), with the same shape and stride errors.
+/// Shapes and dtypes only (symbolic sizes allowed), with the same shape errors.
 std::tuple<at::Tensor, at::Tensor> silu_mul_quantize_fp8_row_meta(
     const at::Tensor& gate_up, const std::optional<at::Tensor>& scale_ub, std::optional<bool>) {
   f8gemm_torch::require_meta(kOp, {{"gate_up", &gate_up},
@@ -145,7 +145,6 @@ std::tuple<at::Tensor, at::Tensor> silu_mul_quantize_fp8_row_meta(
   if (scale_ub.has_value() && scale_ub->defined()) {
     f8gemm_torch::require_scale_ub_form(kOp, *scale_ub);
   }
-  f8gemm_torch::require_known_contiguous(kOp, "gate_up", gate_up);
   const auto sizes = gate_up.sym_sizes();
   at::Tensor q =
       at::empty_symint(q_shape, gate_up.options().dtype(at::ScalarType::Float8_e4m3fn));

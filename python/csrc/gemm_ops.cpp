@@ -20,7 +20,6 @@
 #include <cstring>
 #include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "binding.hpp"
@@ -183,24 +182,6 @@ void check_shapes(const GemmArgs& a, const GemmCall& c) {
   try {
     (void)f8gemm::check_gemm_shapes(c.x, c.w, a.layout, c.xs, c.ws, c.y, c.options, a.batched);
   } catch (const f8gemm::Error& e) {
-    rethrow(a.op, e, gemm_hint(a, e));
-  }
-}
-
-/// The call's contiguity rule over the shape views of `c`, for the Meta kernels: the library's
-/// "must be contiguous" (its require_memory, which the call runs after the shape rules, for
-/// XQ, WQ, the scales, the output and bias in this order), with the call's error and hint,
-/// where the strides are known (known_non_contiguous). The rest of that rule (data, alignment)
-/// needs memory.
-void check_strides(const GemmArgs& a, const GemmCall& c) {
-  const std::pair<const TensorView*, const char*> views[] = {
-      {&c.x, kGemmNames.x},        {&c.w, kGemmNames.w},   {&c.xs, kGemmNames.x_scale},
-      {&c.ws, kGemmNames.w_scale}, {&c.y, kGemmNames.out}, {c.options.bias, kGemmNames.bias}};
-  for (const auto& [v, name] : views) {
-    if (v == nullptr || !known_non_contiguous(*v)) continue;
-    const f8gemm::Error e(f8gemm::ErrorCode::kInvalidArgument,
-                          c10::str(name, " must be contiguous (row-major), got shape ",
-                                   c10::IntArrayRef(v->shape, v->rank), " with other strides"));
     rethrow(a.op, e, gemm_hint(a, e));
   }
 }
@@ -424,7 +405,6 @@ void check_gemm_shapes(const GemmArgs& a, const at::Tensor& out) {
   GemmCall c;
   fill_gemm_call(c, a, &out, false);
   check_shapes(a, c);
-  check_strides(a, c);
 }
 
 void check_gemm_shapes(const GemmArgs& a, c10::SymIntArrayRef out_shape,
@@ -433,7 +413,6 @@ void check_gemm_shapes(const GemmArgs& a, c10::SymIntArrayRef out_shape,
   fill_gemm_call(c, a, nullptr, false);
   c.y = new_output_view(out_shape, out_dtype);
   check_shapes(a, c);
-  check_strides(a, c);
 }
 
 }  // namespace f8gemm_torch

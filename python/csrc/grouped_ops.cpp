@@ -22,7 +22,6 @@
 
 #include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "binding.hpp"
@@ -134,24 +133,6 @@ void check_shapes(const GroupedArgs& a, const GroupedCall& c) {
                                        a.padded);
   } catch (const f8gemm::Error& e) {
     rethrow(a.op, e, grouped_layout_hint(a));
-  }
-}
-
-/// The call's contiguity rule over the shape views of `c`, for the Meta kernels, as
-/// gemm_ops.cpp's check_strides: the library's "must be contiguous" for the sizes, then XQ, WQ,
-/// the scales, the output and bias (the call's order), where the strides are known.
-void check_strides(const GroupedArgs& a, const GroupedCall& c) {
-  const f8gemm::GemmArgNames& n = a.padded ? kPaddedNames : kStackedNames;
-  const std::pair<const TensorView*, const char*> views[] = {
-      {&c.sizes, n.m_sizes}, {&c.x, n.x},   {&c.w, n.w},           {&c.xs, n.x_scale},
-      {&c.ws, n.w_scale},    {&c.y, n.out}, {c.options.bias, n.bias}};
-  for (const auto& [v, name] : views) {
-    if (v == nullptr || !known_non_contiguous(*v)) continue;
-    rethrow(a.op,
-            f8gemm::Error(f8gemm::ErrorCode::kInvalidArgument,
-                          c10::str(name, " must be contiguous (row-major), got shape ",
-                                   c10::IntArrayRef(v->shape, v->rank), " with other strides")),
-            grouped_layout_hint(a));
   }
 }
 
@@ -303,7 +284,6 @@ void check_grouped_shapes(const GroupedArgs& a, const at::Tensor& out) {
   GroupedCall c;
   fill_grouped_call(c, a, &out, false);
   check_shapes(a, c);
-  check_strides(a, c);
 }
 
 void check_grouped_shapes(const GroupedArgs& a, c10::SymIntArrayRef out_shape) {
@@ -311,7 +291,6 @@ void check_grouped_shapes(const GroupedArgs& a, c10::SymIntArrayRef out_shape) {
   fill_grouped_call(c, a, nullptr, false);
   c.y = new_output_view(out_shape, at::ScalarType::BFloat16);
   check_shapes(a, c);
-  check_strides(a, c);
 }
 
 }  // namespace f8gemm_torch

@@ -6,14 +6,12 @@
 /// library's shape checks (check_gemm_shapes, check_grouped_shapes: dtypes, ranks, K % 16,
 /// N % 8, the padded preshuffled shape, the scales', bias' and output's shapes, the index
 /// limits) over the views their CPU/CUDA kernels build (gemm_ops.cpp, grouped_ops.cpp), and
-/// preshuffle, unshuffle and quantize_fp8_row the rules of weight_ops.cpp and quantize_ops.cpp;
-/// then every op the library's "must be contiguous" for its inputs and given output (a
-/// transposed, sliced or expanded one is refused at trace time as the call refuses it).
-/// A symbolic size or stride is checked only where the trace has made it a constant: each rule
-/// that needs an unknown one is skipped, and none adds a guard. What is left for the call is
-/// what needs memory or a GPU (placement, alignment, overlap, a plan). The trailing `pdl` of
-/// the GEMM and quantisation ops and `prefetch_w` of the single preshuffled GEMMs only say how
-/// a kernel is launched and loads its weight: they change no shape.
+/// preshuffle, unshuffle and quantize_fp8_row the rules of weight_ops.cpp and quantize_ops.cpp.
+/// A symbolic size is checked only where the trace has made it a constant: each rule that needs
+/// an unknown size is skipped, and none adds a guard. What is left for the call is what needs
+/// memory or a GPU (placement, alignment, overlap, a plan). The trailing `pdl` of the GEMM and
+/// quantisation ops and `prefetch_w` of the single preshuffled GEMMs only say how a kernel is
+/// launched and loads its weight: they change no shape.
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
 #include <c10/core/SymInt.h>
@@ -70,13 +68,6 @@ void require_meta(const char* op,
                              t->device(), ": pass every tensor on one device, CUDA tensors "
                              "to compute or meta tensors (as torch.compile's fakes are) to "
                              "infer the output's shape"));
-  }
-}
-
-void require_known_contiguous(const char* op, const char* name, const at::Tensor& t) {
-  if (known_non_contiguous(shape_view_of(t, op, name, "a dtype the library knows"))) {
-    C10_THROW_ERROR(ValueError,
-                    c10::str("f8gemm.", op, ": invalid argument: ", name, " must be contiguous"));
   }
 }
 
@@ -212,16 +203,12 @@ void f8f8bf16_rowwise_preshuffled_out_meta(const at::Tensor& XQ, const at::Tenso
 
 at::Tensor preshuffle_meta(const at::Tensor& WQ) {
   require_meta("preshuffle", {{"WQ", &WQ}});
-  std::vector<c10::SymInt> shape = preshuffle_shape(WQ);
-  require_known_contiguous("preshuffle", "WQ", WQ);
-  return at::empty_symint(shape, WQ.options());
+  return at::empty_symint(preshuffle_shape(WQ), WQ.options());
 }
 
 at::Tensor unshuffle_meta(const at::Tensor& WQ_shuffled, int64_t K) {
   require_meta("unshuffle", {{"WQ_shuffled", &WQ_shuffled}});
-  std::vector<c10::SymInt> shape = unshuffle_shape(WQ_shuffled, K);
-  require_known_contiguous("unshuffle", "WQ_shuffled", WQ_shuffled);
-  return at::empty_symint(shape, WQ_shuffled.options());
+  return at::empty_symint(unshuffle_shape(WQ_shuffled, K), WQ_shuffled.options());
 }
 
 std::tuple<at::Tensor, at::Tensor> quantize_fp8_row_meta(const at::Tensor& a,
@@ -232,8 +219,6 @@ std::tuple<at::Tensor, at::Tensor> quantize_fp8_row_meta(const at::Tensor& a,
   require_meta("quantize_fp8_row",
                {{"a", &a}, {"scale_ub", scale_ub_off_cpu(scale_ub)}, {"output", present(output)}});
   require_quantize_args(a, scale_ub, output);
-  require_known_contiguous("quantize_fp8_row", "a", a);
-  if (present(output)) require_known_contiguous("quantize_fp8_row", "output", *output);
   at::Tensor q = present(output)
                      ? *output
                      : at::empty_symint(a.sym_sizes(), a.options().dtype(at::ScalarType::Float8_e4m3fn));

@@ -45,8 +45,7 @@ struct GemmArgs {
 std::vector<c10::SymInt> gemm_out_shape(const GemmArgs& a);
 /// The checks of a GEMM op that read no memory, for its Meta kernel: the library's
 /// f8gemm::check_gemm_shapes (the rules that f8gemm::gemm runs first) over the views that the
-/// CPU/CUDA kernel builds, with the same scale forms accepted, the same error and the same hint,
-/// then the call's "must be contiguous" where the strides are known.
+/// CPU/CUDA kernel builds, with the same scale forms accepted, the same error and the same hint.
 /// Symbolic sizes are unknown to it: a rule that needs one is skipped. `out`: the _out forms'
 /// output; the functional forms give the shape and dtype of the output they will allocate
 /// (gemm_out_shape), so that the check runs before it exists, as their CPU/CUDA kernels run it.
@@ -77,8 +76,7 @@ struct GroupedArgs {
 /// the checks then refuse before they look at the output.
 std::vector<c10::SymInt> grouped_out_shape(const GroupedArgs& a);
 /// The checks of a grouped op that read no memory, for its Meta kernel, as check_gemm_shapes:
-/// f8gemm::check_grouped_shapes over the CPU/CUDA kernel's views, with its error and hint, then
-/// the call's "must be contiguous";
+/// f8gemm::check_grouped_shapes over the CPU/CUDA kernel's views, with its error and hint;
 /// the functional forms give their output's shape (grouped_out_shape) before allocating it.
 void check_grouped_shapes(const GroupedArgs& a, const at::Tensor& out);
 void check_grouped_shapes(const GroupedArgs& a, c10::SymIntArrayRef out_shape);
@@ -111,9 +109,5 @@ void require_meta(const char* op,
 /// scale_ub for require_meta: null when absent or on the CPU (a CPU scale_ub is legal beside
 /// meta inputs, as beside CUDA ones).
 const at::Tensor* scale_ub_off_cpu(const std::optional<at::Tensor>& scale_ub);
-/// The row and weight ops' contiguity rule for their Meta kernels: ValueError "<name> must be
-/// contiguous", the library's error for that input, where `t`'s sizes and strides are known and
-/// not row-major (known_non_contiguous); `t`'s dtype is one the library knows (checked before).
-void require_known_contiguous(const char* op, const char* name, const at::Tensor& t);
 
 }  // namespace f8gemm_torch

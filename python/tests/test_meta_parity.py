@@ -30,22 +30,6 @@ class T:
         return torch.zeros(self.shape, dtype=self.dtype, device=device)
 
 
-class V(T):
-    """A tensor argument that is a view of a contiguous one of `shape`: view(base), e.g. a
-    transpose, a slice or an expansion (stride 0)."""
-
-    def __init__(self, *shape, dtype=E4M3, view):
-        super().__init__(*shape, dtype=dtype)
-        self.view = view
-
-    def make(self, device):
-        return self.view(super().make(device))
-
-
-def _t(t):
-    return t.t()
-
-
 def _args(args, device):
     return [a.make(device) if isinstance(a, T) else a for a in args]
 
@@ -230,69 +214,6 @@ ACCEPTED = [
      (XG, WGP, XSG, WSG, SIZES, OUTG, T(4, 64, dtype=BF16), False), {}, None, None),
     ("dynamic", "f8f8bf16_rowwise_grouped_dynamic", (XD, WG, XSD, WSG, SIZES), {},
      (4, 8, 64), BF16),
-    # Row-major by the library's rule although torch's strides are odd: a size-1 dimension has
-    # any stride, and an empty tensor holds nothing to misplace.
-    ("size-1 rows of a slice", "f8f8bf16_rowwise",
-     (V(2, 512, view=lambda t: t[:1, :256]), W, T(1, 1, dtype=F32), WS), {}, (1, 64), BF16),
-    ("empty slice", "f8f8bf16_rowwise",
-     (V(0, 512, view=lambda t: t[:, :256]), W, T(0, dtype=F32), WS), {}, (0, 64), BF16),
-]
-
-
-# (id, op, args, kwargs, the message's rule): inputs and outputs that are not row-major. The
-# call refuses them ("must be contiguous": the library never copies), and so must a trace.
-NOT_ROW_MAJOR = [
-    ("XQ transposed", "f8f8bf16_rowwise", (V(256, 16, view=_t), W, T(16, dtype=F32), WS), {},
-     r"XQ must be contiguous \(row-major\), got shape \[16, 256\] with other strides"),
-    ("XQ expanded", "f8f8bf16_rowwise",
-     (V(1, 256, view=lambda t: t.expand(16, 256)), W, T(16, dtype=F32), WS), {},
-     r"XQ must be contiguous \(row-major\), got shape \[16, 256\]"),
-    ("WQ sliced", "f8f8bf16_rowwise", (X, V(64, 512, view=lambda t: t[:, :256]), XS, WS), {},
-     r"WQ must be contiguous \(row-major\), got shape \[64, 256\]"),
-    ("x_scale [M, 1] strided", "f8f8bf16_rowwise",
-     (X, W, V(16, 2, dtype=F32, view=lambda t: t[:, :1]), WS), {},
-     r"x_scale must be contiguous \(row-major\), got shape \[16\]"),
-    ("w_scale expanded", "f8f8f16_rowwise",
-     (X, W, XS, V(1, dtype=F32, view=lambda t: t.expand(64))), {},
-     r"w_scale must be contiguous \(row-major\), got shape \[64\]"),
-    ("bias strided", "f8f8bf16_rowwise_preshuffled",
-     (X, WP, XS, WS, V(128, dtype=F32, view=lambda t: t[::2])), {},
-     r"bias must be contiguous \(row-major\), got shape \[64\]"),
-    ("output transposed", "f8f8bf16_rowwise_out",
-     (X, W, XS, WS, V(64, 16, dtype=BF16, view=_t)), {},
-     r"output must be contiguous \(row-major\), got shape \[16, 64\]"),
-    ("batched output=", "f8f8bf16_rowwise_batched", (XB, WB, XSB, WSB),
-     {"output": V(3, 8, 128, dtype=BF16, view=lambda t: t[..., :64])},
-     r"output must be contiguous \(row-major\), got shape \[3, 8, 64\]"),
-    ("batched WQ", "f8f8bf16_rowwise_batched_preshuffled",
-     (XB, V(3, 2, 16, 1024, view=lambda t: t[:, :, ::2]), XSB, WSB), {},
-     r"WQ must be contiguous \(row-major\), got shape \[3, 2, 8, 1024\]"),
-    ("silu_mul XQ", "f8f8bf16_rowwise_silu_mul", (V(256, 16, view=_t), W, T(16, dtype=F32), WS),
-     {}, r"XQ must be contiguous"),
-    ("grouped M_sizes", "f8f8bf16_rowwise_grouped_stacked",
-     (XG, WG, XSG, WSG, V(8, dtype=torch.int32, view=lambda t: t[::2])), {},
-     r"M_sizes must be contiguous \(row-major\), got shape \[4\] with other strides"),
-    ("grouped XQ", "f8f8bf16_rowwise_grouped_stacked_preshuffled",
-     (V(256, 40, view=_t), WGP, XSG, WSG, SIZES), {},
-     r"XQ must be contiguous \(row-major\), got shape \[40, 256\]"),
-    ("grouped out", "f8f8bf16_rowwise_grouped_stacked_out",
-     (XG, WG, XSG, WSG, SIZES, V(64, 40, dtype=BF16, view=_t)), {},
-     r"output must be contiguous \(row-major\), got shape \[40, 64\]"),
-    ("dynamic zero_start_index_M", "f8f8bf16_rowwise_grouped_dynamic",
-     (XD, WG, XSD, WSG, V(4, 2, dtype=torch.int32, view=lambda t: t[:, 0])), {},
-     r"zero_start_index_M must be contiguous \(row-major\), got shape \[4\]"),
-    ("quantize a", "quantize_fp8_row", (V(64, 4, dtype=F32, view=_t),), {},
-     r"quantize_fp8_row: invalid argument: a must be contiguous$"),
-    ("quantize a expanded", "quantize_fp8_row",
-     (V(1, 64, dtype=BF16, view=lambda t: t.expand(4, 64)),), {}, r"a must be contiguous$"),
-    ("quantize output", "quantize_fp8_row",
-     (T(4, 64, dtype=F32), None, True, V(1, 64, view=lambda t: t.expand(4, 64))), {},
-     r"output must be contiguous$"),
-    ("silu_mul_quantize gate_up", "silu_mul_quantize_fp8_row",
-     (V(4, 128, dtype=BF16, view=lambda t: t[:, :64]),), {}, r"gate_up must be contiguous$"),
-    ("preshuffle", "preshuffle", (V(256, 64, view=_t),), {}, r"WQ must be contiguous$"),
-    ("unshuffle", "unshuffle", (V(2, 16, 1024, view=lambda t: t[:, ::2]), 256), {},
-     r"WQ_shuffled must be contiguous$"),
 ]
 
 
@@ -314,14 +235,6 @@ def test_meta_refuses_what_the_real_kernels_refuse(case):
     for device in _real_devices():
         real = _raised(op, args, kwargs, device)
         assert type(real) is ValueError and str(real) == str(meta), (device, real, meta)
-
-
-@pytest.mark.parametrize("case", NOT_ROW_MAJOR, ids=[c[0] for c in NOT_ROW_MAJOR])
-def test_meta_refuses_the_strides_the_real_kernels_refuse(case):
-    """A transposed, sliced or expanded input (or output) passed the Meta kernels, which the
-    call then refuses: a trace (torch.export, FakeTensor) must refuse it too, with the call's
-    error."""
-    test_meta_refuses_what_the_real_kernels_refuse(case)
 
 
 @pytest.mark.parametrize("case", ACCEPTED, ids=[c[0] for c in ACCEPTED])
@@ -434,21 +347,4 @@ def test_symbolic_sizes_check_the_concrete_rules_and_add_no_guard():
     # ... while x_scale's M against XQ's is skipped (two symbols), and no guard was added: the
     # graph stays valid for every M.
     call(256, 64, 64, xs_rows=24)
-    assert not mode.shape_env.guards, mode.shape_env.guards
-
-
-def test_symbolic_strides_skip_the_contiguity_rule_and_add_no_guard():
-    """A stride that is a symbol (a transpose of a dynamic size) leaves contiguity unknown to a
-    trace: the rule is skipped, as a rule that needs a symbolic size is, and no guard is added."""
-    from torch._subclasses.fake_tensor import FakeTensorMode
-    from torch.fx.experimental.symbolic_shapes import ShapeEnv
-
-    mode = FakeTensorMode(shape_env=ShapeEnv())
-    base = _symbolic(mode, torch.zeros(256, 16, dtype=E4M3), {1})
-    xs = _symbolic(mode, torch.zeros(16, dtype=F32), {0})
-    wq = _symbolic(mode, torch.zeros(64, 256, dtype=E4M3), set())  # a weight's static sizes
-    ws = _symbolic(mode, torch.zeros(64, dtype=F32), set())
-    with mode:
-        y = OPS.f8f8bf16_rowwise(base.t(), wq, xs, ws)
-    assert isinstance(y.shape[0], torch.SymInt) and y.shape[1] == 64
     assert not mode.shape_env.guards, mode.shape_env.guards
