@@ -348,3 +348,15 @@ def test_symbolic_sizes_check_the_concrete_rules_and_add_no_guard():
     # graph stays valid for every M.
     call(256, 64, 64, xs_rows=24)
     assert not mode.shape_env.guards, mode.shape_env.guards
+
+
+def test_inductor_lays_out_a_transposed_input_of_a_tagged_op():
+    """The ops tagged needs_contiguous_strides (schemas.cpp) let Inductor copy a transposed,
+    sliced or expanded input to row-major before the call, so their Meta kernels must not refuse
+    such an input at trace time: a Meta rule "must be contiguous" (tried in session 33, then
+    reverted) broke this compile, which ran before it and runs again now."""
+    w = torch.randn(256, 64).to(E4M3)
+    torch._dynamo.reset()
+    got = torch.compile(lambda t: OPS.preshuffle(t.t()), backend="inductor", fullgraph=True)(w)
+    want = OPS.preshuffle(w.t().contiguous())
+    assert torch.equal(got.view(torch.uint8), want.view(torch.uint8))
