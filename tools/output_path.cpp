@@ -24,12 +24,24 @@ std::string unwritable_reason(const std::string& path) {
 
 bool same_file(const std::string& a, const std::string& b) {
   namespace fs = std::filesystem;
+  // Only a regular file (or one not there yet) is rewritten whole: a device, a pipe or a
+  // terminal (/dev/null, /dev/stdout, /dev/stderr, /proc/self/fd/N) takes both writers as
+  // asked, even where both reach one place.
+  auto regular_or_new = [](const std::string& path) {
+    std::error_code ec;
+    const std::string lexical = fs::absolute(path, ec).lexically_normal().string();
+    if (lexical.rfind("/dev/", 0) == 0 || lexical.rfind("/proc/", 0) == 0) return false;
+    const fs::file_status st = fs::status(path, ec);  // through symbolic links
+    return !fs::exists(st) || fs::is_regular_file(st);
+  };
+  if (!regular_or_new(a) || !regular_or_new(b)) return false;
   std::error_code ec;
   // Hard links too, where both exist; else the paths as they resolve (a new file has no inode).
   if (fs::equivalent(a, b, ec) && !ec) return true;
-  const fs::path ca = fs::weakly_canonical(fs::absolute(a, ec), ec);
-  const fs::path cb = fs::weakly_canonical(fs::absolute(b, ec), ec);
-  return ca == cb;
+  std::error_code ea, eb;
+  const fs::path ca = fs::weakly_canonical(fs::absolute(a, ea), ea);
+  const fs::path cb = fs::weakly_canonical(fs::absolute(b, eb), eb);
+  return !ea && !eb && ca == cb;  // two paths that do not resolve are not shown to be one
 }
 
 }  // namespace f8gemm::cli

@@ -89,6 +89,14 @@ TEST(TuneCli, OutLogAndShapesNamingOneFileExitTwoBeforeTheRun) {
   EXPECT_FALSE(fs::exists(out)) << "a refused run leaves no table behind";
   std::ifstream in(shapes);
   EXPECT_EQ(std::string((std::istreambuf_iterator<char>(in)), {}), "1,16,256,256\n");
+  // Devices take both writers as asked: /dev/null twice, or the streams (which may reach one
+  // file) pass this check and go on to the run (here: to the missing GPU, or to the timings).
+  for (const std::string pair : {"--out /dev/null --log /dev/null",
+                                 "--out /dev/stdout --log /dev/stderr"}) {
+    SCOPED_TRACE(pair);
+    const std::string err = run_cli(dir, tune + pair).err;
+    EXPECT_EQ(err.find("name the same file"), std::string::npos) << err;
+  }
 }
 
 TEST(TuneCli, EpilogueOtherThanNoneOrSiluMulOrAnNTheOperationCannotSplitExitsTwo) {
