@@ -5,11 +5,12 @@ The floor of `f8gemm bench` and bench/peers.py is max(bytes / BW, flops / PEAK),
 the rate of one large copy (read + write). A decode GEMM moves a few MB in a few microseconds,
 and a copy of that size pays a launch and a ramp to full bandwidth that the large copy's rate
 hides. This tool times `dst.copy_(src)` moving the GEMM's bytes (half read, half written: the
-same total as the floor counts) as the benches time every implementation: the sources rotated
-until consecutive copies span --rotate-l2 x the L2, >= 100 ms of warm-up, then the median
-replay of a CUDA graph of 20 copies. One destination, as ours writes one Y: its lines may stay
-in the L2, which only makes the copy faster (a stricter floor). The result is the time in which
-a kernel that does nothing but stream those bytes finishes; with --baseline, ours
+same total as the floor counts) as the benches time every implementation: (source,
+destination) pairs rotated until consecutive copies span --rotate-l2 x the L2, so that neither
+side is served from the L2, >= 100 ms of warm-up, then the median replay of a CUDA graph of 20
+copies. The result is the time in which a kernel that does nothing but stream those bytes
+finishes (a copy that beats bytes / BW is flagged: the L2 served part of it); with --baseline,
+ours
 (f8gemm_preshuffled's graph_us in a C++ bench CSV) is set against it, and BW comes from that
 CSV's ceiling row, so that the floors are the bench's.
 
@@ -43,7 +44,8 @@ def row_of(shape, bw_tbps, copy_us, ours_us=None):
     floor_us = nbytes / (bw_tbps * 1e12) * 1e6
     return {"b": shape[0], "m": shape[1], "n": shape[2], "k": shape[3], "bytes": nbytes,
             "bytes_floor_us": floor_us, "copy_us": copy_us,
-            "copy_over_floor": copy_us / floor_us, "ours_us": ours_us, "ours_over_copy": ours_us / copy_us if ours_us else None}
+            "copy_over_floor": copy_us / floor_us, "ours_us": ours_us,
+            "ours_over_copy": ours_us / copy_us if ours_us else None}
 
 
 def table(rows):
@@ -77,29 +79,31 @@ def parse_args(argv):
 def time_copy_us(torch, dev, shape, l2_bytes, rotate_l2, iters):
     """The median graph-replay time of one copy of the shape's bytes (see the module's doc)."""
     _, side = copy_bytes(shape)
-    sets = max(1, min(peers.MAX_SETS, -(-math.ceil(rotate_l2 * l2_bytes) // side)))
+    # A pair moves 2 x side bytes through the L2: as many pairs as span rotate_l2 x the L2.
+    sets = max(1, min(peers.MAX_SETS, -(-math.ceil(rotate_l2 * l2_bytes) // (2 * side))))
     gen = torch.Generator(device=dev)
     gen.manual_seed(hash(shape) & 0xFFFFFFFF)
-    # Random bytes, never zeros; every source its own buffer.
+    # Random bytes, never zeros; every pair its own two buffers.
     srcs = [torch.randint(0, 256, (side,), dtype=torch.uint8, device=dev, generator=gen)
             for _ in range(sets)]
-    dst = torch.empty(side, dtype=torch.uint8, device=dev)
+    dsts = [torch.empty(side, dtype=torch.uint8, device=dev) for _ in range(sets)]
     per_graph = (-(-peers.CALLS_PER_GRAPH // sets) * sets if sets <= peers.CALLS_PER_GRAPH
                  else sets)
     counter = [0]
 
     def fn():
-        dst.copy_(srcs[counter[0] % sets])
+        i = counter[0] % sets
+        dsts[i].copy_(srcs[i])
         counter[0] += 1
 
     fn()
     peers.sync()
-    if not torch.equal(dst, srcs[0]):
+    if not torch.equal(dsts[0], srcs[0]):
         raise SystemExit(f"copy_floor: the copy at {shape} did not copy")
     peers.run_for(fn, peers.PEER_WARM_S)
     g = peers.capture(fn, per_graph)
     us = peers.time_graph_us(g, per_graph, iters)
-    del g, srcs, dst
+    del g, srcs, dsts
     torch.cuda.empty_cache()
     return us, sets
 
@@ -111,10 +115,11 @@ def main(argv):
     ours = peers.read_graph_times(args.baseline) if args.baseline else {}
     print(f"device: {props.name}, {props.multi_processor_count} SMs, L2 {l2_bytes} bytes; "
           f"torch {torch.__version__}")
-    # Warms the clock; BW from the baseline's ceiling row, or a 4 GiB copy.
-    bw, _ = peers.ceilings(dev, args.iters, args.baseline)
     rows = []
+    # Opened before any GPU work: a path that cannot be written costs no run.
     with open(args.csv, "w", newline="") as f:
+        # Warms the clock; BW from the baseline's ceiling row, or a 4 GiB copy.
+        bw, _ = peers.ceilings(dev, args.iters, args.baseline)
         w = csv.writer(f)
         w.writerow(COLUMNS)
         for shape in shapes:
@@ -124,8 +129,10 @@ def main(argv):
             w.writerow([peers.fmt(r[c], ".3f") if isinstance(r[c], float) else
                         ("" if r[c] is None else r[c]) for c in COLUMNS])
             f.flush()
-            print(f"{shape}: {sets} source(s), copy {us:.2f} us, "
-                  f"{r['copy_over_floor']:.2f}x the floor")
+            print(f"{shape}: {sets} pair(s), copy {us:.2f} us, "
+                  f"{r['copy_over_floor']:.2f}x the floor"
+                  + ("  WARNING: faster than bytes / BW (the L2 served part of it)"
+                     if r["copy_over_floor"] < 1.0 else ""))
     print(f"\nBW {bw:.3f} TB/s")
     print("\n".join(table(rows)))
     print(f"csv: {args.csv}")
