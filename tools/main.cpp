@@ -38,21 +38,26 @@ int main(int argc, char** argv) {
   }
   const std::string command = argv[1];
   Args args(argv + 2, argv + argc);
-  const bool known = command == "info" || command == "demo" || command == "run" ||
-                     command == "bench" || command == "precompile" || command == "tune";
+  // One table for the dispatch and for `<command> --help`.
+  struct Command {
+    const char* name;
+    int (*run)(const Args&);
+  };
+  static constexpr Command kCommands[] = {{"info", cmd_info},   {"demo", cmd_demo},
+                                          {"run", cmd_run},     {"bench", cmd_bench},
+                                          {"precompile", cmd_precompile}, {"tune", cmd_tune}};
+  const Command* found = nullptr;
+  for (const Command& c : kCommands) {
+    if (command == c.name) found = &c;
+  }
   // `f8gemm <command> --help` is a question: the usage on stdout, exit 0 (bench prints its own).
   const bool help = args.size() == 1 && (args[0] == "--help" || args[0] == "-h");
-  if (known && command != "bench" && help) {
+  if (found != nullptr && command != "bench" && help) {
     std::fputs(kUsage, stdout);
     return 0;
   }
   try {
-    if (command == "info") return cmd_info(args);
-    if (command == "demo") return cmd_demo(args);
-    if (command == "run") return cmd_run(args);
-    if (command == "bench") return cmd_bench(args);
-    if (command == "precompile") return cmd_precompile(args);
-    if (command == "tune") return cmd_tune(args);
+    if (found != nullptr) return found->run(args);
     if (command == "help" || command == "--help" || command == "-h") {
       std::fputs(kUsage, stdout);
       return 0;

@@ -106,8 +106,6 @@ TEST_F(CliTest, EnvironmentValuesTheDecisionCannotUseExitTwoNamingTheVariable) {
   }
 }
 
-// Issue 8, defect 3: every kInvalidArgument (and a forced config that cannot run) is a bad
-// argument: exit 2 with one readable line, as the README says.
 // `f8gemm <command> --help` asks for the usage: on stdout, nothing on stderr, exit 0, for
 // every command (only bench answered it before; the others exited 2 on an unknown option).
 TEST_F(CliTest, EveryCommandAnswersHelpOnStdout) {
@@ -124,6 +122,8 @@ TEST_F(CliTest, EveryCommandAnswersHelpOnStdout) {
   expect_bad_argument("run --m 16 --help", "unknown option '--help'");
 }
 
+// Issue 8, defect 3: every kInvalidArgument (and a forced config that cannot run) is a bad
+// argument: exit 2 with one readable line, as the README says.
 TEST_F(CliTest, BadArgumentsExitTwoWithOneLine) {
   expect_bad_argument("run --m 16 --n 256 --k 40", "K must be a positive multiple of 16");
   expect_bad_argument("run --m 16 --n 20 --k 256", "N must be a positive multiple of 8");
