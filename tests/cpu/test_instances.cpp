@@ -244,8 +244,8 @@ TEST_F(InstanceTest, ShippedGemmInstancesCompileWithoutSpills) {
   std::cout << "[ instance ] " << items.size() << " distinct instances\n";
 }
 
-// GemmOptions::trace's instrumented instances: one per schedule (cooperative in both modes,
-// 64- and 128-row ping-pong in 2x1 pairs, swap-AB, split-K). Each defines F8GEMM_TRACE, is its
+// GemmOptions::trace's instrumented instances: one per schedule (cooperative in both modes and
+// every store kind, 64- and 128-row ping-pong in 2x1 pairs, swap-AB, split-K). Each defines F8GEMM_TRACE, is its
 // own instance (label and cache key), and compiles as cleanly as the kernels that serve calls;
 // the ordinary instance's source does not define it, so its code is what it was.
 TEST_F(InstanceTest, InstrumentedInstancesCompileWithoutSpills) {
@@ -257,6 +257,8 @@ TEST_F(InstanceTest, InstrumentedInstancesCompileWithoutSpills) {
   const Case cases[] = {
       {"sm90_tiled_128x256x128_s3_c1x1_r8", {16, 4096, 8192, 1024}, true},
       {"sm90_tiled_128x192x128_s4_c1x1_r8", {1, 8192, 8192, 8192}, false},
+      {"sm90_tiled_128x160x128_s4_c1x1_r8", {1, 8448, 1040, 528}, true},   // 32-column chunks
+      {"sm90_tiled_128x112x128_s4_c1x1_r8", {1, 8448, 1040, 528}, false},  // padded rows
       {"sm90_pingpong_64x256x128_s5_c2x1_r8", {1, 16384, 8192, 1024}, true},
       {"sm90_pingpong_128x128x128_s6_c2x1_r8", {1, 8192, 8192, 8192}, true},
       {"sm90_swap_64x8x128_s12_c1x1_r0", {1, 1, 4096, 4096}, true},

@@ -1213,8 +1213,12 @@ TEST(GemmGpu, TraceRecordsEveryTileInOrderAndLeavesTheBitsAlone) {
   };
   // 8448 rows are 66 X tiles of 128 and 132 of 64 (even: whole pairs); N = 1040 leaves a ragged
   // last W tile for every width; K = 528 ends in 16 bytes.
+  // Every store kind's epilogue marks: whole blocks (tiled 128x256), 32-column chunks in
+  // cooperative (tiled 128x160) and ping-pong tiles, padded rows (tiled 128x112), swap-AB.
   const Case cases[] = {
       {"sm90_tiled_128x256x128_s3_c1x1_r8", 1, 8448, 1040, 528, true},
+      {"sm90_tiled_128x160x128_s4_c1x1_r8", 1, 8448, 1040, 528, true},
+      {"sm90_tiled_128x112x128_s4_c1x1_r8", 1, 8448, 1040, 528, false},
       {"sm90_tiled_128x128x128_s5_c2x1_r8", 1, 8448, 1040, 528, false},
       {"sm90_pingpong_64x256x128_s5_c2x1_r8", 1, 8448, 1040, 528, true},
       {"sm90_pingpong_128x128x128_s6_c1x1_r8", 1, 8448, 1040, 528, true},
