@@ -191,14 +191,9 @@ def fmt(v, spec):
 
 def main(argv):
     args = parse_args(argv)
-    import torch
-
-    if not torch.cuda.is_available():
-        raise SystemExit("grouped_peers.py: no CUDA device")
+    torch, dev, props, _ = peers.cuda_device("grouped_peers.py")
     import f8gemm  # noqa: F401  (loads torch.ops.f8gemm)
 
-    dev = torch.device("cuda")
-    props = torch.cuda.get_device_properties(dev)
     fast = not args.precise
     only = set(args.only.split(",")) if args.only else set(IMPLS)
     fbgemm, fbgemm_about = peers.load_fbgemm(torch)

@@ -237,7 +237,7 @@ class FP8Linear(_FP8Module):
         if not isinstance(linear, torch.nn.Linear):
             raise TypeError(f"FP8Linear.from_linear expects an nn.Linear, got {type(linear)}")
         weight = linear.weight.detach()
-        if weight.dtype not in (torch.bfloat16, torch.float16, torch.float32):
+        if weight.dtype not in _QUANTISABLE:
             raise ValueError(f"FP8Linear.from_linear: weight dtype must be bf16, fp16 or fp32, "
                              f"got {weight.dtype}")
         bias = linear.bias.detach() if linear.bias is not None else None
@@ -308,6 +308,9 @@ def _check_use_fast_accum(owner, use_fast_accum):
                          f"{use_fast_accum!r}")
 
 
+# The weight dtypes that from_linear(s) quantise (quantize_fp8_row's inputs).
+_QUANTISABLE = (torch.bfloat16, torch.float16, torch.float32)
+
 # The largest scale_ub that quantize_fp8_row takes (quantize_ops.cpp: value > 3.0e38f is refused,
 # compared in float32).
 _SCALE_UB_MAX = torch.tensor(3.0e38, dtype=torch.float32).item()
@@ -319,6 +322,11 @@ def _scale_ub(owner, name, value):
     takes, positive and finite in fp32 (its rule), checked here rather than at every forward."""
     if value is None:
         return None
+    # float() would also take "1e3" and True: a number is a real number (not a bool) or a tensor.
+    if isinstance(value, (str, bytes, bool)) or not (
+            isinstance(value, (int, float, torch.Tensor)) or hasattr(value, "__float__")):
+        raise ValueError(f"{owner}: {name} must be one number (a float or a 1-element tensor), "
+                         f"got {value!r}")
     try:
         number = float(value)
     except (TypeError, ValueError, RuntimeError):  # a list, a word, a tensor of several values
@@ -445,7 +453,7 @@ class FP8GatedMLP(_FP8Module):
                 f"{tuple(up_proj.weight.shape)}, down {tuple(down_proj.weight.shape)}")
         for name, lin in (("gate_proj", gate_proj), ("up_proj", up_proj),
                           ("down_proj", down_proj)):
-            if lin.weight.dtype not in (torch.bfloat16, torch.float16, torch.float32):
+            if lin.weight.dtype not in _QUANTISABLE:
                 raise ValueError(f"FP8GatedMLP.from_linears: {name}'s weight dtype must be bf16, "
                                  f"fp16 or fp32, got {lin.weight.dtype}")
         biases = [lin.bias is not None for lin in (gate_proj, up_proj, down_proj)]

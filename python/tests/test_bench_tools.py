@@ -102,7 +102,8 @@ def test_the_copys_row_and_table_from_hand_worked_figures():
     assert abs(r["bytes_floor_us"] - 4.201473) < 1e-6
     assert abs(r["copy_over_floor"] - 6.3 / 4.201473) < 1e-6
     assert abs(r["ours_over_copy"] - 1.1) < 1e-12
-    assert copy_floor.table([r])[-1] == "| 1,1,4096,4096 | 16.81 | 4.20 | 6.30 | 1.50 | 6.93 | 1.10 |"
+    assert copy_floor.table([r])[-1] == \
+        "| 1,1,4096,4096 | 16.81 | 4.20 | 6.30 | 1.50 | 6.93 | 1.10 |"
     # Without ours (no baseline row for the shape), its cells are dashes.
     bare = copy_floor.row_of((1, 1, 4096, 4096), 4.0, 6.3)
     assert copy_floor.table([bare])[-1].endswith("| 1.50 | - | - |")

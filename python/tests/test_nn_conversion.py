@@ -205,7 +205,8 @@ def test_gated_mlp_state_dict_layout_version():
     with pytest.raises(RuntimeError, match="gate_up_weight: preshuffle layout version 99"):
         FP8GatedMLP(64, 96).load_state_dict(state)
     # A version that is not one integer is refused by its key, not read as int() reads it.
-    for bad, what in ((torch.tensor([1, 1], dtype=torch.int32), "a torch.int32 tensor of shape [2]"),
+    for bad, what in ((torch.tensor([1, 1], dtype=torch.int32),
+                       "a torch.int32 tensor of shape [2]"),
                       (torch.tensor(1.5), "a torch.float32 tensor of shape []"),
                       (torch.tensor(True), "a torch.bool tensor of shape []"), (1.0, "1.0")):
         state["weight_layout_version"] = bad
@@ -349,7 +350,7 @@ def test_load_with_assign_keeps_the_buffer_dtypes():
                 fresh.to("meta")(torch.zeros(40, 64, device="meta"))  # the GEMMs take them
 
 
-@pytest.mark.parametrize("bad", [torch.tensor([1.0, 2.0]), "two", [2.0]])
+@pytest.mark.parametrize("bad", [torch.tensor([1.0, 2.0]), "two", [2.0], "1e3", True])
 def test_a_scale_ub_that_is_not_one_number_is_refused_by_name(bad):
     """float() of it raised its own error ("only one element tensors can be converted to Python
     scalars", "could not convert string to float"), naming no argument."""

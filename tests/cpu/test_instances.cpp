@@ -245,9 +245,10 @@ TEST_F(InstanceTest, ShippedGemmInstancesCompileWithoutSpills) {
 }
 
 // GemmOptions::trace's instrumented instances: one per schedule (cooperative in both modes and
-// every store kind, 64- and 128-row ping-pong in 2x1 pairs, swap-AB, split-K). Each defines F8GEMM_TRACE, is its
-// own instance (label and cache key), and compiles as cleanly as the kernels that serve calls;
-// the ordinary instance's source does not define it, so its code is what it was.
+// every store kind, 64- and 128-row ping-pong in 2x1 pairs, swap-AB, split-K). Each defines
+// F8GEMM_TRACE, is its own instance (label and cache key), and compiles as cleanly as the
+// kernels that serve calls; the ordinary instance's source does not define it, so its code is
+// what it was.
 TEST_F(InstanceTest, InstrumentedInstancesCompileWithoutSpills) {
   struct Case {
     const char* config;

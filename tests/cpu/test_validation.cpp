@@ -840,7 +840,8 @@ TEST(Validation, NegativeDimensionsWhoseProductIsPositiveAreRejected) {
 TEST(Validation, ADeviceBelowTheHostIsRejectedByName) {
   Args s = single_args({M}, N, K);
   s.w.device = -5;
-  F8GEMM_EXPECT_INVALID(s.single(), "w's device must be kHost (-1) or a CUDA device ordinal, got -5");
+  F8GEMM_EXPECT_INVALID(s.single(),
+                        "w's device must be kHost (-1) or a CUDA device ordinal, got -5");
   Args b = batched_args(B, M, N, K);
   b.out.device = -2;
   F8GEMM_EXPECT_INVALID(b.batched(), "out's device must be kHost (-1) or a CUDA device ordinal");

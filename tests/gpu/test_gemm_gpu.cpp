@@ -1198,9 +1198,9 @@ namespace {
 
 // GemmOptions::trace on every schedule: the instrumented kernel gives the ordinary kernel's
 // bits, every CTA of the persistent grid (trace_ctas) writes its header, from its own SM where
-// one fills an SM's shared memory, the headers count
-// every tile (each consumer of a cooperative tile, each CTA of a split), and each record's clocks
-// (the epilogue's inner two included) run in order, tile after tile. A buffer too small for the grid is refused before the launch.
+// one fills an SM's shared memory, the headers count every tile (each consumer of a cooperative
+// tile, each CTA of a split), and each record's clocks (the epilogue's inner two included) run
+// in order, tile after tile. A buffer too small for the grid is refused before the launch.
 TEST(GemmGpu, TraceRecordsEveryTileInOrderAndLeavesTheBitsAlone) {
   F8GEMM_SKIP_WITHOUT_SM90();
   int sms = 0;
