@@ -216,6 +216,16 @@ TEST(Trace, BackToBackTilesCountAGapOfZero) {
   EXPECT_DOUBLE_EQ(s.slot[0].gap_median, 50.0);
 }
 
+/// The CSV that write_trace_csv writes for `records`, read back.
+std::string csv_text(const test::TempDir& dir, const std::vector<test::TraceRecord>& records) {
+  const std::string path = dir.path() + "/t.csv";
+  test::write_trace_csv(path, records);
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
 TEST(Trace, TheCsvListsEveryRecordRelativeToItsCtasFirstStart) {
   std::vector<uint64_t> w = empty_buffer(2);
   set_header(w, 1, 1, 3, 2, 0);
@@ -223,12 +233,7 @@ TEST(Trace, TheCsvListsEveryRecordRelativeToItsCtasFirstStart) {
   set_record(w, 1, 0, 1, 5300, 5400, 5500, 5600, 5530, 5580);
   const test::TraceData d = test::parse_trace(w, kTiles);
   test::TempDir dir("f8gemm_trace_csv");
-  const std::string path = dir.path() + "/t.csv";
-  test::write_trace_csv(path, d.records);
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  EXPECT_EQ(ss.str(),
+  EXPECT_EQ(csv_text(dir, d.records),
             "cta,sm,consumer,tile,start,last_issue,mainloop_done,epilogue_entered,"
             "epilogue_staged,epilogue_done\n"
             "1,3,0,0,0,100,200,,,\n"
@@ -246,12 +251,7 @@ TEST(Trace, TheCsvClocksCountFromTheEarliestStartOfAnyConsumer) {
   set_record(w, 0, 1, 0, 1000, 1150, 1250, 1350);
   const test::TraceData d = test::parse_trace(w, kTiles);
   test::TempDir dir("f8gemm_trace_csv");
-  const std::string path = dir.path() + "/t.csv";
-  test::write_trace_csv(path, d.records);
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  EXPECT_EQ(ss.str(),
+  EXPECT_EQ(csv_text(dir, d.records),
             "cta,sm,consumer,tile,start,last_issue,mainloop_done,epilogue_entered,"
             "epilogue_staged,epilogue_done\n"
             "0,5,0,0,100,200,300,,,400\n"
