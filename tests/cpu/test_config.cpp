@@ -1295,5 +1295,19 @@ TEST(GroupedChoice, AForcedConfigRunsAsNamedOrIsRefused) {
   EXPECT_EQ(detail::grouped_spec(grouped(8, 16384, 4096, 4096), 132, &deep).config, deep);
 }
 
+// The group tables hold a power of two of groups from 8 (a few instances serve every G), and the
+// average group size that the choice sees is rounded up: 1017 rows in 8 groups are 128 a group,
+// inside card 38's envelope.
+TEST(GroupedChoice, TablesHoldAPowerOfTwoFrom8AndTheAverageRoundsUp) {
+  for (const auto& [groups, cap] : {std::pair<int64_t, int>{1, 8}, {8, 8}, {9, 16}, {64, 64},
+                                    {65, 128}}) {
+    EXPECT_EQ(detail::grouped_spec(grouped(groups, 64 * groups, 4096, 4096), 132, nullptr)
+                  .groups_cap,
+              cap)
+        << groups << " groups";
+  }
+  EXPECT_TRUE(is_pingpong_64(choice(grouped(8, 1017, 4096, 4096))));
+}
+
 }  // namespace
 }  // namespace f8gemm
