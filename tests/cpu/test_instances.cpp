@@ -317,6 +317,18 @@ TEST_F(InstanceTest, PrecompileWithoutAGpuFillsTheDiskCache) {
   }
 }
 
+// Every problem of a list is checked before the first compile: a bad one fails fast, with no
+// instance of the good ones before it compiled (seconds each) only to be refused after them.
+TEST_F(InstanceTest, PrecompileRefusesABadProblemBeforeCompilingAnyOther) {
+  if (test::have_any_device()) GTEST_SKIP() << "a GPU is present: precompile uses its facts";
+  const ProblemShape good = problem(kDecodeShapes[0], WeightLayout::kPreshuffled, true);
+  ProblemShape bad = good;
+  bad.k = 24;
+  const int64_t before = jit::stats().compiles;
+  F8GEMM_EXPECT_INVALID(precompile({good, bad}), "K must be a positive multiple of 16");
+  EXPECT_EQ(jit::stats().compiles, before) << "the good problem compiled before the refusal";
+}
+
 }  // namespace
 }  // namespace f8gemm
 
