@@ -386,6 +386,18 @@ def test_compile_fullgraph_traces_the_checks():
             assert compiled(torch.empty(40, 64, device="meta")).dtype == torch.float32
 
 
+
+def test_in_features_must_be_a_multiple_of_16_not_only_of_8():
+    """K % 16 is the GEMM's rule: a module of in_features 24 would be built, and refused by the
+    GEMM at its first forward (and swap_linears would have converted the linear)."""
+    with pytest.raises(ValueError, match="FP8Linear: in_features must be a positive multiple of "
+                                         "16, got 24"):
+        FP8Linear(24, 32)
+    model = torch.nn.Sequential(Linear(24, 32, device="meta"))
+    with pytest.raises(ValueError, match=r"0 \(Linear\): ValueError: FP8Linear: in_features"):
+        swap_linears(model)
+    assert type(model[0]) is Linear
+
 # ------------------------------------------------------------------ GPU
 
 @torch.no_grad()
