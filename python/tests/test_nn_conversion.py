@@ -398,6 +398,14 @@ def test_in_features_must_be_a_multiple_of_16_not_only_of_8():
         swap_linears(model)
     assert type(model[0]) is Linear
 
+
+def test_from_linear_keeps_a_bf16_bias_in_bf16_and_any_other_in_fp32():
+    for dtype, want in ((torch.bfloat16, torch.bfloat16), (torch.float16, torch.float32),
+                        (torch.float32, torch.float32)):
+        mod = FP8Linear.from_linear(Linear(64, 32, device="meta", dtype=dtype))
+        assert mod.bias.dtype == want, (dtype, mod.bias.dtype)
+        assert mod.state_dict()["bias"].dtype == want
+
 # ------------------------------------------------------------------ GPU
 
 @torch.no_grad()
