@@ -406,6 +406,38 @@ def test_from_linear_keeps_a_bf16_bias_in_bf16_and_any_other_in_fp32():
         assert mod.bias.dtype == want, (dtype, mod.bias.dtype)
         assert mod.state_dict()["bias"].dtype == want
 
+
+def _gated_mlp_ops(rows):
+    """The f8gemm ops that FP8GatedMLP's forward calls for `rows` rows of x (on meta)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Record(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.names = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.names.append(func._schema.name)
+            return func(*args, **(kwargs or {}))
+
+    mod = FP8GatedMLP(64, 32, device="meta")
+    with torch.no_grad(), Record() as record:
+        mod(torch.empty(rows, 64, device="meta"))
+    return [n for n in record.names if n.startswith("f8gemm::")]
+
+
+def test_gated_mlp_fuses_the_activation_from_its_threshold_on():
+    """SiLU·mul runs in the gate|up GEMM's epilogue from FUSED_ACTIVATION_MIN_ROWS rows on and in
+    silu_mul_quantize_fp8_row below (measured, card 75): the output's shape and dtype are the
+    same either way, so the ops called say which path ran."""
+    edge = FP8GatedMLP.FUSED_ACTIVATION_MIN_ROWS
+    assert _gated_mlp_ops(edge - 1) == [
+        "f8gemm::quantize_fp8_row", "f8gemm::f8f8bf16_rowwise_preshuffled",
+        "f8gemm::silu_mul_quantize_fp8_row", "f8gemm::f8f8bf16_rowwise_preshuffled"]
+    assert _gated_mlp_ops(edge) == [
+        "f8gemm::quantize_fp8_row", "f8gemm::f8f8bf16_rowwise_preshuffled_silu_mul",
+        "f8gemm::quantize_fp8_row", "f8gemm::f8f8bf16_rowwise_preshuffled"]
+
 # ------------------------------------------------------------------ GPU
 
 @torch.no_grad()
