@@ -438,6 +438,20 @@ def test_gated_mlp_fuses_the_activation_from_its_threshold_on():
         "f8gemm::quantize_fp8_row", "f8gemm::f8f8bf16_rowwise_preshuffled_silu_mul",
         "f8gemm::quantize_fp8_row", "f8gemm::f8f8bf16_rowwise_preshuffled"]
 
+
+def test_bad_kwargs_raise_even_with_skip_incompatible():
+    """Bad kwargs are the caller's error, not a module's: with skip_incompatible=True they would
+    make every candidate "incompatible", and the call would warn and convert nothing."""
+    model = _model(router_out=64)
+    before = _kinds(model)
+    with pytest.raises(ValueError, match="FP8Linear: use_fast_accum must be True or False"):
+        swap_linears(model, skip_incompatible=True, use_fast_accum="no")
+    assert _kinds(model) == before
+    net = torch.nn.Sequential(_Mlp(act_fn=torch.nn.SiLU()))
+    with pytest.raises(ValueError, match="FP8GatedMLP: pdl must be None, True or False"):
+        fuse_gate_up(net, skip_incompatible=True, pdl="yes")
+    assert type(net[0]) is _Mlp
+
 # ------------------------------------------------------------------ GPU
 
 @torch.no_grad()
