@@ -386,7 +386,6 @@ def test_compile_fullgraph_traces_the_checks():
             assert compiled(torch.empty(40, 64, device="meta")).dtype == torch.float32
 
 
-
 def test_in_features_must_be_a_multiple_of_16_not_only_of_8():
     """K % 16 is the GEMM's rule: a module of in_features 24 would be built, and refused by the
     GEMM at its first forward (and swap_linears would have converted the linear)."""
@@ -451,6 +450,15 @@ def test_bad_kwargs_raise_even_with_skip_incompatible():
     with pytest.raises(ValueError, match="FP8GatedMLP: pdl must be None, True or False"):
         fuse_gate_up(net, skip_incompatible=True, pdl="yes")
     assert type(net[0]) is _Mlp
+
+
+def test_gated_mlp_refuses_a_bias_on_some_of_the_three_linears():
+    """A block with a bias on gate_proj alone would otherwise become a module without biases."""
+    mlp = _Mlp(act_fn=torch.nn.SiLU())
+    mlp.gate_proj = Linear(64, 96, bias=True)
+    with pytest.raises(ValueError, match="either all three linears have a bias or none has"):
+        FP8GatedMLP.from_module(mlp)
+
 
 # ------------------------------------------------------------------ GPU
 
