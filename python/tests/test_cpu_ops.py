@@ -156,6 +156,36 @@ def _expect_import_error_for_junk_library(tmp_path):
     assert "invalid ELF header" in r.stdout or "file too short" in r.stdout, r.stdout
 
 
+def test_the_library_is_the_named_file_or_folder_else_the_newest_build():
+    """F8GEMM_TORCH_LIB names the .so or the folder holding it; unset, with no .so beside the
+    package, a checkout's newest libf8gemm_torch.so in build*/ or one folder below is loaded
+    (found in a scratch checkout: f8gemm._find_library reads _REPO and _HERE)."""
+    import tempfile
+    saved = f8gemm._REPO, f8gemm._HERE, os.environ.pop("F8GEMM_TORCH_LIB", None)
+    try:
+        with tempfile.TemporaryDirectory() as repo:
+            f8gemm._REPO, f8gemm._HERE = repo, os.path.join(repo, "python", "f8gemm")
+            libs = {}
+            for folder, mtime in (("build-old", 1000), ("build/release", 3000), ("build-b", 2000)):
+                os.makedirs(os.path.join(repo, folder))
+                libs[folder] = os.path.join(repo, folder, "libf8gemm_torch.so")
+                open(libs[folder], "wb").close()
+                os.utime(libs[folder], (mtime, mtime))
+            assert f8gemm._find_library() == libs["build/release"]
+            os.environ["F8GEMM_TORCH_LIB"] = os.path.join(repo, "build-old")
+            assert f8gemm._find_library() == libs["build-old"]
+            os.environ["F8GEMM_TORCH_LIB"] = libs["build-b"]
+            assert f8gemm._find_library() == libs["build-b"]
+            os.environ["F8GEMM_TORCH_LIB"] = os.path.join(repo, "nowhere")
+            with pytest.raises(ImportError, match="does not name libf8gemm_torch.so or a folder"):
+                f8gemm._find_library()
+    finally:
+        f8gemm._REPO, f8gemm._HERE = saved[:2]
+        os.environ.pop("F8GEMM_TORCH_LIB", None)
+        if saved[2] is not None:
+            os.environ["F8GEMM_TORCH_LIB"] = saved[2]
+
+
 def test_the_import_check_compares_torch_versions_whole():
     check = f8gemm._torch_mismatch
     for version in ("2.11.0+cu130", "2.12.0.dev20260101+cu130", "2.8.0a0+5228986c39.nv25.05"):

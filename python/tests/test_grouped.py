@@ -65,6 +65,23 @@ def test_meta_shapes(preshuffled):
         out, _meta(g, n, dtype=torch.bfloat16), False)
 
 
+def test_keepdim_scale_shapes_are_accepted():
+    """x_scale [total_M, 1] ([G, M_max, 1]) and w_scale [G, N, 1], as quantize_fp8_row's keepdim
+    callers and FBGEMM's pass them, are the flat scales: on meta as on the CPU, where the first
+    error is then the device, checked after every shape."""
+    g, m, n, k = 4, 50, 136, 272
+    xs, ws, sizes = _meta(m, 1, dtype=torch.float32), _meta(g, n, 1, dtype=torch.float32), \
+        _meta(g, dtype=torch.int64)
+    y = ops.f8f8bf16_rowwise_grouped_stacked(_meta(m, k), _meta(g, n, k), xs, ws, sizes)
+    assert y.shape == (m, n)
+    y = ops.f8f8bf16_rowwise_grouped_dynamic(_meta(g, 7, k), _meta(g, n, k),
+                                             _meta(g, 7, 1, dtype=torch.float32), ws, sizes)
+    assert y.shape == (g, 7, n)
+    xq, wq, xs, ws, sizes = _cpu_stacked(g, m, n, k)
+    with pytest.raises(ValueError, match="XQ must be in GPU memory"):
+        ops.f8f8bf16_rowwise_grouped_stacked(xq, wq, xs.unsqueeze(-1), ws.unsqueeze(-1), sizes)
+
+
 def test_meta_rejects_the_other_layout_with_a_hint():
     g, m, n, k = 2, 8, 64, 128
     args = (_meta(m, k), _meta(m, dtype=torch.float32), _meta(g, n, dtype=torch.float32),

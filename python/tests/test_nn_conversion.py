@@ -386,6 +386,80 @@ def test_compile_fullgraph_traces_the_checks():
             assert compiled(torch.empty(40, 64, device="meta")).dtype == torch.float32
 
 
+def test_in_features_must_be_a_multiple_of_16_not_only_of_8():
+    """K % 16 is the GEMM's rule: a module of in_features 24 would be built, and refused by the
+    GEMM at its first forward (and swap_linears would have converted the linear)."""
+    with pytest.raises(ValueError, match="FP8Linear: in_features must be a positive multiple of "
+                                         "16, got 24"):
+        FP8Linear(24, 32)
+    model = torch.nn.Sequential(Linear(24, 32, device="meta"))
+    with pytest.raises(ValueError, match=r"0 \(Linear\): ValueError: FP8Linear: in_features"):
+        swap_linears(model)
+    assert type(model[0]) is Linear
+
+
+def test_from_linear_keeps_a_bf16_bias_in_bf16_and_any_other_in_fp32():
+    for dtype, want in ((torch.bfloat16, torch.bfloat16), (torch.float16, torch.float32),
+                        (torch.float32, torch.float32)):
+        mod = FP8Linear.from_linear(Linear(64, 32, device="meta", dtype=dtype))
+        assert mod.bias.dtype == want, (dtype, mod.bias.dtype)
+        assert mod.state_dict()["bias"].dtype == want
+
+
+def _gated_mlp_ops(rows):
+    """The f8gemm ops that FP8GatedMLP's forward calls for `rows` rows of x (on meta)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Record(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.names = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.names.append(func._schema.name)
+            return func(*args, **(kwargs or {}))
+
+    mod = FP8GatedMLP(64, 32, device="meta")
+    with torch.no_grad(), Record() as record:
+        mod(torch.empty(rows, 64, device="meta"))
+    return [n for n in record.names if n.startswith("f8gemm::")]
+
+
+def test_gated_mlp_fuses_the_activation_from_its_threshold_on():
+    """SiLU·mul runs in the gate|up GEMM's epilogue from FUSED_ACTIVATION_MIN_ROWS rows on and in
+    silu_mul_quantize_fp8_row below (measured, card 75): the output's shape and dtype are the
+    same either way, so the ops called say which path ran."""
+    edge = FP8GatedMLP.FUSED_ACTIVATION_MIN_ROWS
+    assert _gated_mlp_ops(edge - 1) == [
+        "f8gemm::quantize_fp8_row", "f8gemm::f8f8bf16_rowwise_preshuffled",
+        "f8gemm::silu_mul_quantize_fp8_row", "f8gemm::f8f8bf16_rowwise_preshuffled"]
+    assert _gated_mlp_ops(edge) == [
+        "f8gemm::quantize_fp8_row", "f8gemm::f8f8bf16_rowwise_preshuffled_silu_mul",
+        "f8gemm::quantize_fp8_row", "f8gemm::f8f8bf16_rowwise_preshuffled"]
+
+
+def test_bad_kwargs_raise_even_with_skip_incompatible():
+    """Bad kwargs are the caller's error, not a module's: with skip_incompatible=True they would
+    make every candidate "incompatible", and the call would warn and convert nothing."""
+    model = _model(router_out=64)
+    before = _kinds(model)
+    with pytest.raises(ValueError, match="FP8Linear: use_fast_accum must be True or False"):
+        swap_linears(model, skip_incompatible=True, use_fast_accum="no")
+    assert _kinds(model) == before
+    net = torch.nn.Sequential(_Mlp(act_fn=torch.nn.SiLU()))
+    with pytest.raises(ValueError, match="FP8GatedMLP: pdl must be None, True or False"):
+        fuse_gate_up(net, skip_incompatible=True, pdl="yes")
+    assert type(net[0]) is _Mlp
+
+
+def test_gated_mlp_refuses_a_bias_on_some_of_the_three_linears():
+    """A block with a bias on gate_proj alone would otherwise become a module without biases."""
+    mlp = _Mlp(act_fn=torch.nn.SiLU())
+    mlp.gate_proj = Linear(64, 96, bias=True)
+    with pytest.raises(ValueError, match="either all three linears have a bias or none has"):
+        FP8GatedMLP.from_module(mlp)
+
+
 # ------------------------------------------------------------------ GPU
 
 @torch.no_grad()

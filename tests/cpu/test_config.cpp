@@ -1280,5 +1280,34 @@ TEST(GroupedChoice, RasterBandKeepsAGroupsXBandInL2) {
   EXPECT_EQ(detail::grouped_spec(grouped(8, 16384, 28672, 4096), 132, &forced).config.raster, 8);
 }
 
+// A forced config (GemmOptions::config or F8GEMM_CONFIG) runs a grouped GEMM as named or not at
+// all: one that splits K is refused (the grouped kernel has no split-K reduction), and one whose
+// ring does not fit beside the group tables is refused with the advice to force fewer stages,
+// where the model's own pick gives up stages to the tables.
+TEST(GroupedChoice, AForcedConfigRunsAsNamedOrIsRefused) {
+  const Config split = Config::parse("sm90_swap_64x8x128_s12_c1x1_r0_k2");
+  test::expect_error([&] { detail::grouped_spec(grouped(8, 64, 4096, 4096), 132, &split); },
+                     ErrorCode::kUnsupported, "a grouped GEMM does not split K");
+  const Config deep = Config::parse("sm90_pingpong_64x256x128_s5_c1x1_r8");
+  const GroupedProblem many = grouped(512, 65536, 4096, 4096);
+  test::expect_error([&] { detail::grouped_spec(many, 132, &deep); }, ErrorCode::kUnsupported,
+                     "force fewer stages");
+  EXPECT_EQ(detail::grouped_spec(grouped(8, 16384, 4096, 4096), 132, &deep).config, deep);
+}
+
+// The group tables hold a power of two of groups from 8 (a few instances serve every G), and the
+// average group size that the choice sees is rounded up: 1017 rows in 8 groups are 128 a group,
+// inside card 38's envelope.
+TEST(GroupedChoice, TablesHoldAPowerOfTwoFrom8AndTheAverageRoundsUp) {
+  for (const auto& [groups, cap] : {std::pair<int64_t, int>{1, 8}, {8, 8}, {9, 16}, {64, 64},
+                                    {65, 128}}) {
+    EXPECT_EQ(detail::grouped_spec(grouped(groups, 64 * groups, 4096, 4096), 132, nullptr)
+                  .groups_cap,
+              cap)
+        << groups << " groups";
+  }
+  EXPECT_TRUE(is_pingpong_64(choice(grouped(8, 1017, 4096, 4096))));
+}
+
 }  // namespace
 }  // namespace f8gemm

@@ -7,6 +7,8 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -315,6 +317,18 @@ TEST_F(InstanceTest, PrecompileWithoutAGpuFillsTheDiskCache) {
   }
 }
 
+// Every problem of a list is checked before the first compile: a bad one fails fast, with no
+// instance of the good ones before it compiled (seconds each) only to be refused after them.
+TEST_F(InstanceTest, PrecompileRefusesABadProblemBeforeCompilingAnyOther) {
+  if (test::have_any_device()) GTEST_SKIP() << "a GPU is present: precompile uses its facts";
+  const ProblemShape good = problem(kDecodeShapes[0], WeightLayout::kPreshuffled, true);
+  ProblemShape bad = good;
+  bad.k = 24;
+  const int64_t before = jit::stats().compiles;
+  F8GEMM_EXPECT_INVALID(precompile({good, bad}), "K must be a positive multiple of 16");
+  EXPECT_EQ(jit::stats().compiles, before) << "the good problem compiled before the refusal";
+}
+
 }  // namespace
 }  // namespace f8gemm
 
@@ -349,6 +363,98 @@ TEST(PrefetchW, TakenByThePdlChainsConfigurationsOnPreshuffledWOnly) {
   // The Llama MLP block's decode GEMMs in the shipped table (card 50's gains).
   EXPECT_TRUE(prefetches("sm90_swap_128x8x128_s12_c1x1_r0", WeightLayout::kPreshuffled));
   EXPECT_TRUE(prefetches("sm90_swap_64x8x128_s12_c1x1_r0_k2", WeightLayout::kPreshuffled));
+}
+
+}  // namespace
+}  // namespace f8gemm
+
+namespace f8gemm {
+namespace {
+
+/// The assignments of a generated instance_spec(), field name to value as written ("128",
+/// "true", "4096LL", "f8gemm::dev::BiasKind(2)").
+std::map<std::string, std::string> spec_assignments(const std::string& source) {
+  std::map<std::string, std::string> fields;
+  std::istringstream in(source);
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t eq = line.find(" = ");
+    if (line.rfind("  g.", 0) != 0 || eq == std::string::npos || line.back() != ';') continue;
+    EXPECT_TRUE(fields.emplace(line.substr(4, eq - 4), line.substr(eq + 3, line.size() - eq - 4))
+                    .second)
+        << "assigned twice: " << line;
+  }
+  return fields;
+}
+
+/// The instance source is where a spec reaches the kernel, one field assigned by name each. A
+/// field dropped or miswired there (or in make_spec / gemm_spec) still compiles, as a zero is a
+/// valid value, and only a GPU run would show the wrong kernel (a bf16 bias read as fp32, a
+/// pair without its multicast, SiLU·mul without its epilogue). So the source's assignments are
+/// read back and compared with what the config and the problem say, on specs that between them
+/// set every field away from its zero; and each such spec has a label of its own (the label
+/// names dumps and logs).
+TEST(InstanceSource, AssignsEveryFieldOfTheSpecFromTheConfigAndTheProblem) {
+  struct Case {
+    const char* config;
+    Shape shape;
+    WeightLayout layout;
+    bool fast;
+    DType out;
+    bool bias;
+    DType bias_dtype;
+    EpilogueOp epilogue;
+    int groups_cap;
+  };
+  const Case cases[] = {
+      {"sm90_swap_64x8x128_s12_c1x1_r0_k2", {1, 1, 4096, 14336}, WeightLayout::kPreshuffled, true,
+       DType::kBF16, false, DType::kF32, EpilogueOp::kNone, 0},
+      {"sm90_pingpong_64x128x128_s6_c2x1_r8", {1, 200, 1040, 512}, WeightLayout::kPlain, false,
+       DType::kF16, true, DType::kBF16, EpilogueOp::kSiluMul, 0},
+      {"sm90_tiled_128x192x128_s4_c1x1_r8", {16, 128, 1280, 8192}, WeightLayout::kPreshuffled,
+       false, DType::kBF16, true, DType::kF32, EpilogueOp::kNone, 128},
+  };
+  std::set<std::string> labels;
+  for (const Case& c : cases) {
+    ProblemShape p = problem(c.shape, c.layout, c.fast, c.out, c.bias, c.bias_dtype);
+    p.epilogue_op = c.epilogue;
+    const Config config = Config::parse(c.config);
+    InstanceSpec s = detail::make_spec(config, p);
+    s.groups_cap = c.groups_cap;
+    SCOPED_TRACE(s.label());
+    const auto b = [](bool v) { return std::string(v ? "true" : "false"); };
+    const int bias_kind = !c.bias ? 0 : c.bias_dtype == DType::kBF16 ? 2 : 1;
+    const std::map<std::string, std::string> want = {
+        {"n", std::to_string(c.shape.n) + "LL"},
+        {"k", std::to_string(c.shape.k) + "LL"},
+        {"bm", std::to_string(config.bm)},
+        {"bn", std::to_string(config.bn)},
+        {"stages", std::to_string(config.stages)},
+        {"cluster_m", std::to_string(config.cluster_m)},
+        {"raster", std::to_string(config.raster)},
+        {"split_k", std::to_string(config.split_k)},
+        {"groups_cap", std::to_string(c.groups_cap)},
+        {"swap", b(config.path == KernelPath::kSwapAB)},
+        {"pingpong", b(config.path == KernelPath::kPingPong)},
+        {"plain_w", b(c.layout == WeightLayout::kPlain)},
+        {"out_f16", b(c.out == DType::kF16)},
+        {"fast_accum", b(c.fast)},
+        {"bias", "f8gemm::dev::BiasKind(" + std::to_string(bias_kind) + ")"},
+        {"silu_mul", b(c.epilogue == EpilogueOp::kSiluMul)},
+    };
+    EXPECT_EQ(spec_assignments(detail::instance_source(s)), want);
+    EXPECT_TRUE(labels.insert(s.label()).second);
+    if (c.groups_cap > 0) {
+      EXPECT_NE(s.label().find(".grouped" + std::to_string(c.groups_cap)), std::string::npos);
+    }
+    if (c.bias) {
+      EXPECT_NE(s.label().find(c.bias_dtype == DType::kBF16 ? ".biasbf16." : ".biasf32."),
+                std::string::npos);
+    }
+    if (c.epilogue != EpilogueOp::kNone) {
+      EXPECT_NE(s.label().find(std::string(".") + to_string(c.epilogue)), std::string::npos);
+    }
+  }
 }
 
 }  // namespace
