@@ -195,8 +195,8 @@ std::string format_trace_summary(const TraceSummary& s) {
   }
   os << "  the epilogue's parts, mean / median: -> past its first barrier | -> outputs staged | "
         "-> stores issued\n"
-        "  (of a tile's first 64-row block: a 128-row ping-pong tile's last part holds its second "
-        "block; with 32-column chunks the first warp issues each chunk's store as it stages it, so "
+        "  (of the consumer's first 64-row block of the tile: a 128-row ping-pong tile's last part "
+        "holds its second block; with 32-column chunks the first warp issues each chunk's store as it stages it, so "
         "the last part is the wait for the other warps)\n";
   for (int k = 0; k < std::max(1, s.consumers) && k < 2; ++k) {
     const PhaseStats& p = s.slot[k];

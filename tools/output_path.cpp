@@ -35,12 +35,26 @@ bool same_file(const std::string& a, const std::string& b) {
     return !fs::exists(st) || fs::is_regular_file(st);
   };
   if (!regular_or_new(a) || !regular_or_new(b)) return false;
+  // A symbolic link to a file not made yet resolves to nothing (weakly_canonical keeps the
+  // link's own name): follow the links by hand, as many as a kernel would (40).
+  auto follow = [](std::string path) {
+    for (int hop = 0; hop < 40; ++hop) {
+      std::error_code ec;
+      if (!fs::is_symlink(fs::symlink_status(path, ec))) break;
+      const fs::path target = fs::read_symlink(path, ec);
+      if (ec) break;
+      path = target.is_absolute() ? target.string()
+                                  : (fs::path(path).parent_path() / target).string();
+    }
+    return path;
+  };
+  const std::string fa = follow(a), fb = follow(b);
   std::error_code ec;
   // Hard links too, where both exist; else the paths as they resolve (a new file has no inode).
-  if (fs::equivalent(a, b, ec) && !ec) return true;
+  if (fs::equivalent(fa, fb, ec) && !ec) return true;
   std::error_code ea, eb;
-  const fs::path ca = fs::weakly_canonical(fs::absolute(a, ea), ea);
-  const fs::path cb = fs::weakly_canonical(fs::absolute(b, eb), eb);
+  const fs::path ca = fs::weakly_canonical(fs::absolute(fa, ea), ea);
+  const fs::path cb = fs::weakly_canonical(fs::absolute(fb, eb), eb);
   return !ea && !eb && ca == cb;  // two paths that do not resolve are not shown to be one
 }
 

@@ -22,6 +22,7 @@ just before it, where its configuration allows (GemmOptions::prefetch_w: not a 2
 split at most two ways; without PDL it changes nothing).
 """
 
+import numbers
 import operator
 
 import torch
@@ -322,9 +323,12 @@ def _scale_ub(owner, name, value):
     takes, positive and finite in fp32 (its rule), checked here rather than at every forward."""
     if value is None:
         return None
-    # float() would also take "1e3" and True: a number is a real number (not a bool) or a tensor.
-    if isinstance(value, (str, bytes, bool)) or not (
-            isinstance(value, (int, float, torch.Tensor)) or hasattr(value, "__float__")):
+    # float() would also take "1e3", True and a complex number's real part: a number here is a
+    # real number that is not a bool (numpy's included), or a tensor of neither kind.
+    real = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    tensor = isinstance(value, torch.Tensor) and value.dtype != torch.bool and \
+        not value.is_complex()
+    if not (real or tensor):
         raise ValueError(f"{owner}: {name} must be one number (a float or a 1-element tensor), "
                          f"got {value!r}")
     try:

@@ -350,7 +350,8 @@ def test_load_with_assign_keeps_the_buffer_dtypes():
                 fresh.to("meta")(torch.zeros(40, 64, device="meta"))  # the GEMMs take them
 
 
-@pytest.mark.parametrize("bad", [torch.tensor([1.0, 2.0]), "two", [2.0], "1e3", True])
+@pytest.mark.parametrize("bad", [torch.tensor([1.0, 2.0]), "two", [2.0], "1e3", True,
+                                 torch.tensor(True), 3 + 4j])
 def test_a_scale_ub_that_is_not_one_number_is_refused_by_name(bad):
     """float() of it raised its own error ("only one element tensors can be converted to Python
     scalars", "could not convert string to float"), naming no argument."""

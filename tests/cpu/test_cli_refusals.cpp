@@ -84,6 +84,10 @@ TEST(TuneCli, OutLogAndShapesNamingOneFileExitTwoBeforeTheRun) {
   expect_refusal(dir, tune + "--out " + out + " --log " + dir.path() + "/./t.tsv",
                  "tune: --out and --log name the same file");
   expect_refusal(dir, tune + "--out " + shapes, "tune: --out names the --shapes file: " + shapes);
+  // A symbolic link to the --log file that no run has made yet.
+  fs::create_symlink(dir.path() + "/new.csv", dir.path() + "/link.csv");
+  expect_refusal(dir, tune + "--out " + dir.path() + "/link.csv --log " + dir.path() + "/new.csv",
+                 "tune: --out and --log name the same file");
   expect_refusal(dir, tune + "--out " + out + " --log " + shapes,
                  "tune: --log names the --shapes file");
   EXPECT_FALSE(fs::exists(out)) << "a refused run leaves no table behind";
