@@ -53,10 +53,12 @@ void require_runnable(const Config& config, const ProblemShape& problem) {
                  problem.batch, ",", problem.m, ",", problem.n, ",", problem.k, ": ", why);
 }
 
-/// A GPU name as a table key holds it: between '|' separators, on one line of a tab-separated
-/// file whose lines starting with '#' are comments. The driver's names never break these rules;
-/// a hand-made TargetGpu may.
-void require_gpu_name(const std::string& name) {
+/// require_target for a TargetGpu, and its name as a table key holds it: between '|'
+/// separators, on one line of a tab-separated file whose lines starting with '#' are comments.
+/// The driver's names never break these rules; a hand-made TargetGpu may.
+void require_target_gpu(const ProblemShape& problem, const TargetGpu& gpu) {
+  require_target(problem, gpu.sm_count);
+  const std::string& name = gpu.name;
   F8GEMM_REQUIRE(!name.empty() && name[0] != '#' &&
                      name.find_first_of("|\t\r\n") == std::string::npos,
                  kInvalidArgument,
@@ -67,8 +69,7 @@ void require_gpu_name(const std::string& name) {
 }  // namespace
 
 Config decide_config(const TargetGpu& gpu, const ProblemShape& problem) {
-  require_target(problem, gpu.sm_count);
-  require_gpu_name(gpu.name);
+  require_target_gpu(problem, gpu);
   return detail::decide(gpu.name, gpu.sm_count, problem);
 }
 
@@ -94,8 +95,7 @@ std::string config_unfit_reason(const Config& config, const ProblemShape& proble
 }
 
 std::string tuning_table_key(const TargetGpu& gpu, const ProblemShape& problem) {
-  require_target(problem, gpu.sm_count);
-  require_gpu_name(gpu.name);
+  require_target_gpu(problem, gpu);
   return detail::table_key(gpu.name, gpu.sm_count, problem);
 }
 

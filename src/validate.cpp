@@ -110,16 +110,11 @@ GemmTensors require_gemm_tensors(const TensorView& x, const TensorView& w, Weigh
   // A null name would be streamed into a message (undefined): it keeps the C++ name.
   static const GemmArgNames kDefaultNames;
   GemmArgNames n = opt.names ? *opt.names : kDefaultNames;
-  const auto keep_default = [](const char*& name, const char* fallback) {
-    if (name == nullptr) name = fallback;
-  };
-  keep_default(n.x, kDefaultNames.x);
-  keep_default(n.w, kDefaultNames.w);
-  keep_default(n.x_scale, kDefaultNames.x_scale);
-  keep_default(n.w_scale, kDefaultNames.w_scale);
-  keep_default(n.out, kDefaultNames.out);
-  keep_default(n.bias, kDefaultNames.bias);
-  keep_default(n.m_sizes, kDefaultNames.m_sizes);
+  for (const char* GemmArgNames::*field :
+       {&GemmArgNames::x, &GemmArgNames::w, &GemmArgNames::x_scale, &GemmArgNames::w_scale,
+        &GemmArgNames::out, &GemmArgNames::bias, &GemmArgNames::m_sizes}) {
+    if (n.*field == nullptr) n.*field = kDefaultNames.*field;
+  }
   const bool shuffled = layout == WeightLayout::kPreshuffled;
   F8GEMM_REQUIRE(layout == WeightLayout::kPlain || shuffled, kInvalidArgument,
                  "w_layout must be kPlain or kPreshuffled");

@@ -86,8 +86,8 @@ std::vector<c10::SymInt> unshuffle_shape(const at::Tensor& WQ_shuffled, int64_t 
   require_weight_bytes(op, "WQ_shuffled", WQ_shuffled);
   const c10::SymInt n = WQ_shuffled.sym_size(-2) * f8gemm::kShuffleSlabRows;
   require_plain_sizes(op, "N (8 x WQ_shuffled's N/8 dimension)", n, "K", c10::SymInt(K));
-  // ceil(K / 128) with no K + 127, which overflows int64 for K near its top (K is any int).
-  const int64_t k_blocks = K / f8gemm::kShuffleBlockK + (K % f8gemm::kShuffleBlockK != 0);
+  // The library's ceil(K / 128) (no K + 127, which overflows int64 for K near its top).
+  const int64_t k_blocks = f8gemm::preshuffled_shape(1, 0, K)[1];
   if (WQ_shuffled.sym_size(-3) != k_blocks ||
       WQ_shuffled.sym_size(-1) != f8gemm::kShuffleSlabBytes) {
     invalid(op, c10::str("WQ_shuffled must have shape ", rank == 4 ? "[B, " : "[", k_blocks, ", ",

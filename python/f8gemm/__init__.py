@@ -133,7 +133,8 @@ def _find_library():
         return max(found, key=os.path.getmtime)
     raise ImportError(
         f"f8gemm: {_LIB_NAME} not found (looked at $F8GEMM_TORCH_LIB, {beside} and "
-        f"{os.path.join(_REPO, 'build*')} and the folders one level below). Build it with: cmake -S . -B build -G Ninja "
+        f"{os.path.join(_REPO, 'build*')} and the folders one level below). Build it with: "
+        "cmake -S . -B build -G Ninja "
         "-DCMAKE_PREFIX_PATH=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)') "
         "&& ninja -C build f8gemm_torch")
 

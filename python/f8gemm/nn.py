@@ -333,7 +333,7 @@ def _scale_ub(owner, name, value):
                          f"got {value!r}")
     try:
         number = float(value)
-    except (TypeError, ValueError, RuntimeError):  # a list, a word, a tensor of several values
+    except (TypeError, ValueError, RuntimeError):  # a tensor of several values
         raise ValueError(f"{owner}: {name} must be one number (a float or a 1-element tensor), "
                          f"got {value!r}") from None
     ub = torch.tensor(number, dtype=torch.float32)
