@@ -239,9 +239,13 @@ struct Epilogue {
       // The whole block at once: box c holds columns 64c..64c+63 of the 64 rows, 128 bytes a
       // row, unit u of row r at unit u ^ (r % 8). The previous tile's stores read the boxes
       // while this tile's mainloop ran (a tile earlier), so the wait below rarely waits; then
-      // every thread writes all its values, and one thread stores the boxes. Two barriers a
-      // tile.
-      if (tid == 0) bulk_wait_read<0>();
+      // every thread writes all its values, and lane 0 of warp c stores box c. Two barriers a
+      // tile. A tensor store takes about 100 cycles to issue, and the warpgroup's next wgmma
+      // waits for its slowest warp: one thread issuing all four boxes of a 256-column block
+      // held the next mainloop back by 340-460 cycles (perf log, cards 89 and 91).
+      static_assert(kOutBN / 64 <= 4, "one box per warp of the warpgroup");
+      const bool stores_box = lane == 0 && warp < kOutBN / 64;
+      if (stores_box) bulk_wait_read<0>();  // async groups are per thread: the box's own store
       named_barrier(1 + consumer, 128);
       mark(kTraceEpilogueEntered);
       const float s_a[2] = {sa[a_row0], sa[a_row0 + 8]};
@@ -273,13 +277,10 @@ struct Epilogue {
         }
         return;
       }
-      if (tid == 0 && first_row < tile.m_end) {
-#pragma unroll
-        for (int c = 0; c < kOutBN / 64; ++c) {
-          if (first_col + c * 64 < T::kOutN) {
-            tma_store_3d(&p.out_map, region + c * kBoxBytes, int(first_col) + c * 64, first_row,
-                         tile.xb);
-          }
+      if (stores_box && first_row < tile.m_end) {
+        if (first_col + warp * 64 < T::kOutN) {
+          tma_store_3d(&p.out_map, region + warp * kBoxBytes, int(first_col) + warp * 64,
+                       first_row, tile.xb);
         }
         bulk_commit();
       }

@@ -195,9 +195,10 @@ std::string format_trace_summary(const TraceSummary& s) {
   }
   os << "  the epilogue's parts, mean / median: -> past its first barrier | -> outputs staged | "
         "-> stores issued\n"
-        "  (of the consumer's first 64-row block of the tile: a 128-row ping-pong tile's last part "
-        "holds its second block; with 32-column chunks the first warp issues each chunk's store as it stages it, so "
-        "the last part is the wait for the other warps)\n";
+        "  (of the consumer's first 64-row block of the tile: a 128-row ping-pong tile's last "
+        "part holds its second block; with 32-column chunks the first warp issues each chunk's "
+        "store as it stages it, so the last part is the wait for the other warps; with whole "
+        "64-column boxes each warp stores one, and the last part is the first warp's)\n";
   for (int k = 0; k < std::max(1, s.consumers) && k < 2; ++k) {
     const PhaseStats& p = s.slot[k];
     std::snprintf(line, sizeof line,
