@@ -203,6 +203,25 @@ if has sanitize; then
     --k 272 --iters 2 --verify >"$OUT/sanitize.log" 2>&1
   check "compute-sanitizer memcheck (ragged shape)" $? \
     "$(grep -c 'Invalid' "$OUT/sanitize.log") invalid accesses"
+  # Issue 6's check: memcheck and racecheck on one small ragged batched case of each schedule
+  # (SAN_CASES="config:B,M,N,K ..." replaces the list): cooperative with whole-block and
+  # 32-column stores, clustered, ping-pong, split-K.
+  san_cases=${SAN_CASES:-"sm90_tiled_128x256x128_s3_c1x1_r8:3,300,520,272
+    sm90_tiled_128x160x128_s4_c1x1_r8:3,300,360,272
+    sm90_tiled_128x256x128_s3_c2x1_r8:3,300,520,272
+    sm90_pingpong_64x256x128_s5_c2x1_r8:3,300,520,272
+    sm90_swap_64x16x128_s8_c1x1_r0_k4:2,13,1032,1040"}
+  for c in $san_cases; do
+    IFS=: read -r config shape <<<"$c"
+    IFS=, read -r b m n k <<<"$shape"
+    for tool in memcheck racecheck; do
+      log="$OUT/sanitize-$tool-$config.log"
+      F8GEMM_HANG_SECONDS=600 timeout 300 compute-sanitizer --tool "$tool" --error-exitcode 9 "$B" run \
+        --b "$b" --m "$m" --n "$n" --k "$k" --config "$config" --once --verify >"$log" 2>&1
+      check "compute-sanitizer $tool ($config, $shape)" $? \
+        "$(grep -cE 'Invalid|hazard' "$log") reports; $(grep -o 'verify.*: [A-Z]*$' "$log" | tail -1)"
+    done
+  done
 fi
 
 if has hostcost; then
