@@ -110,13 +110,16 @@ def time_copy_us(torch, dev, shape, l2_bytes, rotate_l2, iters):
 
 def main(argv):
     args = parse_args(argv)
-    torch, dev, props, l2_bytes = peers.cuda_device("copy_floor.py")
+    # Every input and the output, before any GPU work.
     shapes = peers.read_shapes(args.shapes) if args.shapes else list(peers.DEFAULT_SHAPES)
     ours = peers.read_graph_times(args.baseline) if args.baseline else {}
+    if args.baseline:
+        peers.read_ceilings(args.baseline)
+    peers.check_output(args.csv)
+    torch, dev, props, l2_bytes = peers.cuda_device("copy_floor.py")
     print(f"device: {props.name}, {props.multi_processor_count} SMs, L2 {l2_bytes} bytes; "
           f"torch {torch.__version__}")
     rows = []
-    # Opened before any GPU work: a path that cannot be written costs no run.
     with open(args.csv, "w", newline="") as f:
         # Warms the clock; BW from the baseline's ceiling row, or a 4 GiB copy.
         bw, _ = peers.ceilings(dev, args.iters, args.baseline)

@@ -191,6 +191,10 @@ def fmt(v, spec):
 
 def main(argv):
     args = parse_args(argv)
+    # The baseline's ceilings and the output, before any GPU work.
+    if args.baseline:
+        peers.read_ceilings(args.baseline)
+    peers.check_output(args.csv)
     torch, dev, props, _ = peers.cuda_device("grouped_peers.py")
     import f8gemm  # noqa: F401  (loads torch.ops.f8gemm)
 

@@ -86,9 +86,30 @@ def check_timing_args(parser, args):
     return args
 
 
+def open_input(path):
+    """An input file of a bench tool, or a SystemExit naming it and why it cannot be read."""
+    try:
+        return open(path, newline="")
+    except OSError as e:
+        raise SystemExit(f"{path}: cannot read it: {e.strerror or e}")
+
+
+def check_output(path):
+    """A SystemExit naming `path` where an output CSV cannot be written there. The tools check
+    their inputs and outputs before any GPU work, so that a wrong path costs no device time."""
+    if os.path.isdir(path):
+        raise SystemExit(f"{path}: is a directory, not a CSV file")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise SystemExit(f"{path}: cannot write it: no directory {folder}")
+    target = path if os.path.exists(path) else folder
+    if not os.access(target, os.W_OK):
+        raise SystemExit(f"{path}: cannot write it: permission denied")
+
+
 def read_shapes(path):
     shapes = []
-    with open(path) as f:
+    with open_input(path) as f:
         for line_no, line in enumerate(f, 1):
             line = line.split("#", 1)[0].strip()
             if not line:
@@ -110,7 +131,7 @@ def read_shapes(path):
 
 def read_ceilings(path):
     bw = peak = None
-    with open(path, newline="") as f:
+    with open_input(path) as f:
         for row in csv.DictReader(f):
             if row.get("impl") == "ceiling_bw" and row.get("tbps"):
                 bw = float(row["tbps"])
@@ -124,7 +145,7 @@ def read_ceilings(path):
 def read_graph_times(path):
     """{(b, m, n, k): {impl: graph_us}} from the rows of a bench CSV that ran (status "ok")."""
     times = {}
-    with open(path, newline="") as f:
+    with open_input(path) as f:
         for row in csv.DictReader(f):
             if (row.get("status") or "").strip() != "ok":
                 continue
@@ -365,12 +386,17 @@ def cuda_device(tool):
 
 def main(argv):
     args = parse_args(argv)
+    # Every input and the output, before any GPU work.
+    shapes = read_shapes(args.shapes) if args.shapes else list(DEFAULT_SHAPES)
+    baseline_times = read_graph_times(args.baseline) if args.baseline else {}
+    if args.baseline:
+        read_ceilings(args.baseline)
+    check_output(args.csv)
     torch, dev, props, l2_bytes = cuda_device("peers.py")
     import triton
     import triton.language as tl
 
     fast = not args.precise
-    shapes = read_shapes(args.shapes) if args.shapes else list(DEFAULT_SHAPES)
     only = set(args.only.split(",")) if args.only else None
     fbgemm, fbgemm_about = load_fbgemm(torch)
     print(f"device: {props.name}, {props.multi_processor_count} SMs, L2 {l2_bytes} bytes; "
@@ -382,7 +408,6 @@ def main(argv):
     if fbgemm is None:
         for impl in ("fbgemm_rowwise", "fbgemm_rowwise_batched"):
             unavailable[impl] = "unavailable: " + fbgemm_about
-    baseline_times = read_graph_times(args.baseline) if args.baseline else {}
 
     # ---------------------------------------------------------------- Triton kernel
     configs = []

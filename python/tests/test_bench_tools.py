@@ -1,6 +1,7 @@
 """The benchmark's tools without a GPU (CI runs this module): bench/peer_table.py rebuilds the
-perf log's session-31 peer table from the committed CSVs of that run, and bench/copy_floor.py's
-arithmetic (the copy's bytes, its row and table) on hand-worked figures."""
+perf log's session-31 peer table from the committed CSVs of that run, bench/copy_floor.py's
+arithmetic (the copy's bytes, its row and table) on hand-worked figures, and the timing tools'
+refusal of a bad path before any GPU work."""
 
 import os
 import sys
@@ -15,7 +16,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 import copy_floor  # noqa: E402
+import grouped_peers  # noqa: E402
 import peer_table  # noqa: E402
+import peers  # noqa: E402
 
 BENCH = os.path.join(ROOT, "docs", "bench")
 
@@ -113,3 +116,39 @@ def test_the_copy_tools_options_are_checked():
     for bad in (["--iters", "0"], ["--rotate-l2", "nan"], ["--rotate-l2", "65"]):
         with pytest.raises(SystemExit):
             copy_floor.parse_args(bad)
+
+
+def test_the_timing_tools_refuse_a_bad_path_before_any_gpu_work():
+    # Without a GPU (CI) a tool that looked for the device first would say "no CUDA device"; on
+    # the GPU machine it would run its warm-up and fail later with a traceback. Each must name
+    # the path and why, first.
+    shapes = os.path.join(ROOT, "bench", "shapes-decode.txt")
+    baseline = os.path.join(BENCH, "s31-h200-bench-1.csv")
+    with tempfile.TemporaryDirectory() as tmp:
+        no_dir = os.path.join(tmp, "no-such-dir", "out.csv")
+        no_file = os.path.join(tmp, "no-such-file.csv")
+        bare = os.path.join(tmp, "bare.csv")  # a bench CSV without its ceiling rows
+        with open(bare, "w") as f:
+            f.write(",".join(peers.COLUMNS) + "\n")
+        out = ["--csv", os.path.join(tmp, "out.csv")]
+        cases = []
+        for main in (copy_floor.main, peers.main):
+            cases += [
+                (main, ["--shapes", no_file] + out, "no-such-file.csv: cannot read it"),
+                (main, ["--shapes", shapes, "--baseline", no_file] + out,
+                 "no-such-file.csv: cannot read it"),
+                (main, ["--shapes", shapes, "--baseline", bare] + out, "no ceiling_bw"),
+                (main, ["--shapes", shapes, "--baseline", baseline, "--csv", no_dir],
+                 "cannot write it: no directory"),
+                (main, ["--shapes", shapes, "--csv", tmp], "is a directory"),
+            ]
+        cases += [
+            (grouped_peers.main, ["--baseline", no_file] + out,
+             "no-such-file.csv: cannot read it"),
+            (grouped_peers.main, ["--baseline", bare] + out, "no ceiling_bw"),
+            (grouped_peers.main, ["--csv", no_dir], "cannot write it: no directory"),
+        ]
+        for main, argv, message in cases:
+            with pytest.raises(SystemExit, match=message):
+                main(argv)
+        assert not os.path.exists(os.path.join(tmp, "out.csv"))
