@@ -13,6 +13,7 @@ ceiling rows.
 import argparse
 import csv
 import math
+import os
 import sys
 
 OURS = ["f8gemm_preshuffled", "f8gemm_plain"]
@@ -42,7 +43,11 @@ def load(paths):
     shapes, impls, cells, statuses = [], [], {}, {}
     bw = peak = None
     for path in paths:
-        with open(path, newline="") as f:
+        try:
+            f = open(path, newline="")
+        except OSError as e:
+            raise SystemExit(f"plot.py: {path}: cannot read it: {e.strerror or e}")
+        with f:
             for row in csv.DictReader(f):
                 impl = (row.get("impl") or "").strip()
                 if impl == "ceiling_bw":
@@ -68,16 +73,25 @@ def load(paths):
     return shapes, impls, cells, bw, peak, unavailable
 
 
+def check_output(path):
+    """A SystemExit naming `path` where the PNG cannot be written there, before any drawing."""
+    if os.path.isdir(path):
+        raise SystemExit(f"plot.py: {path}: is a directory, not a PNG file")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise SystemExit(f"plot.py: {path}: cannot write it: no directory {folder}")
+
+
 def main(argv):
     args = parse_args(argv)
+    shapes, impls, cells, bw, peak, unavailable = load(args.csv)
+    if not shapes or not impls:
+        raise SystemExit("plot.py: no result rows in " + ", ".join(args.csv))
+    check_output(args.out)
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
-
-    shapes, impls, cells, bw, peak, unavailable = load(args.csv)
-    if not shapes or not impls:
-        raise SystemExit("plot.py: no result rows in " + ", ".join(args.csv))
 
     drawn = [i for i in impls if i not in unavailable]
     width = 0.8 / max(1, len(drawn))

@@ -19,6 +19,7 @@ import copy_floor  # noqa: E402
 import grouped_peers  # noqa: E402
 import peer_table  # noqa: E402
 import peers  # noqa: E402
+import plot  # noqa: E402
 
 BENCH = os.path.join(ROOT, "docs", "bench")
 
@@ -121,7 +122,7 @@ def test_the_copy_tools_options_are_checked():
 def test_the_timing_tools_refuse_a_bad_path_before_any_gpu_work():
     # Without a GPU (CI) a tool that looked for the device first would say "no CUDA device"; on
     # the GPU machine it would run its warm-up and fail later with a traceback. Each must name
-    # the path and why, first.
+    # the path and why, first (bench/plot.py before importing matplotlib).
     shapes = os.path.join(ROOT, "bench", "shapes-decode.txt")
     baseline = os.path.join(BENCH, "s31-h200-bench-1.csv")
     with tempfile.TemporaryDirectory() as tmp:
@@ -142,7 +143,12 @@ def test_the_timing_tools_refuse_a_bad_path_before_any_gpu_work():
                  "cannot write it: no directory"),
                 (main, ["--shapes", shapes, "--csv", tmp], "is a directory"),
             ]
+        png = ["--out", os.path.join(tmp, "out.png")]
         cases += [
+            (plot.main, [baseline, no_file] + png, "no-such-file.csv: cannot read it"),
+            (plot.main, [bare] + png, "no result rows"),
+            (plot.main, [baseline, "--out", os.path.join(tmp, "no-such-dir", "x.png")],
+             "cannot write it: no directory"),
             (grouped_peers.main, ["--baseline", no_file] + out,
              "no-such-file.csv: cannot read it"),
             (grouped_peers.main, ["--baseline", bare] + out, "no ceiling_bw"),
@@ -152,3 +158,4 @@ def test_the_timing_tools_refuse_a_bad_path_before_any_gpu_work():
             with pytest.raises(SystemExit, match=message):
                 main(argv)
         assert not os.path.exists(os.path.join(tmp, "out.csv"))
+        assert not os.path.exists(os.path.join(tmp, "out.png"))
