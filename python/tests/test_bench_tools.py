@@ -16,10 +16,16 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 import copy_floor  # noqa: E402
-import grouped_peers  # noqa: E402
 import peer_table  # noqa: E402
 import peers  # noqa: E402
 import plot  # noqa: E402
+
+# bench/grouped_peers.py puts the checkout's python/ first on sys.path (for the f8gemm package it
+# times); kept there, the other modules would import that copy, without its extension, instead
+# of the installed package that CI tests (F8GEMM_TEST_INSTALLED).
+_path = list(sys.path)
+import grouped_peers  # noqa: E402
+sys.path[:] = _path
 
 BENCH = os.path.join(ROOT, "docs", "bench")
 
