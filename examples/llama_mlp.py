@@ -135,6 +135,14 @@ def main():
                    help="also time the fused block with its activation always in the gate|up "
                         "GEMM's epilogue and always apart")
     args = p.parse_args()
+    # Sizes the FP8 GEMMs cannot take are refused here, in one line, not as a traceback later.
+    if min(args.m) < 1:
+        p.error("--m: every row count must be >= 1")
+    for name in ("hidden", "intermediate"):
+        if getattr(args, name) < 16 or getattr(args, name) % 16:
+            p.error(f"--{name} must be a positive multiple of 16 (each is a GEMM's K)")
+    if args.iters < 1 or args.warmup < 0:
+        p.error("--iters must be >= 1 and --warmup >= 0")
     if not torch.cuda.is_available():
         sys.exit("needs a CUDA GPU (sm_90)")
 

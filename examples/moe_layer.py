@@ -186,6 +186,18 @@ def main():
     p.add_argument("--iters", type=int, default=50)
     p.add_argument("--warmup", type=int, default=10)
     args = p.parse_args()
+    # Sizes the layer cannot take are refused here, in one line, not as a traceback later.
+    if min(args.tokens) < 1:
+        p.error("--tokens: every token count must be >= 1")
+    if args.experts < 1 or not 1 <= args.top_k <= args.experts:
+        p.error("--experts must be >= 1 and --top-k between 1 and --experts")
+    for name in ("hidden", "intermediate"):
+        if getattr(args, name) < 16 or getattr(args, name) % 16:
+            p.error(f"--{name} must be a positive multiple of 16 (each is a GEMM's K)")
+    if not math.isfinite(args.zipf_s) or args.zipf_s < 0:
+        p.error("--zipf-s must be a finite number >= 0")
+    if args.iters < 1 or args.warmup < 0:
+        p.error("--iters must be >= 1 and --warmup >= 0")
     if not torch.cuda.is_available():
         sys.exit("needs a CUDA GPU (sm_90)")
     missing_fbgemm = fbgemm_status()
