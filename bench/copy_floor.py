@@ -113,8 +113,7 @@ def main(argv):
     # Every input and the output, before any GPU work.
     shapes = peers.read_shapes(args.shapes) if args.shapes else list(peers.DEFAULT_SHAPES)
     ours = peers.read_graph_times(args.baseline) if args.baseline else {}
-    if args.baseline:
-        peers.read_ceilings(args.baseline)
+    baseline_ceilings = peers.read_ceilings(args.baseline) if args.baseline else None
     peers.check_output(args.csv)
     torch, dev, props, l2_bytes = peers.cuda_device("copy_floor.py")
     print(f"device: {props.name}, {props.multi_processor_count} SMs, L2 {l2_bytes} bytes; "
@@ -122,7 +121,7 @@ def main(argv):
     rows = []
     with open(args.csv, "w", newline="") as f:
         # Warms the clock; BW from the baseline's ceiling row, or a 4 GiB copy.
-        bw, _ = peers.ceilings(dev, args.iters, args.baseline)
+        bw, _ = peers.ceilings(dev, args.iters, args.baseline, baseline_ceilings)
         w = csv.writer(f)
         w.writerow(COLUMNS)
         for shape in shapes:

@@ -192,8 +192,7 @@ def fmt(v, spec):
 def main(argv):
     args = parse_args(argv)
     # The baseline's ceilings and the output, before any GPU work.
-    if args.baseline:
-        peers.read_ceilings(args.baseline)
+    baseline_ceilings = peers.read_ceilings(args.baseline) if args.baseline else None
     peers.check_output(args.csv)
     torch, dev, props, _ = peers.cuda_device("grouped_peers.py")
     import f8gemm  # noqa: F401  (loads torch.ops.f8gemm)
@@ -207,7 +206,7 @@ def main(argv):
           f"fast_accum {fast}")
     print(f"FBGEMM gen_ai: {fbgemm_about}" if fbgemm is not None
           else f"FBGEMM gen_ai: unavailable ({fbgemm_about})")
-    bw, peak = peers.ceilings(dev, args.iters, args.baseline)
+    bw, peak = peers.ceilings(dev, args.iters, args.baseline, baseline_ceilings)
 
     with open(args.csv, "w", newline="") as f:
         writer = csv.writer(f)

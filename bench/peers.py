@@ -94,11 +94,12 @@ def open_input(path):
         raise SystemExit(f"{path}: cannot read it: {e.strerror or e}")
 
 
-def check_output(path):
-    """A SystemExit naming `path` where an output CSV cannot be written there. The tools check
-    their inputs and outputs before any GPU work, so that a wrong path costs no device time."""
+def check_output(path, kind="CSV"):
+    """A SystemExit naming `path` where an output file (a `kind` file) cannot be written there.
+    The tools check their inputs and outputs before any GPU work, so that a wrong path costs no
+    device time."""
     if os.path.isdir(path):
-        raise SystemExit(f"{path}: is a directory, not a CSV file")
+        raise SystemExit(f"{path}: is a directory, not a {kind} file")
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise SystemExit(f"{path}: cannot write it: no directory {folder}")
@@ -331,10 +332,11 @@ def quantize_rows(t):
     return q, scale.squeeze(-1).contiguous()
 
 
-def ceilings(dev, iters, baseline=None):
+def ceilings(dev, iters, baseline=None, read=None):
     """(BW TB/s, PEAK TFLOP/s) after >= CLOCK_WARM_S of clock warm-up: from the ceiling rows of
-    a C++ bench CSV (baseline), else measured: a 4 GiB device copy (read + write) and
-    torch._scaled_mm tensorwise at 8192^3 under a CUDA graph."""
+    a C++ bench CSV (baseline; `read`: its read_ceilings, where the caller checked it before any
+    GPU work), else measured: a 4 GiB device copy (read + write) and torch._scaled_mm
+    tensorwise at 8192^3 under a CUDA graph."""
     import torch
     torch.manual_seed(0)
     sq = 8192
@@ -345,7 +347,7 @@ def ceilings(dev, iters, baseline=None):
                                        out_dtype=torch.bfloat16, use_fast_accum=True)
     run_for(peak_fn, CLOCK_WARM_S)
     if baseline:
-        bw, peak = read_ceilings(baseline)
+        bw, peak = read if read is not None else read_ceilings(baseline)
         print(f"ceilings from {baseline}: BW {bw:.3f} TB/s, PEAK {peak:.1f} TFLOP/s")
     else:
         nbytes = 4 << 30
@@ -389,8 +391,7 @@ def main(argv):
     # Every input and the output, before any GPU work.
     shapes = read_shapes(args.shapes) if args.shapes else list(DEFAULT_SHAPES)
     baseline_times = read_graph_times(args.baseline) if args.baseline else {}
-    if args.baseline:
-        read_ceilings(args.baseline)
+    baseline_ceilings = read_ceilings(args.baseline) if args.baseline else None
     check_output(args.csv)
     torch, dev, props, l2_bytes = cuda_device("peers.py")
     import triton
@@ -475,7 +476,7 @@ def main(argv):
         fp8_rowwise_bmm[grid](x, w, xs, ws, y, m, n, k, x.stride(0), x.stride(1), w.stride(0),
                               w.stride(1), y.stride(0), y.stride(1), FAST_ACCUM=fast)
 
-    bw, peak = ceilings(dev, args.iters, args.baseline)
+    bw, peak = ceilings(dev, args.iters, args.baseline, baseline_ceilings)
 
     out = CsvOut(args.csv, args.append)
     if out.write_ceilings:

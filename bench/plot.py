@@ -13,8 +13,9 @@ ceiling rows.
 import argparse
 import csv
 import math
-import os
 import sys
+
+import peers  # bench/peers.py, beside this file: its input and output path checks
 
 OURS = ["f8gemm_preshuffled", "f8gemm_plain"]
 CEILINGS = ("ceiling_bw", "ceiling_peak")
@@ -43,11 +44,7 @@ def load(paths):
     shapes, impls, cells, statuses = [], [], {}, {}
     bw = peak = None
     for path in paths:
-        try:
-            f = open(path, newline="")
-        except OSError as e:
-            raise SystemExit(f"plot.py: {path}: cannot read it: {e.strerror or e}")
-        with f:
+        with peers.open_input(path) as f:
             for row in csv.DictReader(f):
                 impl = (row.get("impl") or "").strip()
                 if impl == "ceiling_bw":
@@ -73,21 +70,12 @@ def load(paths):
     return shapes, impls, cells, bw, peak, unavailable
 
 
-def check_output(path):
-    """A SystemExit naming `path` where the PNG cannot be written there, before any drawing."""
-    if os.path.isdir(path):
-        raise SystemExit(f"plot.py: {path}: is a directory, not a PNG file")
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise SystemExit(f"plot.py: {path}: cannot write it: no directory {folder}")
-
-
 def main(argv):
     args = parse_args(argv)
     shapes, impls, cells, bw, peak, unavailable = load(args.csv)
     if not shapes or not impls:
         raise SystemExit("plot.py: no result rows in " + ", ".join(args.csv))
-    check_output(args.out)
+    peers.check_output(args.out, "PNG")
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

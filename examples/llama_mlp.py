@@ -117,6 +117,17 @@ def quantize_table(args, timer):
             print(f"{m:>6} | {k:>6} | {tq:>11.2f} | {tc:>8.2f} | {tq / tc:>5.2f}x", flush=True)
 
 
+def check_sizes(parser, args):
+    """Sizes the FP8 GEMMs cannot take (--hidden, --intermediate) and timing counts (--iters,
+    --warmup), refused in one argparse line before any GPU work, not as a traceback later (also
+    for examples/moe_layer.py)."""
+    for name in ("hidden", "intermediate"):
+        if getattr(args, name) < 16 or getattr(args, name) % 16:
+            parser.error(f"--{name} must be a positive multiple of 16 (each is a GEMM's K)")
+    if args.iters < 1 or args.warmup < 0:
+        parser.error("--iters must be >= 1 and --warmup >= 0")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--m", type=int, nargs="+", default=[1, 16, 128, 2048])
@@ -135,14 +146,9 @@ def main():
                    help="also time the fused block with its activation always in the gate|up "
                         "GEMM's epilogue and always apart")
     args = p.parse_args()
-    # Sizes the FP8 GEMMs cannot take are refused here, in one line, not as a traceback later.
     if min(args.m) < 1:
         p.error("--m: every row count must be >= 1")
-    for name in ("hidden", "intermediate"):
-        if getattr(args, name) < 16 or getattr(args, name) % 16:
-            p.error(f"--{name} must be a positive multiple of 16 (each is a GEMM's K)")
-    if args.iters < 1 or args.warmup < 0:
-        p.error("--iters must be >= 1 and --warmup >= 0")
+    check_sizes(p, args)
     if not torch.cuda.is_available():
         sys.exit("needs a CUDA GPU (sm_90)")
 

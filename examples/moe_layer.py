@@ -34,7 +34,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
 import f8gemm  # noqa: E402,F401  (loads the ops)
-from llama_mlp import time_graph_us  # noqa: E402  (examples/llama_mlp.py, beside this file)
+from llama_mlp import check_sizes, time_graph_us  # noqa: E402  (examples/llama_mlp.py, beside)
 
 ops = torch.ops.f8gemm
 
@@ -191,13 +191,9 @@ def main():
         p.error("--tokens: every token count must be >= 1")
     if args.experts < 1 or not 1 <= args.top_k <= args.experts:
         p.error("--experts must be >= 1 and --top-k between 1 and --experts")
-    for name in ("hidden", "intermediate"):
-        if getattr(args, name) < 16 or getattr(args, name) % 16:
-            p.error(f"--{name} must be a positive multiple of 16 (each is a GEMM's K)")
     if not math.isfinite(args.zipf_s) or args.zipf_s < 0:
         p.error("--zipf-s must be a finite number >= 0")
-    if args.iters < 1 or args.warmup < 0:
-        p.error("--iters must be >= 1 and --warmup >= 0")
+    check_sizes(p, args)
     if not torch.cuda.is_available():
         sys.exit("needs a CUDA GPU (sm_90)")
     missing_fbgemm = fbgemm_status()

@@ -178,8 +178,9 @@ const char* to_string(EpilogueOp op);
 /// ran; then, for consumer slots 0 and 1, `tiles` records of 6 clocks in TraceEvent order
 /// (kernels/gemm_params.cuh: the epilogue's two inner clocks come last). Tiles past `tiles` are
 /// counted but not recorded. The kernel writes only what happened, so zero the buffer first:
-/// then a 0 header means no CTA ran there, and a 0 clock an event that did not happen (the epilogue of a split-K rank that does not store). For
-/// split-K rank 0 the "epilogue" includes its wait for the other ranks' partial sums.
+/// then a 0 header means no CTA ran there, and a 0 clock an event that did not happen (the
+/// epilogue of a split-K rank that does not store). For split-K rank 0 the "epilogue" includes
+/// its wait for the other ranks' partial sums.
 /// gemm() and batched_gemm() only: grouped_gemm() refuses a trace. is_ready() answers for the
 /// ordinary instance, not the instrumented one.
 struct GemmTrace {

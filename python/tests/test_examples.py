@@ -23,31 +23,23 @@ def run_example(name, *args):
                           capture_output=True, text=True, timeout=120)
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--m", "0"], "--m: every row count must be >= 1"),
-    (["--m", "1", "-5"], "--m: every row count must be >= 1"),
-    (["--hidden", "4095"], "--hidden must be a positive multiple of 16"),
-    (["--intermediate", "0"], "--intermediate must be a positive multiple of 16"),
-    (["--iters", "0"], "--iters must be >= 1"),
-    (["--warmup", "-1"], "--warmup >= 0"),
+@pytest.mark.parametrize("example,args,message", [
+    ("llama_mlp.py", ["--m", "0"], "--m: every row count must be >= 1"),
+    ("llama_mlp.py", ["--m", "1", "-5"], "--m: every row count must be >= 1"),
+    ("llama_mlp.py", ["--hidden", "4095"], "--hidden must be a positive multiple of 16"),
+    ("llama_mlp.py", ["--intermediate", "0"], "--intermediate must be a positive multiple of 16"),
+    ("llama_mlp.py", ["--iters", "0"], "--iters must be >= 1"),
+    ("llama_mlp.py", ["--warmup", "-1"], "--warmup >= 0"),
+    ("moe_layer.py", ["--tokens", "0"], "--tokens: every token count must be >= 1"),
+    ("moe_layer.py", ["--experts", "0"], "--experts must be >= 1"),
+    ("moe_layer.py", ["--experts", "8", "--top-k", "9"], "--top-k between 1 and --experts"),
+    ("moe_layer.py", ["--top-k", "0"], "--top-k between 1 and --experts"),
+    ("moe_layer.py", ["--hidden", "100"], "--hidden must be a positive multiple of 16"),
+    ("moe_layer.py", ["--zipf-s", "nan"], "--zipf-s must be a finite number >= 0"),
+    ("moe_layer.py", ["--zipf-s", "-1"], "--zipf-s must be a finite number >= 0"),
+    ("moe_layer.py", ["--iters", "0"], "--iters must be >= 1"),
 ])
-def test_the_llama_mlp_example_refuses_bad_sizes(args, message):
-    r = run_example("llama_mlp.py", *args)
-    assert r.returncode == 2, r.stderr
-    assert message in r.stderr.strip().splitlines()[-1], r.stderr
-
-
-@pytest.mark.parametrize("args,message", [
-    (["--tokens", "0"], "--tokens: every token count must be >= 1"),
-    (["--experts", "0"], "--experts must be >= 1"),
-    (["--experts", "8", "--top-k", "9"], "--top-k between 1 and --experts"),
-    (["--top-k", "0"], "--top-k between 1 and --experts"),
-    (["--hidden", "100"], "--hidden must be a positive multiple of 16"),
-    (["--zipf-s", "nan"], "--zipf-s must be a finite number >= 0"),
-    (["--zipf-s", "-1"], "--zipf-s must be a finite number >= 0"),
-    (["--iters", "0"], "--iters must be >= 1"),
-])
-def test_the_moe_layer_example_refuses_bad_sizes(args, message):
-    r = run_example("moe_layer.py", *args)
+def test_the_examples_refuse_bad_sizes(example, args, message):
+    r = run_example(example, *args)
     assert r.returncode == 2, r.stderr
     assert message in r.stderr.strip().splitlines()[-1], r.stderr

@@ -54,7 +54,7 @@ std::string make_key(const std::string& source, const std::vector<std::string>& 
 
 std::string make_key_for_nvrtc(const std::string& nvrtc, const std::string& source,
                                const std::vector<std::string>& options) {
-  return finish(prefix_for(nvrtc, kEmbeddedFiles, kNumEmbeddedFiles), source, options);
+  return make_key_for_headers(nvrtc, kEmbeddedFiles, kNumEmbeddedFiles, source, options);
 }
 
 std::string make_key_for_headers(const std::string& nvrtc, const EmbeddedFile* headers, int count,
