@@ -25,6 +25,16 @@ constexpr double kL2BytesPerUs = 10.0e6;
 // reads (and 1 µs for DRAM), fitted on runs whose weights stayed in L2, ranked thin unsplit grids
 // up to 1.35x too fast (docs/perf-log.md card 20).
 constexpr double kStreamLatencyUs = 1.7;
+// What one swap-AB CTA of 64 W rows streams per µs from L2 (tile_us): its ring's bytes in flight
+// over this latency; other tiles keep kStreamLatencyUs. Session 32's tunes of 192-256-row problems
+// measured unsplit CTAs at 1.4-1.8 µs (medians by grid size, both GPUs; perf log, card 88).
+// Session 34's H100 A/B: at 1.6 for every tile, the swap-AB picks it moved (to fewer split ranks,
+// or another X-tile width) ran 0.82-1.01x main's time, but the moves from swap-AB to tiled 64-row
+// tiles 1.02-1.08x (docs/logs/2026-12-06-s34-callA-card88-ab-as-tune.csv). Session 35's: at 1.6
+// for swap-AB tiles, its 64-row moves ran 0.74-1.02x (fast and precise), and its one move to a
+// 128-row swap tile (precise 1,128,7168,14336: tiled 64x128 -> swap 128x128 k2) 1.09x
+// (docs/logs/2026-12-06-s35-call1-card88b-ab-as-tune.csv), so only 64-row swap tiles take it.
+constexpr double kL2StreamLatencyUs = 1.6;
 // Launch and pipeline ramp.
 constexpr double kFixedUs = 2.5;
 // What each further rank of a split-K cluster costs beyond its partial tile's bytes. Without it
@@ -145,7 +155,9 @@ double estimate_us(const Config& c, const ProblemShape& p, int sm_count) {
   wgmma_eff /= 1.0 + row_cost * double(x_rows + w_rows) / double(c.bm * c.bn);
   const double tile_flops = 2.0 * c.bm * c.bn * k_slice;
   const double mma_us = tile_flops / (kPeakFlopsPerUs / sm_count * wgmma_eff);
-  const double l2_rate = std::min(kL2BytesPerUs / ctas, inflight / kStreamLatencyUs);
+  const double stream_latency_us =
+      c.path == KernelPath::kSwapAB && c.bm == 64 ? kL2StreamLatencyUs : kStreamLatencyUs;
+  const double l2_rate = std::min(kL2BytesPerUs / ctas, inflight / stream_latency_us);
   // A pair of CTAs reads each W tile from L2 once and multicasts it into both.
   const double l2_rows = double(x_rows) + double(w_rows) / c.cluster_m;
   const double tile_us = std::max(mma_us, l2_rows * k_slice / l2_rate);
