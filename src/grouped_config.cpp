@@ -53,19 +53,27 @@ bool is_pingpong_64(const Config& c) {
   return c.path == KernelPath::kPingPong && c.bm == 64 && c.cluster_m == 1 && c.split_k == 1;
 }
 
-/// Where card 38 measured it faster than the model's pick: stacked groups of at least 128 rows on
+/// Where card 38 measured it faster than the model's pick: stacked groups of 128 to 512 rows on
 /// average, N >= 1536, fast accumulation. There the choice is the model's best 64-row ping-pong
 /// without a cluster. Routed sizes are arbitrary, so a group's last token tile is on average
 /// half empty. A 64-row tile wastes half of what a 128-row tile wastes there, and ping-pong runs
 /// one tile's epilogue under the other's wgmmas; the cost model, which scores the exact average,
 /// sees neither. Measured (docs/perf-log.md, card 38), each config forced on 8,2048,4096,14336,
-/// 8,2048,28672,4096, 64,8192,4096,7168 and 128,16384,1536,2048 with Zipf and uniform routing:
-/// the 64x256 ping-pong was 6-14% faster than the model's tiled 128x256 on 7 of the 8 cases, and
-/// 2% slower on 64,8192,4096,7168 Zipf. Outside that envelope (averages of 64-127, where the
-/// model picks swap-AB; small N; the padded form; precise mode; and group tables so large that
-/// the ring would lose stages) nothing was measured, and the model's pick stands.
+/// 8,2048,28672,4096, 64,8192,4096,7168 and 128,16384,1536,2048 (averages of 128 and 256) with
+/// Zipf and uniform routing: the 64x256 ping-pong was 6-14% faster than the model's tiled 128x256
+/// on 7 of the 8 cases, and 2% slower on 64,8192,4096,7168 Zipf. Where a group averages 2048 rows
+/// (8,16384,28672,4096, which that card did not measure) the tail that the 64-row tile saves is
+/// small, and the model's tiled 128x256 ran 0.83x (Zipf) and 0.89x (uniform) the ping-pong's time
+/// on an H100 (card 93), so the envelope ends at 512 rows, twice the largest average measured
+/// faster. Outside it (averages below 128, where the model picks swap-AB, or above 512; small N;
+/// the padded form; precise mode; and group tables so large that the ring would lose stages) the
+/// model's pick stands.
+constexpr int64_t kPingPongMinRows = 128;
+constexpr int64_t kPingPongMaxRows = 512;
 bool prefers_pingpong_64(const GroupedProblem& s) {
-  return !s.padded && s.fast_accum && average_rows(s) >= 128 && s.n >= 1536;
+  const int64_t average = average_rows(s);
+  return !s.padded && s.fast_accum && average >= kPingPongMinRows &&
+         average <= kPingPongMaxRows && s.n >= 1536;
 }
 
 /// L2 bytes that one raster band of X rows may take (a quarter of the H200's 60 MB L2).
@@ -77,8 +85,9 @@ constexpr int64_t kBandBytes = int64_t(16) << 20;
 /// band, so the group's W streams from DRAM once per band. At 8,16384,28672,4096 (groups of
 /// 2048 rows on average, 32 X tiles of 64 rows, W of 117 MB per group), bands of 8 read W four
 /// times per group; bands of 64 read it once (the largest groups of a skewed routing, twice),
-/// 6.4-7.5% faster over three interleaved rounds (docs/perf-log.md, card 44). Applied only to the
-/// pick it was measured with, at K = 2048-14336. The dense kernel's tuned bands of 8 stay: there wider
+/// 6.4-7.5% faster over three interleaved rounds on an H200 (docs/perf-log.md, card 44; that
+/// problem now takes the model's tiled pick, card 93). Applied only to the pick it was measured
+/// with, at K = 2048-14336. The dense kernel's tuned bands of 8 stay: there wider
 /// bands cut the DRAM reads as much but gained nothing, and lost up to 8% where W already fits in
 /// the L2 (card 44).
 int grouped_raster(const Config& c, int64_t k) {
