@@ -31,6 +31,20 @@ TargetGpu target_gpu() {
   }
 }
 
+TargetGpu named_gpu(const std::string& short_name) {
+  // The names the driver reports, which the shipped tables key (tables/*.tsv).
+  static const struct {
+    const char* short_name;
+    const char* name;
+  } kKnown[] = {{"h100", "NVIDIA H100 80GB HBM3"}, {"h200", kAssumedGpuName}};
+  for (const auto& k : kKnown) {
+    if (short_name == k.short_name) return TargetGpu{k.name, kAssumedGpuSmCount, true};
+  }
+  throw Error(ErrorCode::kInvalidArgument,
+              detail::concat("unknown GPU '", short_name,
+                             "': the GPUs with shipped tables are h100 and h200"));
+}
+
 namespace {
 
 /// The most SMs a target may have: H100 and H200 have 132; the bound only keeps the model's

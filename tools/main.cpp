@@ -23,6 +23,7 @@ constexpr const char* kUsage =
     "  precompile [--shape B,M,N,K]... [--shapes FILE] [--plain] [--precise] [--out bf16|fp16]\n"
     "      [--candidates] [--chained] (every candidate `tune` would time; --chained: as called\n"
     "                                  with PDL and prefetch_w, ProblemShape::chained)\n"
+    "      [--gpu h100|h200]          (choose for that GPU's table, with or without it here)\n"
     "  tune --shapes FILE [--out FILE] [--log CSV] [--precise|--both] [--plain] [--iters N]\n"
     "      [--prefetch-w]             (GemmOptions::prefetch_w; with F8GEMM_PDL=1: decode chains)\n"
     "      [--epilogue none|silu_mul] (silu_mul: N is the merged [gate; up] rows; its own entries)\n"

@@ -31,6 +31,13 @@ TargetGpu current_gpu();
 /// kAssumedGpuSmCount): the GPU that precompile() compiles for.
 TargetGpu target_gpu();
 
+/// A GPU whose tuning table ships with the library, by its short name: "h100" (NVIDIA H100 80GB
+/// HBM3, tables/h100.tsv) or "h200" (NVIDIA H200, tables/h200.tsv), both with 132 SMs, as the
+/// driver names them and the tables key them; `assumed` is true (it need not be this process's
+/// device). For choosing and compiling on a machine without that GPU (`f8gemm precompile --gpu`).
+/// Throws Error(kInvalidArgument) naming the known short names for any other.
+TargetGpu named_gpu(const std::string& short_name);
+
 /// The full decision for `problem` on `gpu`: F8GEMM_CONFIG, then the tuned tables, then the cost
 /// model (logged with F8GEMM_LOG=1). On the current sm_90 GPU it equals choose_config().
 Config decide_config(const TargetGpu& gpu, const ProblemShape& problem);

@@ -179,6 +179,26 @@ TEST_F(CliTest, PrecompileCandidatesBuildsEveryCandidateIntoTheCache) {
                       "K must be a positive multiple of 16");
 }
 
+// `precompile --gpu h100` chooses as the H100's table does, on a machine without that GPU (a
+// cache built here for a fleet of H100s), and says so in what it reports; an unknown name is a
+// bad argument.
+TEST_F(CliTest, PrecompileForANamedGpuBuildsItsTablesPick) {
+  f8gemm::ProblemShape p;
+  p.batch = 16;
+  p.m = 4096;
+  p.n = 1280;
+  p.k = 8192;
+  const std::string h100 = f8gemm::decide_config(f8gemm::named_gpu("h100"), p).name();
+  ASSERT_NE(h100, f8gemm::decide_config(f8gemm::named_gpu("h200"), p).name());
+  const Result r = run("precompile --gpu h100 --shape 16,4096,1280,8192");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("16,4096,1280,8192  " + h100 + ".n1280.k8192."), std::string::npos)
+      << r.out;
+  expect_bad_argument("precompile --gpu h300 --shape 1,16,256,256",
+                      "unknown GPU 'h300': the GPUs with shipped tables are h100 and h200");
+  expect_bad_argument("precompile --gpu", "--gpu");
+}
+
 // Issue 8, defect 8: a directory or a file without shapes said "give --shape B,M,N,K or --shapes".
 TEST_F(CliTest, ShapesFileThatIsADirectoryOrEmptySaysSo) {
   expect_bad_argument("precompile --shapes '" + dir_ + "'", "is a directory");

@@ -1,8 +1,12 @@
 /// \brief The public tuning seam (f8gemm/tuning.hpp) and the enum-valued options check what a
 /// caller passes before any arithmetic or compile: an SM count of 0, a config that cannot run
 /// the problem, an invalid problem, an out-of-range enum, and a switch variable spelt otherwise
-/// than as a switch.
+/// than as a switch; and a GPU named for a choice made without it (named_gpu) keys its table.
 #include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <string>
 
 #include "common/test_util.hpp"
 #include "config.hpp"
@@ -50,6 +54,41 @@ TEST(TuningSeam, AGpuNameATableKeyCannotHoldIsRefused) {
   }
   EXPECT_EQ(tuning_table_key(TargetGpu{"NVIDIA H200", 132, true}, p).rfind("NVIDIA H200|132|", 0),
             0u);
+}
+
+// named_gpu() names each GPU as its shipped table keys it (the first field of every entry of
+// tables/<short name>.tsv, and 132 SMs), so that a choice for it finds that table's entries:
+// 16,4096,1280,8192 has a different entry in each.
+TEST(TuningSeam, ANamedGpuChoosesAsItsShippedTable) {
+  ProblemShape p = problem(4096, 1280, 8192);
+  p.batch = 16;
+  std::map<std::string, std::string> picks;
+  for (const char* short_name : {"h100", "h200"}) {
+    SCOPED_TRACE(short_name);
+    const TargetGpu gpu = named_gpu(short_name);
+    EXPECT_TRUE(gpu.assumed);
+    EXPECT_EQ(gpu.sm_count, 132);
+    const std::string path =
+        std::string(F8GEMM_SOURCE_DIR) + "/tables/" + short_name + ".tsv";
+    std::ifstream in(path);
+    ASSERT_TRUE(in.good()) << "cannot read " << path;
+    std::string line, want;
+    int entries = 0;
+    const std::string key = tuning_table_key(gpu, p);
+    while (std::getline(in, line)) {
+      if (line.empty() || line[0] == '#') continue;
+      ++entries;
+      EXPECT_EQ(line.substr(0, line.find('|')), gpu.name) << line;
+      if (line.substr(0, line.find('\t')) == key) want = line.substr(line.find('\t') + 1);
+    }
+    EXPECT_GT(entries, 0);
+    ASSERT_FALSE(want.empty()) << "no entry for " << key << " in " << path;
+    picks[short_name] = decide_config(gpu, p).name();
+    EXPECT_EQ(picks[short_name], want);
+  }
+  EXPECT_NE(picks["h100"], picks["h200"]) << "the test needs a shape whose entries differ";
+  F8GEMM_EXPECT_INVALID(named_gpu("h300"), "unknown GPU 'h300': the GPUs with shipped tables are");
+  F8GEMM_EXPECT_INVALID(named_gpu("H100"), "unknown GPU 'H100'");
 }
 
 TEST(TuningSeam, AConfigThatCannotRunTheProblemIsRefusedWithItsReason) {
