@@ -31,8 +31,9 @@ constexpr double kStreamLatencyUs = 1.7;
 // Session 34's H100 A/B: at 1.6 for every tile, the swap-AB picks it moved (to fewer split ranks,
 // or another X-tile width) ran 0.82-1.01x main's time, but the moves from swap-AB to tiled 64-row
 // tiles 1.02-1.08x (docs/logs/2026-12-06-s34-callA-card88-ab-as-tune.csv). Session 35's: at 1.6
-// for swap-AB tiles, its 64-row moves ran 0.74-1.02x (fast and precise), and its one move to a
-// 128-row swap tile (precise 1,128,7168,14336: tiled 64x128 -> swap 128x128 k2) 1.09x
+// for swap-AB tiles, its 64-row moves ran 0.74-1.01x fast and 0.82-1.00x precise, except
+// 1,48,1536,2048 (64x16 -> 64x24: 0.95-1.01x fast, 1.02-1.08x precise), and its one move to a
+// 128-row swap tile (precise 1,128,7168,14336: tiled 64x128 -> swap 128x128 k2) 1.09-1.12x
 // (docs/logs/2026-12-06-s35-call1-card88b-ab-as-tune.csv), so only 64-row swap tiles take it.
 constexpr double kL2StreamLatencyUs = 1.6;
 // Launch and pipeline ramp.

@@ -65,9 +65,10 @@ bool is_pingpong_64(const Config& c) {
 /// (8,16384,28672,4096, which that card did not measure) the tail that the 64-row tile saves is
 /// small, and the model's tiled 128x256 ran 0.83x (Zipf) and 0.89x (uniform) the ping-pong's time
 /// on an H100 (card 93), so the envelope ends at 512 rows, twice the largest average measured
-/// faster. Outside it (averages below 128, where the model picks swap-AB, or above 512; small N;
-/// the padded form; precise mode; and group tables so large that the ring would lose stages) the
-/// model's pick stands.
+/// faster: a provisional edge, since nothing was measured between 256 and 2048 rows, and the
+/// H200 has not run the moved case. Outside it (averages below 128, where the model picks
+/// swap-AB, or above 512; small N; the padded form; precise mode; and group tables so large that
+/// the ring would lose stages) the model's pick stands.
 constexpr int64_t kPingPongMinRows = 128;
 constexpr int64_t kPingPongMaxRows = 512;
 bool prefers_pingpong_64(const GroupedProblem& s) {
@@ -85,11 +86,12 @@ constexpr int64_t kBandBytes = int64_t(16) << 20;
 /// band, so the group's W streams from DRAM once per band. At 8,16384,28672,4096 (groups of
 /// 2048 rows on average, 32 X tiles of 64 rows, W of 117 MB per group), bands of 8 read W four
 /// times per group; bands of 64 read it once (the largest groups of a skewed routing, twice),
-/// 6.4-7.5% faster over three interleaved rounds on an H200 (docs/perf-log.md, card 44; that
-/// problem now takes the model's tiled pick, card 93). Applied only to the pick it was measured
-/// with, at K = 2048-14336. The dense kernel's tuned bands of 8 stay: there wider
-/// bands cut the DRAM reads as much but gained nothing, and lost up to 8% where W already fits in
-/// the L2 (card 44).
+/// 6.4-7.5% faster over three interleaved rounds on an H200 (docs/perf-log.md, card 44). That
+/// problem now takes the model's tiled pick (card 93); at the 128-256-row cases that keep the
+/// ping-pong, card 44 measured 0.967-1.030 (no gain beyond the rounds' spread, and no loss).
+/// Applied only to the pick it was measured with, at K = 2048-14336. The dense kernel's tuned
+/// bands of 8 stay: there wider bands cut the DRAM reads as much but gained nothing, and lost up
+/// to 8% where W already fits in the L2 (card 44).
 int grouped_raster(const Config& c, int64_t k) {
   int raster = c.raster;
   if (raster <= 0) return raster;  // no bands (swap-AB walks W tiles in order)

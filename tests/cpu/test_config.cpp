@@ -1258,9 +1258,10 @@ TEST(GroupedChoice, LargeStackedGroupsTakeA64RowPingPong) {
 // picks keep 8.
 TEST(GroupedChoice, RasterBandKeepsAGroupsXBandInL2) {
   struct Case { GroupedProblem p; int raster; };
-  for (const Case& c : {Case{grouped(8, 4096, 28672, 4096), 64}, Case{grouped(8, 2048, 28672, 4096), 64},
-                        Case{grouped(128, 16384, 1536, 2048), 64}, Case{grouped(64, 8192, 4096, 7168), 32},
-                        Case{grouped(8, 2048, 4096, 14336), 16}}) {
+  for (const Case& c :
+       {Case{grouped(8, 4096, 28672, 4096), 64}, Case{grouped(8, 2048, 28672, 4096), 64},
+        Case{grouped(128, 16384, 1536, 2048), 64}, Case{grouped(64, 8192, 4096, 7168), 32},
+        Case{grouped(8, 2048, 4096, 14336), 16}}) {
     const Config cfg = choice(c.p);
     SCOPED_TRACE(std::to_string(c.p.groups) + "," + std::to_string(c.p.rows) + "," +
                  std::to_string(c.p.n) + "," + std::to_string(c.p.k) + " -> " + cfg.name());
