@@ -197,6 +197,9 @@ TEST_F(CliTest, PrecompileForANamedGpuBuildsItsTablesPick) {
   expect_bad_argument("precompile --gpu h300 --shape 1,16,256,256",
                       "unknown GPU 'h300': the GPUs with shipped tables are h100 and h200");
   expect_bad_argument("precompile --gpu", "--gpu");
+  // The call's size checks come first here too, before any compile.
+  expect_bad_argument("precompile --gpu h100 --shape 1,16,100,256",
+                      "N must be a positive multiple of 8");
 }
 
 // Issue 8, defect 8: a directory or a file without shapes said "give --shape B,M,N,K or --shapes".
