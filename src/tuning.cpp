@@ -132,9 +132,15 @@ InstanceReport describe(const Config& config, const ProblemShape& problem) {
 }
 
 void build_all(const std::vector<Config>& configs, const ProblemShape& problem) {
-  detail::parallel_units(int64_t(configs.size()), 0, [&](int64_t i) {
+  std::vector<std::pair<Config, ProblemShape>> instances;
+  for (const Config& c : configs) instances.emplace_back(c, problem);
+  build_all(instances);
+}
+
+void build_all(const std::vector<std::pair<Config, ProblemShape>>& instances) {
+  detail::parallel_units(int64_t(instances.size()), 0, [&](int64_t i) {
     try {
-      describe(configs[size_t(i)], problem);
+      describe(instances[size_t(i)].first, instances[size_t(i)].second);
     } catch (const Error&) {
       // Reported by the caller's own describe() or run of the same config.
     }

@@ -3,13 +3,8 @@
 /// host cores, and reports each. With --candidates it builds every candidate that `f8gemm tune`
 /// would time instead, so that a tune on a GPU machine finds its kernels in the disk cache
 /// (F8GEMM_CACHE_DIR) rather than compiling.
-#include <algorithm>
-#include <atomic>
 #include <cstdio>
-#include <exception>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "cli_args.hpp"
@@ -55,34 +50,6 @@ int build_candidates(const std::vector<Shape>& shapes, const std::vector<Problem
   return not_built == 0 ? 0 : 1;
 }
 
-/// The instance each problem takes on `gpu`, compiled on all host cores (the JIT is
-/// thread-safe); the decisions come first, one after another, so that a problem the decision
-/// refuses stops the command before any compile. Rethrows the first error a compile raised.
-void build_picks(const std::vector<ProblemShape>& problems, const TargetGpu& gpu) {
-  std::vector<Config> picks;
-  for (const ProblemShape& p : problems) picks.push_back(decide_config(gpu, p));
-  std::atomic<size_t> next{0};
-  std::mutex mutex;
-  std::exception_ptr first_error;
-  const size_t threads =
-      std::min<size_t>(problems.size(), std::max(1u, std::thread::hardware_concurrency()));
-  std::vector<std::thread> pool;
-  for (size_t t = 0; t < threads; ++t) {
-    pool.emplace_back([&] {
-      for (size_t i = next++; i < problems.size(); i = next++) {
-        try {
-          describe(picks[i], problems[i]);
-        } catch (...) {
-          const std::lock_guard<std::mutex> lock(mutex);
-          if (!first_error) first_error = std::current_exception();
-        }
-      }
-    });
-  }
-  for (std::thread& t : pool) t.join();
-  if (first_error) std::rethrow_exception(first_error);
-}
-
 }  // namespace
 
 int cmd_precompile(const Args& args) {
@@ -109,14 +76,18 @@ int cmd_precompile(const Args& args) {
   const bool named = opt.has("--gpu");
   const TargetGpu gpu = named ? named_gpu(opt.str("--gpu", "")) : target_gpu();
   if (opt.flag("--candidates")) return build_candidates(shapes, problems, gpu);
-  build_picks(problems, gpu);
+  // Every decision first, one after another (a problem the decision refuses stops the command
+  // before any compile), then their instances on all host cores.
+  std::vector<std::pair<Config, ProblemShape>> picks;
+  for (const ProblemShape& p : problems) picks.emplace_back(decide_config(gpu, p), p);
+  build_all(picks);
   // Then what precompile() adds: the utility kernels, and on this process's sm_90 GPU every
   // instance loaded (found in the memory cache). For a named GPU only the utility kernels: the
   // problems' picks for this GPU may differ, and were not asked for.
   precompile(named ? std::vector<ProblemShape>{} : problems);
-  // Report what was built: the decision repeats the one precompile made (cheap, no compile).
-  for (const ProblemShape& p : problems) {
-    const InstanceReport r = describe(decide_config(gpu, p), p);
+  // Report what was built (a compile that failed above fails here, with its error).
+  for (const auto& [config, p] : picks) {
+    const InstanceReport r = describe(config, p);
     std::printf("%lld,%lld,%lld,%lld  %s  regs=%d spills=%d  %s%s\n", (long long)p.batch,
                 (long long)p.m, (long long)p.n, (long long)p.k, r.label.c_str(), r.registers,
                 r.spill_bytes, r.cache_key.c_str(), r.wgmma_serialized ? "  WGMMA SERIALIZED" : "");

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "f8gemm/f8gemm.hpp"
@@ -91,5 +92,8 @@ InstanceReport describe(const Config& config, const ProblemShape& problem);
 /// describe() of each finds it in the memory cache. Throws nothing: a config that fails to build
 /// fails again, with its error, when it is described or run.
 void build_all(const std::vector<Config>& configs, const ProblemShape& problem);
+
+/// build_all() of (config, problem) pairs of several problems at once, on all host cores.
+void build_all(const std::vector<std::pair<Config, ProblemShape>>& instances);
 
 }  // namespace f8gemm

@@ -61,6 +61,16 @@ std::map<ProblemKey, std::vector<Measured>> read_tune_log(const std::string& pat
   return runs;
 }
 
+/// The runs of a committed tune or A/B log (`name` relative to the source tree), which must be
+/// readable and hold `problems` problems (fatal failures: ASSERT_NO_FATAL_FAILURE at the call).
+void read_committed_log(const std::string& name, size_t problems,
+                        std::map<ProblemKey, std::vector<Measured>>* runs) {
+  const std::string path = std::string(F8GEMM_SOURCE_DIR) + "/" + name;
+  ASSERT_TRUE(std::ifstream(path).good()) << "cannot read " << path;
+  *runs = read_tune_log(path);
+  ASSERT_EQ(runs->size(), problems) << path;
+}
+
 /// B,M,N,K of a shapes file (`#` comments, blank lines).
 std::set<std::tuple<int64_t, int64_t, int64_t, int64_t>> read_shapes(const std::string& path) {
   std::ifstream in(path);
@@ -283,10 +293,8 @@ TEST(CostModel, PicksNearTheFastestOnTheSwapTunesOf64To256Rows) {
 TEST(CostModel, PicksNearTheFasterPickOfCard87sAbs) {
   for (const char* name : {"docs/logs/2026-12-06-s32-call3-card87-ab-as-tune.csv",
                            "docs/logs/2026-12-06-s32-call4-card87-ab-as-tune-h200.csv"}) {
-    const std::string path = std::string(F8GEMM_SOURCE_DIR) + "/" + name;
-    ASSERT_TRUE(std::ifstream(path).good()) << "cannot read " << path;
-    const auto runs = read_tune_log(path);
-    ASSERT_EQ(runs.size(), 24u) << path;
+    std::map<ProblemKey, std::vector<Measured>> runs;
+    ASSERT_NO_FATAL_FAILURE(read_committed_log(name, 24, &runs));
     expect_small_regret(runs, name, 1.02, 1.15);
   }
 }
@@ -299,10 +307,8 @@ TEST(CostModel, PicksNearTheFasterPickOfCard87sAbs) {
 // test.
 TEST(CostModel, PicksNearTheFasterPickOfCard88sAb) {
   const char* name = "docs/logs/2026-12-06-s34-callA-card88-ab-as-tune.csv";
-  const std::string path = std::string(F8GEMM_SOURCE_DIR) + "/" + name;
-  ASSERT_TRUE(std::ifstream(path).good()) << "cannot read " << path;
-  const auto runs = read_tune_log(path);
-  ASSERT_EQ(runs.size(), 16u) << path;
+  std::map<ProblemKey, std::vector<Measured>> runs;
+  ASSERT_NO_FATAL_FAILURE(read_committed_log(name, 16, &runs));
   expect_small_regret(runs, name, 1.01, 1.03);
 }
 
@@ -317,10 +323,8 @@ TEST(CostModel, PicksNearTheFasterPickOfCard88sAb) {
 // on 3 of the 27; its worst regret is 1.30.
 TEST(CostModel, PicksNearTheFasterPickOfCard88bsAb) {
   const char* name = "docs/logs/2026-12-06-s35-call1-card88b-ab-as-tune.csv";
-  const std::string path = std::string(F8GEMM_SOURCE_DIR) + "/" + name;
-  ASSERT_TRUE(std::ifstream(path).good()) << "cannot read " << path;
-  const auto runs = read_tune_log(path);
-  ASSERT_EQ(runs.size(), 32u) << path;
+  std::map<ProblemKey, std::vector<Measured>> runs;
+  ASSERT_NO_FATAL_FAILURE(read_committed_log(name, 32, &runs));
   for (const auto& [key, measured] : runs) {
     ProblemShape p;
     std::tie(p.batch, p.m, p.n, p.k, p.fast_accum) = key;
