@@ -1,22 +1,28 @@
 #!/bin/bash
-# Card 94's device call (prepared in session 36, which got no machine; run it as one call of
-# the device tool, carry ["scratch/dev"]). Set up on the CPU machine first:
-#   git apply docs/experiments/card-94-staging-in-ring.patch (or git am) on a branch, build,
-#   copy build/f8gemm and build/f8gemm_gpu_tests to scratch/dev/ab/N/bin/ and main's f8gemm to
-#   scratch/dev/ab/M/bin/, then precompile the A/B's instances into scratch/dev/cache
-#   (F8GEMM_CACHE_DIR=$PWD/scratch/dev/cache, F8GEMM_CONFIG=<config> f8gemm precompile --shape S
-#   [--precise] for each shape of bench/shapes-large.txt and both configs below).
+# Card 94's device call (prepared in session 36, which got no machine). One call of the device
+# tool, carry ["scratch/dev"] (scratch/ must be git-ignored, e.g. in .git/info/exclude, so that
+# it travels only through carry). Set up on the CPU machine first:
+#   1. main's build: copy its f8gemm to scratch/dev/ab/M/bin/;
+#   2. `git am docs/experiments/card-94-staging-in-ring.patch` on top of main, build, copy
+#      f8gemm and f8gemm_gpu_tests to scratch/dev/ab/N/bin/;
+#   3. into scratch/dev/cache (F8GEMM_CACHE_DIR=$PWD/scratch/dev/cache), for every shape S of
+#      bench/shapes-large.txt: `F8GEMM_CONFIG=<c> ab/N/bin/f8gemm precompile --shape S [--precise]`
+#      for c = sm90_tiled_128x256x128_s3_c1x1_r8 and s4 (both modes), main's binary with s3 (fast),
+#      and the new tree's own picks (`ab/N/bin/f8gemm precompile --gpu h100|h200 --shape S
+#      [--precise]`, for the table rule below). The verify cases (bias) and the GPU test's
+#      instances cannot be precompiled from the CLI: they compile in the call (about 20 and 100+).
 # Steps: 1. run --verify of the ring-staged families on ragged cases and on 170-576 tiles (CTAs
 # give a held slot back under a next tile); 2. forced tiled 128x256 s4 (ring) against s3 (own
 # staging) in the new tree (N4, N3), and main's s3 (M3), over bench/shapes-large.txt, fast in
 # ROUNDS rounds, precise for PRECISE; 3. the table rule (perf log, card 94): where the current
 # choice of a preshuffled shape is s3 c1x1 and s4 took at most 0.99x its time, tune.tsv names s4;
 # 4. the GPU tests of the ring (GTF), 5. the sanitizers on the ring-staged schedule, as the
-# deadline (DEADLINE, s into the call) allows. Output: $OUT/call3b.tgz.
+# deadline (DEADLINE, s into the call) allows. Everything is written under $OUT/card94, so what
+# a call that runs out of time has written still comes back.
 set -u
 M3=${M3-1}  # main's s3 in round 1 (M3= leaves it out)
 D=scratch/dev
-L=/tmp/c3; mkdir -p $L
+L=$OUT/card94; mkdir -p $L
 export F8GEMM_CACHE_DIR=/tmp/cache F8GEMM_HANG_SECONDS=60; mkdir -p /tmp/cache; cp -n scratch/dev/cache/* /tmp/cache/ 2>/dev/null
 nvidia-smi --query-gpu=name,clocks.max.sm,power.limit,temperature.gpu --format=csv | tee $L/gpu.txt
 t0=$(date +%s); el() { echo "[$(( $(date +%s) - t0 ))s] $1" | tee -a $L/steps.txt; }
@@ -74,11 +80,11 @@ PY
 # The rule written before the run (perf log, card 94): where the current choice (shipped table or
 # model) of a preshuffled shape is the s3 c1x1 tile and s4 took at most 0.99x its time (mean of
 # the rounds), the next call (the peer table, on this warm machine) takes s4 there through
-# F8GEMM_TUNE_FILE; only if every check above passed (/tmp/c3/ok).
+# F8GEMM_TUNE_FILE; only if every check passed ($L/ok).
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 for s in $(grep -v '^#' bench/shapes-large.txt); do
   for f in fast precise; do a=; [ $f = precise ] && a=--precise
-    echo "$s $f $($N precompile --shape $s $a 2>/dev/null | awk 'NF>=2 && $1 ~ /,/ {print $2}' | cut -d. -f1)"; done
+    echo "$s $f $(timeout 30 $N precompile --shape $s $a 2>/dev/null | awk 'NF>=2 && $1 ~ /,/ {print $2}' | cut -d. -f1)"; done
 done > $L/picks.txt
 python3 - $L "$gpu" <<'PY' | tee $L/tune-rule.txt
 import sys, collections
@@ -98,7 +104,7 @@ for (shape, mode), pick in sorted(picks.items()):
     if take: out.append(f"{gpu}|132|0.1.0|{shape}|preshuffled|bfloat16|{mode}\tsm90_tiled_128x256x128_s4_c1x1_r8")
 open(f"{L}/tune.tsv", "w").write("".join(x + "\n" for x in out))
 PY
-if [ "$(cat $L/v-*.log | grep -c '^rc=0')" = 20 ]; then touch $L/ok; el "checks passed: next call may use tree N"; fi
+if [ "$(cat $L/v-*.log | grep -c '^rc=0')" = 20 ]; then touch $L/ok; fi
 trc=1; left=$(( ${DEADLINE:-470} - ($(date +%s) - t0) ))
 if [ $left -gt 90 ]; then
 F="${GTF:-GemmGpu.StagingInTheRing*:GemmGpu.SiluMulEpilogueEveryStoreKind*:GemmGpu.WholeBlockStores*}"
@@ -107,10 +113,10 @@ trc=0; for i in 0 1 2 3 4 5; do grep -q "^\[  PASSED  \]" $L/gtest-$i.log && ! g
 el "gtest subset ok=$((1-trc)): $(cat $L/gtest-*.log | grep -h '^\[  PASSED' | tr '\n' ' ')"; cat $L/gtest-*.log | grep -E "Failure|FAILED" | head -10
 fi
 [ $trc = 0 ] || rm -f $L/ok
+[ -f $L/ok ] && el "verify and GPU tests passed: a next call may use tree N"
 left=$(( ${DEADLINE:-470} - ($(date +%s) - t0) ))
 if [ $left -gt 45 ]; then
   SAN_CASES="sm90_tiled_128x256x128_s4_c1x1_r8:2,2100,1040,272 sm90_tiled_128x256x128_s4_c2x1_r8:2,2100,1040,272" \
     OUT=$L/san BUILD_DIR=$D/ab/N/bin timeout $((left - 10)) scripts/device-check.sh sanitize > $L/san-step.log 2>&1; el "sanitize rc=$?"
   grep "^== " $L/san-step.log
 fi
-tar czf $OUT/card94.tgz -C /tmp c3
