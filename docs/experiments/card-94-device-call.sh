@@ -1,4 +1,6 @@
 #!/bin/bash
+# Run in session 37 (M3= ROUNDS=1 DEADLINE=170, an H100): s4 slower, card 94 not kept (perf log, card 94).
+# Its 37 output files are over the tool's 8: pack $L into one archive if this is run again.
 # Card 94's device call (prepared in session 36, which got no machine). One call of the device
 # tool, carry ["scratch/dev"] (scratch/ must be git-ignored, e.g. in .git/info/exclude, so that
 # it travels only through carry). Set up on the CPU machine first:
