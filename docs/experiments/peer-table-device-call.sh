@@ -14,7 +14,7 @@ D=scratch/dev; PEER=${PEER:-M}
 L=/tmp/peers; mkdir -p $L
 export F8GEMM_CACHE_DIR=/tmp/cache F8GEMM_HANG_SECONDS=60; mkdir -p /tmp/cache; cp scratch/dev/cache/* /tmp/cache/
 # The tool returns at most 8 files from $OUT: every step re-packs the whole folder into one.
-t0=$(date +%s); el() { echo "[$(( $(date +%s) - t0 ))s] $1" | tee -a $L/steps.txt; tar czf $OUT/peers.tgz -C /tmp --exclude=suite peers; }
+t0=$(date +%s); el() { echo "[$(( $(date +%s) - t0 ))s] $1" | tee -a $L/steps.txt; tar czf $OUT/.p.tgz -C /tmp peers && mv $OUT/.p.tgz $OUT/peers.tgz; }
 cap() { local left=$(( ${DEADLINE:-570} - ($(date +%s) - t0) )); [ $left -lt 20 ] && { echo 1; return; }; [ $1 -lt $left ] && echo $1 || echo $left; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw,power.limit,temperature.gpu --format=csv,noheader | tee $L/gpu.txt
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site || exit 1
@@ -43,4 +43,4 @@ timeout $(cap 90) python3 examples/moe_layer.py > $L/moe.log 2>&1; el "moe rc=$?
 PYTHONUNBUFFERED=1 timeout $(cap 60) python3 bench/copy_floor.py --shapes bench/shapes-decode.txt --baseline $L/bench-2.csv --csv $L/copy-floor.csv > $L/copy-floor.log 2>&1; el "copy floor rc=$?"
 nvidia-smi --query-gpu=clocks.sm,power.draw,temperature.gpu --format=csv,noheader | tee -a $L/gpu.txt
 cat $L/steps.txt; tail -n 5 $L/peers.log $L/grouped.log $L/moe.log
-rm -rf $L/suite; tar czf $OUT/peers.tgz -C /tmp peers
+el done
