@@ -17,7 +17,8 @@
 # Steps: 1. run --verify of P1 and P2's s4, alone and paired, on ragged cases and on 170-576
 # tiles; 2. fast A/B over bench/shapes-large.txt, N3 (s3, own staging), N4, P1 and P2 (s4), two
 # rounds in opposite orders; 3. precise, one round, if the deadline allows; 4. P1's ring GPU tests.
-# Everything goes into one archive, $OUT/card95.tgz, re-packed at every step (the tool returns at
+# The first verify case has one tile a CTA (no release); the others reach it (272: 3 k-blocks,
+# 1040: 9). P2 gets the verify cases only, no GPU tests. Everything goes into one archive, $OUT/card95.tgz, re-packed at every step (the tool returns at
 # most 8 files).
 # Prediction: if the wait for the stores' reads is the loss, P1 and P2 cut card 94's 7% at
 # K = 1024 to at most 2-3% (the drain gets 1.5-2.3 µs instead of 0.8) and P2 <= P1; if P1 and P2
