@@ -61,24 +61,7 @@ for v in ${PRECISE:-N4 N3}; do
   case $v in N4) c=$S4;; N3) c=$S3;; esac
   F8GEMM_CONFIG=$c timeout 80 $N bench --shapes bench/shapes-large.txt --no-peak --precise --csv $L/ab-$v-p.csv > $L/ab-$v-p.log 2>&1; el "precise $v rc=$?"
 done
-python3 - $L <<'PY' | tee $L/summary.txt
-import csv, sys, collections, math, glob, os
-L = sys.argv[1]; t = collections.defaultdict(list)
-for p in glob.glob(f"{L}/ab-*.csv"):
-    v, r = os.path.basename(p)[3:-4].split("-")
-    mode = "precise" if r == "p" else "fast"
-    for row in csv.DictReader(open(p)):
-        if row["impl"].startswith("f8gemm") and row["status"] == "ok" and row["graph_us"]:
-            t[(mode, row["impl"], ",".join(row[x] for x in "bmnk"), v)].append(float(row["graph_us"]))
-g = collections.defaultdict(list)
-for mode, impl, shape in sorted({k[:3] for k in t}):
-    m = {v: sum(t[(mode, impl, shape, v)]) / len(t[(mode, impl, shape, v)]) for v in ["N4", "N3", "M3"] if t.get((mode, impl, shape, v))}
-    s = f"{mode:7s} {impl:20s} {shape:18s} " + " ".join(f"{v}={x:8.1f}" for v, x in m.items())
-    for a, b in (("N4", "N3"), ("N3", "M3")):
-        if a in m and b in m: s += f"  {a}/{b}={m[a]/m[b]:.3f}"; g[f"{mode} {impl} {a}/{b}"].append(m[a]/m[b])
-    print(s)
-for k, x in sorted(g.items()): print(f"geomean {k}: {math.exp(sum(map(math.log, x))/len(x)):.3f}  min {min(x):.3f} max {max(x):.3f}")
-PY
+python3 docs/experiments/ab_summary.py $L N4/N3 N3/M3 | tee $L/summary.txt
 # The rule written before the run (perf log, card 94): where the current choice (shipped table or
 # model) of a preshuffled shape is the s3 c1x1 tile and s4 took at most 0.99x its time (mean of
 # the rounds), the next call (the peer table, on this warm machine) takes s4 there through

@@ -71,28 +71,7 @@ for v in P1 P2 N4 N3; do
   F8GEMM_CONFIG=$(cfg $v) timeout 80 $(binv $v) bench --shapes bench/shapes-large.txt --no-peak --precise \
     --csv $L/ab-$v-p.csv > $L/ab-$v-p.log 2>&1; el "precise $v rc=$?"
 done
-python3 - $L <<'PY' | tee $L/summary.txt
-import csv, sys, collections, math, glob, os
-L = sys.argv[1]; t = collections.defaultdict(list)
-for p in glob.glob(f"{L}/ab-*.csv"):
-    v, r = os.path.basename(p)[3:-4].split("-")
-    mode = "precise" if r == "p" else "fast"
-    for row in csv.DictReader(l for l in open(p) if not l.startswith("#")):
-        if row["impl"].startswith("f8gemm") and row["status"] == "ok" and row["graph_us"]:
-            t[(mode, row["impl"], ",".join(row[x] for x in "bmnk"), v)].append(float(row["graph_us"]))
-g = collections.defaultdict(list)
-for mode, impl, shape in sorted({k[:3] for k in t}):
-    m = {v: sum(t[(mode, impl, shape, v)]) / len(t[(mode, impl, shape, v)])
-         for v in ["N3", "N4", "P1", "P2"] if t.get((mode, impl, shape, v))}
-    s = f"{mode:7s} {impl:20s} {shape:18s} " + " ".join(f"{v}={x:8.1f}" for v, x in m.items())
-    for v in ("N4", "P1", "P2"):
-        if v in m and "N3" in m:
-            s += f"  {v}/N3={m[v] / m['N3']:.3f}"; g[f"{mode} {impl} {v}/N3"].append(m[v] / m["N3"])
-            k = int(shape.split(",")[3]); g[f"{mode} K={k} {v}/N3"].append(m[v] / m["N3"])
-    print(s)
-for k, x in sorted(g.items()):
-    print(f"geomean {k}: {math.exp(sum(map(math.log, x)) / len(x)):.3f}  min {min(x):.3f} max {max(x):.3f}")
-PY
+python3 docs/experiments/ab_summary.py $L N4/N3 P1/N3 P2/N3 | tee $L/summary.txt
 el "summary"
 if [ $(left) -gt 90 ]; then
   F="GemmGpu.StagingInTheRing*:GemmGpu.SiluMulEpilogueEveryStoreKind*:GemmGpu.WholeBlockStores*"
