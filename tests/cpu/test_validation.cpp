@@ -875,6 +875,11 @@ TEST(Validation, MakeViewRefusesShapesWhoseNonzeroDimensionsPassInt64) {
                         "dimensions passes int64");
   F8GEMM_EXPECT_INVALID(make_view(fake(kX), DType::kU8, {huge, huge, 0}),
                         "make_view: shape [1099511627776, 1099511627776, 0]: the product");
+  // The zero dimensions are skipped wherever they stand: a zero first must not hide the
+  // overflow of the nonzero ones behind it (2^62 * 4 passes int64 as [2^62, 4] does).
+  F8GEMM_EXPECT_INVALID(make_view(fake(kX), DType::kU8, {0, big, 4}),
+                        "make_view: shape [0, 4611686018427387904, 4]: the product of its nonzero "
+                        "dimensions passes int64");
   const TensorView v = make_view(fake(kX), DType::kU8, {0, big, 1});
   EXPECT_EQ(v.numel(), 0);
   EXPECT_EQ(v.stride[0], big);
@@ -990,6 +995,43 @@ TEST(ValidationShuffle, DevicePathWithoutAGpuIsNoDevice) {
   TensorView o = dev_view(kOut, DType::kE4M3, preshuffled_shape(b, n, k));
   expect_error([&] { preshuffle(w, o); }, ErrorCode::kNoDevice, "");
   expect_error([&] { unshuffle(o, w); }, ErrorCode::kNoDevice, "");
+}
+
+// The plain weight may be uint8 as well as float8_e4m3fn (the bytes are the same), on either
+// side: preshuffle()'s input and unshuffle()'s output.
+TEST(ValidationShuffle, APlainWeightOfUint8IsAccepted) {
+  std::mt19937_64 rng(102);
+  const int64_t b = 1, n = 8, k = 144;
+  std::vector<uint8_t> w = test::random_e4m3(rng, size_t(b * n * k));
+  const auto shape = preshuffled_shape(b, n, k);
+  std::vector<uint8_t> expect(size_t(shape[0] * shape[1] * shape[2] * shape[3]));
+  numerics::preshuffle_host(w.data(), b, n, k, expect.data());
+  std::vector<uint8_t> got(expect.size(), 0xAB);
+  preshuffle(make_view(w.data(), DType::kU8, {b, n, k}),
+             make_view(got.data(), DType::kE4M3, shape));
+  EXPECT_EQ(got, expect);
+  std::vector<uint8_t> back(w.size(), 0xCD);
+  unshuffle(make_view(got.data(), DType::kE4M3, shape),
+            make_view(back.data(), DType::kU8, {b, n, k}));
+  EXPECT_EQ(back, w);
+}
+
+// Device ordinals past the last the library tracks (64) are refused as an argument, not looked
+// up: the properties table has 64 entries, and ordinal 64 read past it. 63 is only absent here.
+TEST(ValidationShuffle, ADeviceOrdinalPastTheLastTrackedIsOutOfRange) {
+  const int64_t b = 1, n = 8, k = 16;
+  for (int device : {64, 1000}) {
+    SCOPED_TRACE(device);
+    TensorView w = dev_view(kW, DType::kE4M3, {b, n, k});
+    TensorView o = dev_view(kOut, DType::kE4M3, preshuffled_shape(b, n, k));
+    w.device = o.device = device;
+    expect_error([&] { preshuffle(w, o); }, ErrorCode::kInvalidArgument,
+                 "device ordinal " + std::to_string(device) + " is out of range");
+  }
+  TensorView w = dev_view(kW, DType::kE4M3, {b, n, k});
+  TensorView o = dev_view(kOut, DType::kE4M3, preshuffled_shape(b, n, k));
+  w.device = o.device = 63;
+  expect_error([&] { preshuffle(w, o); }, ErrorCode::kNoDevice, "");
 }
 
 // preshuffled_shape computed ceil(K/128) as (K + 127) / 128: K past 2^63 - 128 overflowed int64
