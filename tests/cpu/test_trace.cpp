@@ -55,6 +55,15 @@ TEST(Trace, TheBufferHoldsAHeaderAndTwoConsumerSlotsPerCta) {
   expect_error([] { trace_words(1, 0); }, ErrorCode::kInvalidArgument, "tiles in [1, 1048576]");
 }
 
+// The tile bound is inclusive: a buffer sized for kTraceMaxTiles (2^20) records per consumer is
+// one that GemmOptions::trace admits (validate.cpp), so trace_words() must size it too.
+TEST(Trace, TraceWordsAcceptsTheMostTilesAndRefusesOneMore) {
+  constexpr int kMaxTiles = 1 << 20;
+  EXPECT_EQ(trace_words(1, kMaxTiles), 4 + 2 * int64_t(kMaxTiles) * kEvents);
+  expect_error([] { trace_words(1, kMaxTiles + 1); }, ErrorCode::kInvalidArgument,
+               "tiles in [1, 1048576], got 1 and 1048577");
+}
+
 TEST(Trace, TraceCtasNeedsAGpuAndIsZeroForAnEmptyProblem) {
   ProblemShape p;
   p.batch = 1;
