@@ -588,6 +588,26 @@ TEST(GroupedProblem, EmptyProblemsAreReady) {
   EXPECT_TRUE(is_ready(p));
 }
 
+// An empty problem launches nothing (is_ready() holds for it): precompile() compiles nothing
+// for it, with or without a GPU. The sizes are ones no other test compiles, so that an instance
+// built for them could not come from the memory cache.
+TEST(GroupedProblem, PrecompileOfAnEmptyProblemCompilesNothing) {
+  test::TempDir dir("f8gemm_grouped_precompile_empty");
+  test::ScopedEnv cache("F8GEMM_CACHE_DIR");
+  cache.set(dir.path());
+  GroupedProblem no_rows;
+  no_rows.groups = 8;
+  no_rows.rows = 0;
+  no_rows.n = 1048;
+  no_rows.k = 528;
+  GroupedProblem no_groups = no_rows;
+  no_groups.groups = 0;
+  no_groups.rows = 64;
+  const int64_t before = jit::stats().compiles;
+  precompile(std::vector<GroupedProblem>{no_rows, no_groups});
+  EXPECT_EQ(jit::stats().compiles, before);
+}
+
 TEST(GroupedProblem, PrecompileWithoutAGpuCompilesTheGroupedInstance) {
   if (test::have_any_device()) GTEST_SKIP() << "a GPU is present: precompile loads there";
   test::TempDir dir("f8gemm_grouped_precompile");
