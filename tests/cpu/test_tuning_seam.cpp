@@ -56,6 +56,34 @@ TEST(TuningSeam, AGpuNameATableKeyCannotHoldIsRefused) {
             0u);
 }
 
+// A carriage return is a line break too: the table reader strips one before each line's end (a
+// CRLF file), so a key holding one would not read back as written.
+TEST(TuningSeam, AGpuNameWithACarriageReturnIsRefused) {
+  const ProblemShape p = problem(128, 4096, 4096);
+  for (const char* name : {"NVIDIA H200\r", "NVIDIA\rH200"}) {
+    SCOPED_TRACE(name);
+    F8GEMM_EXPECT_INVALID(tuning_table_key(TargetGpu{name, 132, true}, p),
+                          "hold no '|', tab or line break");
+    F8GEMM_EXPECT_INVALID(decide_config(TargetGpu{name, 132, true}, p),
+                          "hold no '|', tab or line break");
+  }
+}
+
+// The SM-count bound is inclusive at both ends: 1 and 1024 are targets the seam accepts.
+TEST(TuningSeam, AnSmCountOfOneOr1024IsAccepted) {
+  const ProblemShape p = problem(128, 4096, 4096);
+  for (int sm_count : {1, 1024}) {
+    SCOPED_TRACE(sm_count);
+    const Config c = model_config(p, sm_count);
+    EXPECT_GT(model_estimate_us(c, p, sm_count), 0.0);
+    EXPECT_FALSE(candidate_configs(p, sm_count).empty());
+    EXPECT_EQ(tuning_table_key(TargetGpu{"NVIDIA H200", sm_count, true}, p)
+                  .rfind("NVIDIA H200|" + std::to_string(sm_count) + "|", 0),
+              0u);
+  }
+  F8GEMM_EXPECT_INVALID(model_config(p, 1025), "sm_count must be 1..1024, got 1025");
+}
+
 // named_gpu() names each GPU as its shipped table keys it (the first field of every entry of
 // tables/<short name>.tsv, and 132 SMs), so that a choice for it finds that table's entries:
 // 16,4096,1280,8192 has a different entry in each.
