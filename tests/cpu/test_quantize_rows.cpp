@@ -246,6 +246,25 @@ TEST(QuantizeRowsApi, ANullArgumentNameKeepsTheDefault) {
       "out_scale must be float32, got int32");
 }
 
+// scale_ub_tensor is read as one float (by the host path, or by the kernel on the GPU): a
+// pointer that is not 4-byte aligned is refused by name, not read misaligned.
+TEST(QuantizeRowsApi, AMisalignedScaleUbTensorIsRefused) {
+  std::vector<float> in(4 * 32, 1.0f), s(4);
+  std::vector<uint8_t> q(4 * 32);
+  alignas(8) unsigned char ub_bytes[8] = {};
+  const TensorView ub = make_view(ub_bytes + 1, DType::kF32, {1});
+  QuantizeOptions o;
+  o.scale_ub_tensor = &ub;
+  F8GEMM_EXPECT_INVALID(quantize_rows(make_view(in.data(), DType::kF32, {4, 32}),
+                                      make_view(q.data(), DType::kE4M3, {4, 32}),
+                                      make_view(s.data(), DType::kF32, {4}), o),
+                        "scale_ub must be a 4-byte aligned, non-null pointer");
+  F8GEMM_EXPECT_INVALID(silu_mul_quantize_rows(make_view(in.data(), DType::kF32, {4, 32}),
+                                               make_view(q.data(), DType::kE4M3, {4, 16}),
+                                               make_view(s.data(), DType::kF32, {4}), o),
+                        "scale_ub must be a 4-byte aligned, non-null pointer");
+}
+
 TEST(SiluMulQuantizeApi, RejectsBadArguments) {
   std::vector<float> in(2 * 3 * 32);
   std::vector<uint8_t> q(2 * 3 * 16);
@@ -330,6 +349,19 @@ TEST(SiluMulQuantizeApi, RejectsBadArguments) {
   silu_mul_quantize_rows(make_view(in.data(), DType::kF32, {0, 32}),
                          make_view(q.data(), DType::kE4M3, {0, 16}),
                          make_view(s.data(), DType::kF32, {0}));
+}
+
+// out_scale of gate_up's rank less one holds one value per row in gate_up's leading shape: the
+// right count in another shape ([3, 2] for [2, 3] rows) is refused, not filled in row order.
+TEST(SiluMulQuantizeApi, AScaleOfTheRightCountInAnotherShapeIsRefused) {
+  std::vector<float> in(2 * 3 * 32), s(6);
+  std::vector<uint8_t> q(2 * 3 * 16);
+  const TensorView gu = make_view(in.data(), DType::kF32, {2, 3, 32});
+  const TensorView qv = make_view(q.data(), DType::kE4M3, {2, 3, 16});
+  F8GEMM_EXPECT_INVALID(silu_mul_quantize_rows(gu, qv, make_view(s.data(), DType::kF32, {3, 2})),
+                        "out_scale must hold one value per row (6)");
+  silu_mul_quantize_rows(gu, qv, make_view(s.data(), DType::kF32, {2, 3}));
+  silu_mul_quantize_rows(gu, qv, make_view(s.data(), DType::kF32, {6}));
 }
 
 // ---- the launch plan ---------------------------------------------------------------------------
