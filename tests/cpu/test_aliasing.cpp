@@ -138,6 +138,25 @@ TEST(Aliasing, QuantizeOutputsOverlappingTheInputEachOtherOrScaleUbAreRejected) 
                  "out_scale overlaps out_q in memory");
 }
 
+// The quantized codes must not land on the bound they are computed with: a scale_ub inside
+// out_q is refused as one inside out_scale is (the host path read it after writing codes there).
+TEST(Aliasing, AScaleUbInsideOutQIsRejected) {
+  std::vector<uint16_t> in(M * K, 0x3f80);  // bf16 1.0
+  std::vector<uint8_t> q(M * K);
+  std::vector<float> s(M);
+  const TensorView iv = make_view(in.data(), DType::kBF16, {M, K});
+  const TensorView qv = make_view(q.data(), DType::kE4M3, {M, K});
+  const TensorView sv = make_view(s.data(), DType::kF32, {M});
+  const TensorView ub = make_view(q.data() + 64, DType::kF32, {1});
+  QuantizeOptions o;
+  o.scale_ub_tensor = &ub;
+  F8GEMM_EXPECT_INVALID(quantize_rows(iv, qv, sv, o), "out_q overlaps scale_ub in memory");
+  std::vector<uint16_t> gu(M * 2 * K, 0x3f80);
+  F8GEMM_EXPECT_INVALID(
+      silu_mul_quantize_rows(make_view(gu.data(), DType::kBF16, {M, 2 * K}), qv, sv, o),
+      "out_q overlaps scale_ub in memory");
+}
+
 TEST(Aliasing, ShuffledAndPlainWeightsMustNotOverlap) {
   // The host preshuffle in place wrote 1,984 of 4,096 bytes wrong before this check.
   const int64_t n = 16, k = 256;
