@@ -122,6 +122,13 @@ TEST_F(CliTest, EveryCommandAnswersHelpOnStdout) {
   expect_bad_argument("run --m 16 --help", "unknown option '--help'");
 }
 
+// --help is a question only as the whole argument list: first among other options it is still
+// an option the command does not take (exit 2), not the usage.
+TEST_F(CliTest, HelpFirstAmongOtherArgumentsIsAnUnknownOption) {
+  expect_bad_argument("run --help --m 16", "unknown option '--help'");
+  expect_bad_argument("precompile -h --shape 1,16,256,256", "unknown option '-h'");
+}
+
 // Issue 8, defect 3: every kInvalidArgument (and a forced config that cannot run) is a bad
 // argument: exit 2 with one readable line, as the README says.
 TEST_F(CliTest, BadArgumentsExitTwoWithOneLine) {
@@ -148,6 +155,16 @@ TEST_F(CliTest, PrecompileRejectsSizesACallRejects) {
                       "B * ceil(M/8) * ceil(N/8) is more than 1073741824");
   expect_bad_argument("precompile --shape 1,1,8,4294967296", "K = 4294967296 is more than 2147483392");
   expect_bad_argument("precompile --shape 1,1,8,2147483632", "K = 2147483632 is more than 2147483392");
+}
+
+// precompile's --out names the output type of the instances it builds: any other value than
+// bf16 or fp16 is a bad argument, refused before any compile (it built the bf16 instances).
+TEST_F(CliTest, PrecompileOutOtherThanBf16OrFp16ExitsTwo) {
+  for (const char* out : {"fp32", "f16", "BF16"}) {
+    SCOPED_TRACE(out);
+    expect_bad_argument(std::string("precompile --shape 1,16,256,256 --out ") + out,
+                        "precompile: --out must be bf16 or fp16");
+  }
 }
 
 // `precompile --candidates` builds every candidate `tune` would time, each into the disk cache,
@@ -177,6 +194,15 @@ TEST_F(CliTest, PrecompileCandidatesBuildsEveryCandidateIntoTheCache) {
                       "N must be a positive multiple of 8");
   expect_bad_argument("precompile --candidates --shape 1,16,256,40",
                       "K must be a positive multiple of 16");
+}
+
+// `precompile --candidates` checks every shape before the first compile, as precompile does: a
+// bad shape after a good one exits 2 having built (and printed) nothing.
+TEST_F(CliTest, PrecompileCandidatesChecksEveryShapeBeforeBuilding) {
+  const Result r = run("precompile --candidates --shape 1,16,256,256 --shape 1,16,256,40");
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("K must be a positive multiple of 16"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "") << "built before the check";
 }
 
 // `precompile --gpu h100` chooses as the H100's table does, on a machine without that GPU (a
@@ -233,6 +259,18 @@ TEST_F(CliTest, InfoShowsAnUnusableCache) {
   const Result good = run("info");
   EXPECT_EQ(good.rc, 0) << good.err;
   EXPECT_NE(good.out.find("cache: " + dir_ + "/cache\n"), std::string::npos) << good.out;
+}
+
+// Without a GPU `info` says why, as device_info() (the same library, on this machine) does.
+TEST_F(CliTest, InfoWithoutAGpuSaysWhy) {
+  const f8gemm::DeviceInfo info = f8gemm::device_info();
+  if (info.has_device) GTEST_SKIP() << "a GPU is present";
+  ASSERT_FALSE(info.reason.empty());
+  const Result r = run("info");
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("GPU: none (" + info.reason + "); kernels still compile for sm_90a\n"),
+            std::string::npos)
+      << r.out;
 }
 
 // The JIT cache key's NVRTC identity is the same in another process of this installation (the
