@@ -71,6 +71,28 @@ TEST(TuneCli, UnwritableOutOrLogExitsTwoBeforeTheRun) {
   EXPECT_FALSE(fs::exists(dir.path() + "/t.tsv")) << "a refused run leaves no table behind";
 }
 
+// A bare file name (tune's default --out is tune.tsv) is in the working directory: it passes
+// the writable check there rather than reading as a path with no directory.
+TEST(TuneCli, ABareOutNameIsInTheWorkingDirectory) {
+  const f8gemm::test::TempDir dir("f8gemm_tune_cli_bare");
+  const std::string tune = "tune --iters 1 --shapes " + shapes_file(dir, "1,16,256,256\n");
+  const fs::path before = fs::current_path();
+  fs::current_path(dir.path());  // the CLI inherits it: a table written lands in dir
+  const std::string err = run_cli(dir, tune + " --out t.tsv --log t.csv").err;
+  fs::current_path(before);
+  EXPECT_EQ(err.find("cannot write"), std::string::npos) << err;
+}
+
+// tune's --iters is at least 1 (a timing of no launches divides by zero): 0 is a bad argument
+// before any GPU work, as bench's and run's bounds are.
+TEST(TuneCli, ItersBelowOneExitsTwoBeforeTheRun) {
+  const f8gemm::test::TempDir dir("f8gemm_tune_cli_iters");
+  const std::string tune = "tune --out " + dir.path() + "/t.tsv --shapes " +
+                           shapes_file(dir, "1,16,256,256\n");
+  expect_refusal(dir, tune + " --iters 0", "tune: --iters must be in 1..10000, got 0");
+  expect_refusal(dir, tune + " --iters 10001", "tune: --iters must be in 1..10000, got 10001");
+}
+
 // --out and --log on one file interleaved the log's rows with the table, rewritten after every
 // shape (a table F8GEMM_TUNE_FILE then refuses), and --out on the --shapes file replaced the
 // shapes with the table: both silently.
@@ -101,6 +123,15 @@ TEST(TuneCli, OutLogAndShapesNamingOneFileExitTwoBeforeTheRun) {
     const std::string err = run_cli(dir, tune + pair).err;
     EXPECT_EQ(err.find("name the same file"), std::string::npos) << err;
   }
+}
+
+// A /proc/self/fd/N path is a descriptor, as /dev/stderr is: written as asked even where both
+// names reach one regular file (here the captured stderr), not refused as one file.
+TEST(TuneCli, OutAndLogOnOneProcDescriptorPassTheSameFileCheck) {
+  const f8gemm::test::TempDir dir("f8gemm_tune_cli_proc");
+  const std::string tune = "tune --iters 1 --shapes " + shapes_file(dir, "1,16,256,256\n") + " ";
+  const std::string err = run_cli(dir, tune + "--out /proc/self/fd/2 --log /proc/self/fd/2").err;
+  EXPECT_EQ(err.find("name the same file"), std::string::npos) << err;
 }
 
 TEST(TuneCli, EpilogueOtherThanNoneOrSiluMulOrAnNTheOperationCannotSplitExitsTwo) {
