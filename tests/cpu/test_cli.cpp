@@ -167,6 +167,20 @@ TEST_F(CliTest, PrecompileOutOtherThanBf16OrFp16ExitsTwo) {
   }
 }
 
+// precompile builds the instance a call with these flags loads: --plain, --precise and --out fp16
+// each reach the instance's label (layout, output type, accumulation). A flag parsed and then
+// dropped would build the bf16 fast preshuffled instance instead, with exit 0 (the s38 mutation
+// audit: two such drops survived every CPU test).
+TEST_F(CliTest, PrecompileBuildsTheInstanceItsFlagsName) {
+  const Result r = run("precompile --shape 1,16,256,256 --plain --precise --out fp16");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find(".n256.k256.plain.f16.nobias.precise  regs="), std::string::npos) << r.out;
+  const Result d = run("precompile --shape 1,16,256,256");
+  ASSERT_EQ(d.rc, 0) << d.err;
+  EXPECT_NE(d.out.find(".n256.k256.preshuffled.bf16.nobias.fast  regs="), std::string::npos)
+      << d.out;
+}
+
 // `precompile --candidates` builds every candidate `tune` would time, each into the disk cache,
 // and says how many it built: one line per candidate, then the count. It runs the call's size
 // checks first, as precompile does.
