@@ -164,6 +164,8 @@ TEST_F(CliTest, PrecompileOutOtherThanBf16OrFp16ExitsTwo) {
     SCOPED_TRACE(out);
     expect_bad_argument(std::string("precompile --shape 1,16,256,256 --out ") + out,
                         "precompile: --out must be bf16 or fp16");
+    EXPECT_EQ(run(std::string("precompile --shape 1,16,256,256 --out ") + out).out, "")
+        << "built before the check";
   }
 }
 

@@ -72,17 +72,18 @@ TEST(TuneCli, UnwritableOutOrLogExitsTwoBeforeTheRun) {
 }
 
 // A bare file name (tune's default --out is tune.tsv) is in the working directory: it passes
-// the writable check there rather than reading as a path with no directory.
+// the writable check there rather than reading as a path with no directory. Without a GPU the
+// run then stops at the device (exit 1), which shows that the checks let it through.
 TEST(TuneCli, ABareOutNameIsInTheWorkingDirectory) {
   // Past the check, tune times candidates on a GPU (seconds of compiles); without one it stops.
   if (f8gemm::test::have_any_device()) GTEST_SKIP() << "a GPU is present: the tune would run";
   const f8gemm::test::TempDir dir("f8gemm_tune_cli_bare");
   const std::string tune = "tune --iters 1 --shapes " + shapes_file(dir, "1,16,256,256\n");
-  const fs::path before = fs::current_path();
-  fs::current_path(dir.path());  // the CLI inherits it: a table written lands in dir
-  const std::string err = run_cli(dir, tune + " --out t.tsv --log t.csv").err;
-  fs::current_path(before);
-  EXPECT_EQ(err.find("cannot write"), std::string::npos) << err;
+  // The shell runs the CLI in dir (a table written would land there); this process stays put.
+  const Outcome r = run_cli(dir, tune + " --out t.tsv --log t.csv", "cd '" + dir.path() + "' &&");
+  EXPECT_EQ(r.err.find("cannot write"), std::string::npos) << r.err;
+  EXPECT_EQ(r.rc, 1) << r.err;
+  EXPECT_NE(r.err.find("no device"), std::string::npos) << r.err;
 }
 
 // tune's --iters is at least 1 (a timing of no launches divides by zero): 0 is a bad argument
@@ -133,8 +134,10 @@ TEST(TuneCli, OutAndLogOnOneProcDescriptorPassTheSameFileCheck) {
   if (f8gemm::test::have_any_device()) GTEST_SKIP() << "a GPU is present: the tune would run";
   const f8gemm::test::TempDir dir("f8gemm_tune_cli_proc");
   const std::string tune = "tune --iters 1 --shapes " + shapes_file(dir, "1,16,256,256\n") + " ";
-  const std::string err = run_cli(dir, tune + "--out /proc/self/fd/2 --log /proc/self/fd/2").err;
-  EXPECT_EQ(err.find("name the same file"), std::string::npos) << err;
+  const Outcome r = run_cli(dir, tune + "--out /proc/self/fd/2 --log /proc/self/fd/2");
+  EXPECT_EQ(r.err.find("name the same file"), std::string::npos) << r.err;
+  EXPECT_EQ(r.rc, 1) << r.err;  // stopped at the device, past every argument check
+  EXPECT_NE(r.err.find("no device"), std::string::npos) << r.err;
 }
 
 TEST(TuneCli, EpilogueOtherThanNoneOrSiluMulOrAnNTheOperationCannotSplitExitsTwo) {
