@@ -1,12 +1,13 @@
 #!/bin/bash
 # Card 93's unmeasured range (perf log, "Not done yet", after session 35, item 1): where between
 # 512 and 2,048 rows a group does the model's tiled 128x256 overtake the 64-row ping-pong? Card 93
-# moved the edge to 512 on one H100 case (2,048 rows a group) and card 38 measured 128-256; 768-1,536
-# is unmeasured. Each config forced (F8GEMM_CONFIG) on both of the Mixtral layer's GEMMs at 8
-# groups and 512-1,536 rows a group, Zipf and uniform routing, two passes in opposite orders:
+# moved the edge to 512 on one H100 case (2,048 rows a group); card 38 measured 128-256 rows, and
+# 768-1,536 is unmeasured. Each config forced (F8GEMM_CONFIG) on both of the Mixtral layer's GEMMs
+# at 8 groups and 512-1,536 rows a group, Zipf and uniform routing, two passes in opposite orders:
 #   gate_up, N = 28672, K = 4096: ping-pong 64x256 r64 (the band grouped_raster() gives at K = 4096)
 #   down,    N = 4096, K = 14336: ping-pong 64x256 r16 (its band at K = 14336)
-#   both against the model's pick there, tiled 128x256 s3 c1x1 r8.
+#   both against tiled 128x256 s3 c1x1 r8, the model's pick at 768-1,536 rows (at 512 the
+#   default is the ping-pong).
 # FBGEMM's grouped GEMM in pass 1 for scale. Then the MoE example at 2,048 and 4,096 tokens (512
 # and 1,024 rows an expert; the default picks, which differ there). Device tool: carry
 # ["scratch/s38/dev.tar.xz", ".whl"] (main's torch extension library in scratch/dev/torchlib,
@@ -43,7 +44,10 @@ L = sys.argv[1]; t = collections.defaultdict(list)
 for p in sorted(glob.glob(f"{L}/g-*.csv")):
     fam, cfg, _ = os.path.basename(p)[2:-4].split("-")
     for r in csv.DictReader(open(p)):
-        if r.get("status", "ok") != "ok" or not r.get("graph_us"): continue
+        if r.get("status", "ok") != "ok" or not r.get("graph_us"):
+            print(f"not timed: {os.path.basename(p)} {r['impl']} {r.get('routing')} "
+                  f"{r.get('g')},{r.get('total_m')},{r.get('n')},{r.get('k')}: {r.get('status')}")
+            continue
         name = cfg if r["impl"].startswith("f8gemm") else r["impl"]
         key = (r.get("shape") or ",".join(r[c] for c in ("g", "total_m", "n", "k") if c in r), r.get("routing", "?"))
         t[key + (name,)].append(float(r["graph_us"]))
