@@ -40,6 +40,17 @@ namespace f8gemm::test {
     }                                                                              \
   } while (0)
 
+/// A stacked grouped problem of these sizes (G, total_M, N, K), the other fields at their
+/// defaults: fast accumulation, preshuffled weights, bf16 output, no bias.
+inline GroupedProblem grouped(int64_t groups, int64_t rows, int64_t n, int64_t k) {
+  GroupedProblem p;
+  p.groups = groups;
+  p.rows = rows;
+  p.n = n;
+  p.k = k;
+  return p;
+}
+
 /// A fake device address (device 0) that validation tests pass and no test dereferences: every
 /// check runs before the first CUDA call.
 inline void* fake(uintptr_t base, uintptr_t offset = 0) {

@@ -1197,14 +1197,7 @@ TEST_F(DecideTest, ForcedIllegalConfigThrowsUnsupported) {
   }
 }
 
-GroupedProblem grouped(int64_t groups, int64_t rows, int64_t n, int64_t k) {
-  GroupedProblem p;
-  p.groups = groups;
-  p.rows = rows;
-  p.n = n;
-  p.k = k;
-  return p;
-}
+using test::grouped;
 
 /// The grouped choice's config on the H200's 132 SMs, nothing forced.
 Config choice(const GroupedProblem& p) { return detail::grouped_spec(p, 132, nullptr).config; }

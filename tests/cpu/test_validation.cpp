@@ -964,6 +964,23 @@ TEST(ValidationShuffle, BadArguments) {
   }
 }
 
+/// preshuffle() then unshuffle() of random e4m3 bytes, both views on the host: the shuffled bytes
+/// are numerics::preshuffle_host's and the round trip gives the weight back. `plain` and
+/// `shuffled` are the views' dtypes (float8_e4m3fn or uint8: the bytes are the same).
+void expect_host_round_trip(std::mt19937_64& rng, int64_t b, int64_t n, int64_t k, DType plain,
+                            DType shuffled) {
+  std::vector<uint8_t> w = test::random_e4m3(rng, size_t(b * n * k));
+  const auto shape = preshuffled_shape(b, n, k);
+  const size_t bytes = size_t(shape[0] * shape[1] * shape[2] * shape[3]);
+  std::vector<uint8_t> expect(bytes), got(bytes, 0xAB);
+  numerics::preshuffle_host(w.data(), b, n, k, expect.data());
+  preshuffle(make_view(w.data(), plain, {b, n, k}), make_view(got.data(), shuffled, shape));
+  EXPECT_EQ(got, expect);
+  std::vector<uint8_t> back(w.size(), 0xCD);
+  unshuffle(make_view(got.data(), DType::kE4M3, shape), make_view(back.data(), plain, {b, n, k}));
+  EXPECT_EQ(back, w);
+}
+
 TEST(ValidationShuffle, HostPathMatchesNumerics) {
   // Both views on the host: preshuffle()/unshuffle() run numerics::preshuffle_host, no GPU.
   std::mt19937_64 rng(101);
@@ -971,20 +988,8 @@ TEST(ValidationShuffle, HostPathMatchesNumerics) {
     int64_t b, n, k;
   };
   for (const Shape& sh : {Shape{3, 136, 272}, Shape{1, 8, 16}, Shape{2, 264, 1040}}) {
-    const int64_t b = sh.b, n = sh.n, k = sh.k;
-    SCOPED_TRACE(testing::Message() << b << "x" << n << "x" << k);
-    std::vector<uint8_t> w = test::random_e4m3(rng, size_t(b * n * k));
-    const auto shape = preshuffled_shape(b, n, k);
-    const size_t bytes = size_t(shape[0] * shape[1] * shape[2] * shape[3]);
-    std::vector<uint8_t> expect(bytes), got(bytes, 0xAB);
-    numerics::preshuffle_host(w.data(), b, n, k, expect.data());
-    preshuffle(make_view(w.data(), DType::kE4M3, {b, n, k}),
-               make_view(got.data(), DType::kU8, shape));
-    EXPECT_EQ(got, expect);
-    std::vector<uint8_t> back(w.size(), 0xCD);
-    unshuffle(make_view(got.data(), DType::kE4M3, shape),
-              make_view(back.data(), DType::kE4M3, {b, n, k}));
-    EXPECT_EQ(back, w);
+    SCOPED_TRACE(testing::Message() << sh.b << "x" << sh.n << "x" << sh.k);
+    expect_host_round_trip(rng, sh.b, sh.n, sh.k, DType::kE4M3, DType::kU8);
   }
 }
 
@@ -1001,19 +1006,7 @@ TEST(ValidationShuffle, DevicePathWithoutAGpuIsNoDevice) {
 // side: preshuffle()'s input and unshuffle()'s output.
 TEST(ValidationShuffle, APlainWeightOfUint8IsAccepted) {
   std::mt19937_64 rng(102);
-  const int64_t b = 1, n = 8, k = 144;
-  std::vector<uint8_t> w = test::random_e4m3(rng, size_t(b * n * k));
-  const auto shape = preshuffled_shape(b, n, k);
-  std::vector<uint8_t> expect(size_t(shape[0] * shape[1] * shape[2] * shape[3]));
-  numerics::preshuffle_host(w.data(), b, n, k, expect.data());
-  std::vector<uint8_t> got(expect.size(), 0xAB);
-  preshuffle(make_view(w.data(), DType::kU8, {b, n, k}),
-             make_view(got.data(), DType::kE4M3, shape));
-  EXPECT_EQ(got, expect);
-  std::vector<uint8_t> back(w.size(), 0xCD);
-  unshuffle(make_view(got.data(), DType::kE4M3, shape),
-            make_view(back.data(), DType::kU8, {b, n, k}));
-  EXPECT_EQ(back, w);
+  expect_host_round_trip(rng, 1, 8, 144, DType::kU8, DType::kE4M3);
 }
 
 // Device ordinals past the last the library tracks (64) are refused as an argument, not looked
