@@ -64,13 +64,14 @@ bool is_pingpong_64(const Config& c) {
 /// on 7 of the 8 cases, and 2% slower on 64,8192,4096,7168 Zipf. Where a group averages 2048 rows
 /// (8,16384,28672,4096, which that card did not measure) the tail that the 64-row tile saves is
 /// small, and the model's tiled 128x256 ran 0.83x (Zipf) and 0.89x (uniform) the ping-pong's time
-/// on an H100 (card 93), so the envelope ends at 512 rows. The range between, on an H100 (card 93,
-/// session 39): at 512 rows the ping-pong ran 1.064x faster (all four cases); at 768, 1024 and
-/// 1536 the tiled tile was level or ahead (0.983 by geometric mean, each case inside the spread
-/// of its two passes). The H200 has run neither the moved case nor the range. Outside the
-/// envelope (averages below 128, where the model picks swap-AB, or above 512; small N; the padded
-/// form; precise mode; and group tables so large that the ring would lose stages) the model's
-/// pick stands.
+/// on an H100 (card 93), so the envelope ends at 512 rows. Card 93 then forced both at 512-1536
+/// rows a group (session 39, an H100): at 512 the ping-pong ran 1.064x faster on all four cases;
+/// at 768-1536 the tiled 128x256 ran 0.983x the ping-pong's time by geometric mean (0.909-1.048
+/// by case; at 1536 rows ahead at N = 28672 and behind at N = 4096, K = 14336). 257-511 and
+/// 1537-2047 rows are unmeasured, and the H200 has run neither the moved case nor the range.
+/// Outside the envelope (averages below 128, where the model picks swap-AB, or above 512; small
+/// N; the padded form; precise mode; and group tables so large that the ring would lose stages)
+/// the model's pick stands.
 constexpr int64_t kPingPongMinRows = 128;
 constexpr int64_t kPingPongMaxRows = 512;
 bool prefers_pingpong_64(const GroupedProblem& s) {

@@ -7,6 +7,7 @@ set -u
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 echo "GPU: $gpu"
 case "$gpu" in
-  *H200*) tar xJf scratch/s38/dev.tar.xz && PEER=M DEADLINE=${DEADLINE:-560} bash docs/experiments/peer-table-device-call.sh ;;
+  *H200*) tar xJf scratch/s38/dev.tar.xz || echo "unpack failed"
+          PEER=M DEADLINE=${DEADLINE:-560} bash docs/experiments/peer-table-device-call.sh ;;
   *) echo "not an H200: nothing run" ;;
 esac
