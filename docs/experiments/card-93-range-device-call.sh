@@ -24,11 +24,17 @@ nvidia-smi --query-gpu=name,clocks.max.sm,power.limit,temperature.gpu --format=c
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site:$PWD/python F8GEMM_TORCH_LIB=$PWD/$D/torchlib PYTHONUNBUFFERED=1
 TT=sm90_tiled_128x256x128_s3_c1x1_r8
-fam() { case $1 in A) echo "--shape 8,4096,28672,4096 --shape 8,6144,28672,4096 --shape 8,8192,28672,4096 --shape 8,12288,28672,4096";;
-                   B) echo "--shape 8,4096,4096,14336 --shape 8,6144,4096,14336 --shape 8,8192,4096,14336 --shape 8,12288,4096,14336";; esac; }
+# RANGE_A / RANGE_B (total rows, space-separated) and PASSES (2) and MOE_TOKENS ("2048 4096")
+# change the sizes, the passes (odd passes run the first order, even ones the reverse) and the
+# MoE example's token counts ("" skips it).
+RANGE_A=${RANGE_A-4096 6144 8192 12288}; RANGE_B=${RANGE_B-4096 6144 8192 12288}
+fam() { local r; case $1 in A) for r in $RANGE_A; do echo -n "--shape 8,$r,28672,4096 "; done;;
+                            B) for r in $RANGE_B; do echo -n "--shape 8,$r,4096,14336 "; done;; esac; }
 pp() { case $1 in A) echo sm90_pingpong_64x256x128_s5_c1x1_r64;; B) echo sm90_pingpong_64x256x128_s5_c1x1_r16;; esac; }
-for pass in 1 2; do
-  order="A:PP A:TT B:PP B:TT"; [ $pass = 2 ] && order="B:TT B:PP A:TT A:PP"
+fwd=""; [ -n "$RANGE_A" ] && fwd="A:PP A:TT"; [ -n "$RANGE_B" ] && fwd="$fwd B:PP B:TT"
+rev=$(echo $fwd | tr ' ' '\n' | tac | tr '\n' ' ')
+for pass in $(seq 1 ${PASSES:-2}); do
+  order=$fwd; [ $((pass % 2)) = 0 ] && order=$rev
   for fc in $order; do
     f=${fc%:*}; c=${fc#*:}; cfg=$TT; [ $c = PP ] && cfg=$(pp $f)
     only=f8gemm_preshuffled; [ $pass = 1 ] && [ $c = PP ] && only=f8gemm_preshuffled,fbgemm_grouped_stacked
@@ -59,7 +65,7 @@ for s, rt in rows:
     print(line)
 PY
 el summary
-for tok in 2048 4096; do
+for tok in ${MOE_TOKENS-2048 4096}; do
   [ $(left) -lt 60 ] && { el "out of time before moe $tok"; break; }
   timeout $(( $(left) - 10 )) python3 examples/moe_layer.py --tokens $tok > $L/moe-$tok.log 2>&1; el "moe $tok rc=$?"
 done
