@@ -67,8 +67,10 @@ bool is_pingpong_64(const Config& c) {
 /// on an H100 (card 93), so the envelope ends at 512 rows. Card 93 then forced both at 512-1536
 /// rows a group (session 39, an H100): at 512 the ping-pong ran 1.064x faster on all four cases;
 /// at 768-1536 the tiled 128x256 ran 0.983x the ping-pong's time by geometric mean (0.909-1.048
-/// by case; at 1536 rows ahead at N = 28672 and behind at N = 4096, K = 14336). 257-511 and
-/// 1537-2047 rows are unmeasured, and the H200 has run neither the moved case nor the range.
+/// by case). Four more passes of the down GEMM (N = 4096, K = 14336) at 768-2048 rows found it
+/// level up to 1536 rows (0.968-1.017) and the tiled tile ahead at 2048 (0.941), so the edge does
+/// not depend on N or K. 257-511 rows are unmeasured, and the H200 has run neither the moved
+/// case nor the range.
 /// Outside the envelope (averages below 128, where the model picks swap-AB, or above 512; small
 /// N; the padded form; precise mode; and group tables so large that the ring would lose stages)
 /// the model's pick stands.
