@@ -545,11 +545,7 @@ TEST(GroupedProblem, GroupedProblemIsTheValidatedShape) {
 }
 
 TEST(GroupedProblem, PrecompileRejectsWhatACallWould) {
-  GroupedProblem good;
-  good.groups = 8;
-  good.rows = 64;
-  good.n = 256;
-  good.k = 512;
+  const GroupedProblem good = test::grouped(8, 64, 256, 512);
   auto with = [&](const std::function<void(GroupedProblem&)>& change) {
     GroupedProblem p = good;
     change(p);
