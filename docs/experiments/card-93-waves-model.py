@@ -7,7 +7,8 @@ PEAK = 1464.6e12  # session 35's H100 table
 K, N, BM, BN, R, SM = 14336, 4096, 128, 256, 8, 132
 WT = N // BN
 tile_us = 2 * BM * BN * K / (PEAK / SM) * 1e6
-print(f"## whole waves (tiled 128x256 at K = 14336: {tile_us:.1f} us a tile at PEAK 1,464.6 TFLOP/s)")
+print(f"## whole waves (tiled 128x256 at K = 14336: {tile_us:.1f} us a tile at PEAK "
+      "1,464.6 TFLOP/s)")
 times, sizes = {}, {}
 for p in sorted(glob.glob("docs/bench/s39-card93-down/g-B-TT-*.csv")):
     for r in csv.DictReader(open(p)):
@@ -19,7 +20,8 @@ for key in sorted(times):
     whole = math.ceil(tiles / SM) * tile_us
     mean = sum(times[key]) / len(times[key])
     print(f"8,{key[0]},4096,14336 {key[1]:7s} tiles {tiles:5d} waves {tiles / SM:5.2f} "
-          f"whole waves {whole:6.0f} us  measured (mean of 4) {mean:6.0f} us  ratio {mean / whole:.3f}")
+          f"whole waves {whole:6.0f} us  measured (mean of 4) {mean:6.0f} us  "
+          f"ratio {mean / whole:.3f}")
 print(f"dense 1,4096,4096,14336: 512 tiles, 4 waves, {4 * tile_us:.0f} us")
 def place(r, cx_n):
     span = R * WT; first = (r // span) * R; bx = min(cx_n - first, R); i = r % span
@@ -38,5 +40,6 @@ for key in sorted(sizes):
     ts = []
     for g, s in enumerate(sizes[key]):
         cx_n = math.ceil(s / BM)
-        ts += [(("X", g, cx), ("W", g, tw)) for r in range(cx_n * WT) for cx, tw in [place(r, cx_n)]]
+        ts += [(("X", g, cx), ("W", g, tw))
+               for r in range(cx_n * WT) for cx, tw in [place(r, cx_n)]]
     model(ts, f"grouped 8,{key[0]},4096,14336 {key[1]}")
