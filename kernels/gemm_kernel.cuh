@@ -53,6 +53,9 @@ struct GemmKernel {
     // on this kernel reads and writes memory that kernel may touch (f8gemm_ptx.cuh), W aside
     // when prefetch_w is set.
     grid_dependency_wait();
+    // Config::early_dependents: the dependents may be scheduled from here on (perf log, cards 81
+    // and 96), instead of once every load is issued (below).
+    if (T::kEarlyDependents && threadIdx.x == 0) allow_dependent_launch();
     // A grouped GEMM's tables, from the sizes on the device (the ring is free for scratch).
     if (T::kGrouped) GroupTables<T>(smem).build(p, reinterpret_cast<i64*>(ring));
     // A cluster's copies and arrivals reach the other CTAs' barriers: all must be initialised.
@@ -72,7 +75,7 @@ struct GemmKernel {
         // prologue on the Llama MLP block at M = 16).
         // The lane that issued the copies (elect.sync's choice) may be any: the warp meets first.
         __syncwarp();
-        if (tid_in_wg == 0) allow_dependent_launch();
+        if (!T::kEarlyDependents && tid_in_wg == 0) allow_dependent_launch();
       }
     } else {
       if (T::kConsumers == 2) regs_increase<232>();

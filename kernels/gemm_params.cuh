@@ -32,6 +32,9 @@ struct GemmSpec {
   /// pairs gate rows [n0, n0 + bn/2) with up rows [I + n0, I + n0 + bn/2), so that the epilogue
   /// holds both factors of each of its bn/2 outputs: Y [M, I] = SiLU(gate) * up.
   bool silu_mul;
+  /// Under programmatic dependent launch, the dependents may be scheduled right after the
+  /// grid-dependency wait (Config::early_dependents), not once each CTA has issued its last load.
+  bool early_dependents;
 };
 
 /// Kernel parameters, passed by value as a __grid_constant__ (the tensor maps must be).

@@ -37,6 +37,7 @@ struct GemmTraits {
   static constexpr bool kOutF16 = kSpec.out_f16;
   static constexpr bool kFastAccum = kSpec.fast_accum;
   static constexpr BiasKind kBias = kSpec.bias;
+  static constexpr bool kEarlyDependents = kSpec.early_dependents;  // Config::early_dependents
   // The SiLU·mul epilogue: W holds 2 * kOutN rows (gate, then up) and a tile's W rows are two
   // halves, kBN / 2 gate rows from n0 and as many up rows from kOutN + n0 (gemm_params.cuh).
   static constexpr bool kSiluMul = kSpec.silu_mul;

@@ -70,6 +70,7 @@ std::string spec_function(const dev::GemmSpec& g) {
      << "  g.fast_accum = " << b(g.fast_accum) << ";\n"
      << "  g.bias = f8gemm::dev::BiasKind(" << int(g.bias) << ");\n"
      << "  g.silu_mul = " << b(g.silu_mul) << ";\n"
+     << "  g.early_dependents = " << b(g.early_dependents) << ";\n"
      << "  return g;\n}\n";
   return os.str();
 }
@@ -93,6 +94,7 @@ dev::GemmSpec InstanceSpec::gemm_spec() const {
   g.fast_accum = fast_accum;
   g.bias = bias;
   g.silu_mul = epilogue_op == EpilogueOp::kSiluMul;
+  g.early_dependents = config.early_dependents != 0;
   return g;
 }
 

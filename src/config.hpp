@@ -17,7 +17,7 @@ inline constexpr int kMaxSmemBytes = 232448;
 
 /// Every field of a Config as ints, for plan keys compared and hashed as bytes; operator== and
 /// the keys of gemm() and grouped_gemm() read Config through this one list.
-using ConfigFields = std::array<int, 9>;
+using ConfigFields = std::array<int, 10>;
 ConfigFields config_fields(const Config& config);
 
 /// Shared memory a config's kernel needs (ring, staging, barriers; and a grouped GEMM's tables

@@ -25,7 +25,6 @@ struct PlanKey {
   ConfigFields forced;  // a forced Config's fields (all zero when the choice is automatic)
   int trace = 0;        // the instrumented instance (GemmOptions::trace)
   int epilogue_op = 0;  // EpilogueOp
-  int reserved = 0;     // keeps the struct's size a multiple of 8 without padding
   bool operator==(const PlanKey& o) const { return std::memcmp(this, &o, sizeof(*this)) == 0; }
 };
 static_assert(std::has_unique_object_representations_v<PlanKey>,

@@ -27,7 +27,6 @@ struct GroupedPlanKey {
   int64_t groups, rows, n, k;
   int padded, layout, out, bias, fast, device;
   ConfigFields forced;  // a forced Config's fields (all zero when the choice is automatic)
-  int tail = 0;         // fills what would be padding: the key is compared and hashed as bytes
   bool operator==(const GroupedPlanKey& o) const {
     return std::memcmp(this, &o, sizeof(*this)) == 0;
   }

@@ -101,7 +101,7 @@ enum class KernelPath : int {
 };
 
 /// One kernel configuration. Printable and parseable: name() / Config::parse().
-///   sm90_<tiled|pingpong|swap>_<bm>x<bn>x<bk>_s<stages>_c<cluster_m>x<cluster_n>_r<raster>[_k<split>]
+///   sm90_<tiled|pingpong|swap>_<bm>x<bn>x<bk>_s<stages>_c<cluster_m>x<cluster_n>_r<raster>[_k<split>][_e]
 /// e.g. sm90_tiled_128x256x128_s3_c1x1_r8, or sm90_swap_64x8x128_s12_c1x1_r0_k4 (K split over
 /// a cluster of 4 CTAs).
 struct Config {
@@ -114,6 +114,12 @@ struct Config {
   int cluster_n = 1;
   int raster = 8;        ///< tile rasterisation group width along the longer side (0: none)
   int split_k = 1;       ///< CTAs of a cluster that split K for one tile (1: none; name suffix _k<n>)
+  /// Where the kernel lets its dependents be scheduled under programmatic dependent launch
+  /// (Pdl): 0 once each CTA has issued its last load, 1 (name suffix _e) right after its
+  /// grid-dependency wait. Results do not change; without PDL it does nothing. The tune times
+  /// both for chained problems (ProblemShape::chained); measured per shape on the H200, it
+  /// helped two decode GEMMs and cost others (docs/perf-log.md, cards 81 and 96).
+  int early_dependents = 0;
 
   std::string name() const;
   static Config parse(const std::string& name);  ///< throws Error on a bad name

@@ -246,6 +246,19 @@ TEST(ConfigName, KnownSpellings) {
   EXPECT_THROW(Config::parse("sm90_swap_64x8x128_s11_c1x1_r0_k1"), Error);
   EXPECT_THROW(Config::parse("sm90_swap_64x8x128_s11_c1x1_r0_k"), Error);
   EXPECT_THROW(Config::parse("sm90_swap_64x8x128_s11_c1x1_r0_k4x"), Error);
+  // Dependents let in right after the grid-dependency wait: "_e", after any split.
+  Config early = split;
+  early.early_dependents = 1;
+  EXPECT_EQ(early.name(), "sm90_swap_64x8x128_s11_c1x1_r0_k4_e");
+  EXPECT_EQ(Config::parse("sm90_swap_64x8x128_s11_c1x1_r0_k4_e"), early);
+  early.split_k = 1;
+  EXPECT_EQ(early.name(), "sm90_swap_64x8x128_s11_c1x1_r0_e");
+  EXPECT_EQ(Config::parse("sm90_swap_64x8x128_s11_c1x1_r0_e"), early);
+  for (const char* bad : {"sm90_swap_64x8x128_s11_c1x1_r0_e_k4", "sm90_swap_64x8x128_s11_c1x1_r0_e1",
+                          "sm90_swap_64x8x128_s11_c1x1_r0_e_e", "sm90_swap_64x8x128_s11_c1x1_r0_k_e",
+                          "sm90_swap_64x8x128_s11_c1x1_r0_E"}) {
+    EXPECT_THROW(Config::parse(bad), Error) << bad;
+  }
 }
 
 TEST(ConfigName, PrintAndParseRoundTrip) {
@@ -274,7 +287,7 @@ TEST(ConfigName, PrintAndParseRoundTrip) {
 TEST(ConfigName, EqualityLooksAtEveryField) {
   const Config base = make(KernelPath::kTiled, 128, 128, 4, 8);
   EXPECT_EQ(base, base);
-  std::vector<Config> changed(9, base);
+  std::vector<Config> changed(10, base);
   changed[0].path = KernelPath::kSwapAB;
   changed[1].bm = 64;
   changed[2].bn = 136;
@@ -284,6 +297,7 @@ TEST(ConfigName, EqualityLooksAtEveryField) {
   changed[6].cluster_n = 2;
   changed[7].raster = 0;
   changed[8].split_k = 2;
+  changed[9].early_dependents = 1;
   for (const Config& c : changed) {
     EXPECT_NE(c, base) << c.name();
     EXPECT_FALSE(c == base) << c.name();
@@ -493,6 +507,19 @@ TEST(ConfigLegality, EachRule) {
         << reason(split, problem(1, 1, 1024, 256, true));
     EXPECT_EQ(reason(split, problem(1, 1, 1024, 272, true)), "");  // 3 k-blocks
   }
+  // The dependents' trigger is a switch, legal on every path.
+  for (KernelPath path : {KernelPath::kTiled, KernelPath::kSwapAB, KernelPath::kPingPong}) {
+    Config c = make(path, 64, 128, 4, path == KernelPath::kSwapAB ? 0 : 8);
+    for (int e : {0, 1}) {
+      c.early_dependents = e;
+      EXPECT_EQ(reason(c, fast), "") << c.name();
+    }
+    for (int e : {-1, 2}) {
+      c.early_dependents = e;
+      const std::string want = "early_dependents must be 0 or 1, got " + std::to_string(e);
+      EXPECT_TRUE(has(reason(c, fast), want.c_str())) << reason(c, fast);
+    }
+  }
   // A 128-row ping-pong tile keeps 128 x bn accumulators in one warpgroup: up to 160 columns in
   // fast mode (kGemmMaxAccumulators), 96 in precise mode (two sets).
   {
@@ -643,6 +670,33 @@ TEST(ConfigCandidates, TheTuneAddsOnlyItsOwnWidthsToTheModelsList) {
     }
   }
   EXPECT_TRUE(any_extra) << "the tune offers no candidate of its own on any shape";
+}
+
+// A chained problem's tune (PDL on) times each candidate twice, with the dependents let in after
+// its last load and right after its grid-dependency wait (perf log, cards 81 and 96), the twin
+// right after it; the model never offers the early trigger, and an unchained tune does not.
+TEST(ConfigCandidates, AChainedTuneTimesEachCandidateWithBothTriggers) {
+  for (const ProblemShape& shape : {problem(1, 1, 28672, 4096, true),
+                                    problem(1, 16, 4096, 14336, true),
+                                    problem(1, 2048, 4096, 14336, true)}) {
+    ProblemShape chained = shape;
+    chained.chained = true;
+    SCOPED_TRACE(table_key("H200", kH200Sms, chained));
+    for (const Config& c : candidates(chained, kH200Sms)) EXPECT_EQ(c.early_dependents, 0);
+    for (const Config& c : candidates(shape, kH200Sms, CandidateSet::kTune)) {
+      EXPECT_EQ(c.early_dependents, 0) << c.name();
+    }
+    const std::vector<Config> unchained = candidates(shape, kH200Sms, CandidateSet::kTune);
+    const std::vector<Config> tune = candidates(chained, kH200Sms, CandidateSet::kTune);
+    ASSERT_EQ(tune.size(), 2 * unchained.size());
+    for (size_t i = 0; i < unchained.size(); ++i) {
+      EXPECT_EQ(tune[2 * i], unchained[i]) << tune[2 * i].name();
+      Config twin = unchained[i];
+      twin.early_dependents = 1;
+      EXPECT_EQ(tune[2 * i + 1], twin) << tune[2 * i + 1].name();
+      EXPECT_EQ(tune[2 * i + 1].name(), unchained[i].name() + "_e");
+    }
+  }
 }
 
 // The Llama MLP block's SiLU·mul gate|up GEMM at 129-192 rows: three 64-row X tiles. The model

@@ -265,7 +265,7 @@ TEST_F(InstanceTest, InstrumentedInstancesCompileWithoutSpills) {
       {"sm90_pingpong_64x256x128_s5_c2x1_r8", {1, 16384, 8192, 1024}, true},
       {"sm90_pingpong_128x128x128_s6_c2x1_r8", {1, 8192, 8192, 8192}, true},
       {"sm90_swap_64x8x128_s12_c1x1_r0", {1, 1, 4096, 4096}, true},
-      {"sm90_swap_64x8x128_s12_c1x1_r0_k2", {1, 1, 4096, 14336}, true},
+      {"sm90_swap_64x8x128_s12_c1x1_r0_k2_e", {1, 1, 4096, 14336}, true},
   };
   for (const Case& c : cases) {
     const ProblemShape p = problem(c.shape, WeightLayout::kPreshuffled, c.fast);
@@ -407,7 +407,7 @@ TEST(InstanceSource, AssignsEveryFieldOfTheSpecFromTheConfigAndTheProblem) {
     int groups_cap;
   };
   const Case cases[] = {
-      {"sm90_swap_64x8x128_s12_c1x1_r0_k2", {1, 1, 4096, 14336}, WeightLayout::kPreshuffled, true,
+      {"sm90_swap_64x8x128_s12_c1x1_r0_k2_e", {1, 1, 4096, 14336}, WeightLayout::kPreshuffled, true,
        DType::kBF16, false, DType::kF32, EpilogueOp::kNone, 0},
       {"sm90_pingpong_64x128x128_s6_c2x1_r8", {1, 200, 1040, 512}, WeightLayout::kPlain, false,
        DType::kF16, true, DType::kBF16, EpilogueOp::kSiluMul, 0},
@@ -441,6 +441,7 @@ TEST(InstanceSource, AssignsEveryFieldOfTheSpecFromTheConfigAndTheProblem) {
         {"fast_accum", b(c.fast)},
         {"bias", "f8gemm::dev::BiasKind(" + std::to_string(bias_kind) + ")"},
         {"silu_mul", b(c.epilogue == EpilogueOp::kSiluMul)},
+        {"early_dependents", b(config.early_dependents != 0)},
     };
     EXPECT_EQ(spec_assignments(detail::instance_source(s)), want);
     EXPECT_TRUE(labels.insert(s.label()).second);
