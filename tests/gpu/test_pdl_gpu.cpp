@@ -183,13 +183,17 @@ void expect_real_output(const std::vector<uint8_t>& y_bytes) {
 /// 2x1 pair (tiled), and one CTA alone of each schedule (swap-AB, cooperative, ping-pong), each
 /// where legal for both of the chain's GEMMs. With prefetch_w and preshuffled W all but the pair
 /// load W before they wait, with rings shallower (s4, s6) and deeper (split-K s8) than a tile's
-/// k-blocks; with plain W nothing is loaded early, and the bits must not move either way.
+/// k-blocks; with plain W nothing is loaded early, and the bits must not move either way. Two
+/// more let their dependents launch right after their wait (Config::early_dependents, "_e"): a
+/// split-K cluster and a ping-pong CTA, whose successors are then scheduled while all of their
+/// loads and stores are still to come.
 std::vector<Config> forced_configs(const MlpChain& c) {
   std::vector<Config> out;
   for (const char* name :
        {"sm90_swap_64x8x128_s8_c1x1_r0_k2", "sm90_tiled_128x128x128_s5_c2x1_r0",
         "sm90_swap_128x16x128_s4_c1x1_r0", "sm90_tiled_128x128x128_s5_c1x1_r0",
-        "sm90_pingpong_128x128x128_s4_c1x1_r0"}) {
+        "sm90_pingpong_128x128x128_s4_c1x1_r0", "sm90_swap_64x8x128_s8_c1x1_r0_k2_e",
+        "sm90_pingpong_128x128x128_s4_c1x1_r0_e"}) {
     const Config cfg = Config::parse(name);
     bool legal = true;
     for (const auto& [n, k] : {std::pair{2 * c.inter, c.hidden}, std::pair{c.hidden, c.inter}}) {
