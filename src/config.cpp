@@ -75,7 +75,8 @@ Config Config::parse(const std::string& name) {
   if (ok && r.literal("_e")) c.early_dependents = 1;
   ok = ok && r.at_end();
   F8GEMM_REQUIRE(ok, kInvalidArgument, "config name '", name,
-                 "' does not match sm90_<tiled|pingpong|swap>_<bm>x<bn>x<bk>_s<stages>_c<m>x<n>_r<raster>[_k<split>][_e]");
+                 "' does not match sm90_<tiled|pingpong|swap>_<bm>x<bn>x<bk>_s<stages>_c<m>x<n>"
+                 "_r<raster>[_k<split>][_e]");
   c.path = swap ? KernelPath::kSwapAB : pingpong ? KernelPath::kPingPong : KernelPath::kTiled;
   // Parse is exact: the name must be the canonical one (no leading zeros).
   F8GEMM_REQUIRE(c.name() == name, kInvalidArgument, "config name '", name,

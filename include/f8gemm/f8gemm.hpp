@@ -101,7 +101,8 @@ enum class KernelPath : int {
 };
 
 /// One kernel configuration. Printable and parseable: name() / Config::parse().
-///   sm90_<tiled|pingpong|swap>_<bm>x<bn>x<bk>_s<stages>_c<cluster_m>x<cluster_n>_r<raster>[_k<split>][_e]
+///   sm90_<tiled|pingpong|swap>_<bm>x<bn>x<bk>_s<stages>_c<cluster_m>x<cluster_n>_r<raster>
+///   [_k<split>][_e]
 /// e.g. sm90_tiled_128x256x128_s3_c1x1_r8, or sm90_swap_64x8x128_s12_c1x1_r0_k4 (K split over
 /// a cluster of 4 CTAs).
 struct Config {
@@ -117,8 +118,8 @@ struct Config {
   /// Where the kernel lets its dependents be scheduled under programmatic dependent launch
   /// (Pdl): 0 once each CTA has issued its last load, 1 (name suffix _e) right after its
   /// grid-dependency wait. Results do not change; without PDL it does nothing. The tune times
-  /// both for chained problems (ProblemShape::chained); measured per shape on the H200, it
-  /// helped two decode GEMMs and cost others (docs/perf-log.md, cards 81 and 96).
+  /// both for chained problems (ProblemShape::chained): on the H200 the early trigger helped two
+  /// decode GEMMs and cost two others (docs/perf-log.md, card 81; the field: card 96).
   int early_dependents = 0;
 
   std::string name() const;

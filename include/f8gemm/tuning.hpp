@@ -45,7 +45,8 @@ Config decide_config(const TargetGpu& gpu, const ProblemShape& problem);
 
 /// The legal configurations for `problem` on a GPU with `sm_count` SMs, best model estimate
 /// first (the list `f8gemm tune` times: the cost model's candidates plus tile widths that only a
-/// measurement may pick).
+/// measurement may pick). For a chained problem (ProblemShape::chained) each is followed by its
+/// twin with Config::early_dependents, so the list, and the tune's time, is twice as long.
 std::vector<Config> candidate_configs(const ProblemShape& problem, int sm_count);
 
 /// The cost model's own pick for `problem`: what it runs when no table entry, F8GEMM_CONFIG or

@@ -254,9 +254,10 @@ TEST(ConfigName, KnownSpellings) {
   early.split_k = 1;
   EXPECT_EQ(early.name(), "sm90_swap_64x8x128_s11_c1x1_r0_e");
   EXPECT_EQ(Config::parse("sm90_swap_64x8x128_s11_c1x1_r0_e"), early);
-  for (const char* bad : {"sm90_swap_64x8x128_s11_c1x1_r0_e_k4", "sm90_swap_64x8x128_s11_c1x1_r0_e1",
-                          "sm90_swap_64x8x128_s11_c1x1_r0_e_e", "sm90_swap_64x8x128_s11_c1x1_r0_k_e",
-                          "sm90_swap_64x8x128_s11_c1x1_r0_E"}) {
+  for (const char* bad :
+       {"sm90_swap_64x8x128_s11_c1x1_r0_e_k4", "sm90_swap_64x8x128_s11_c1x1_r0_e1",
+        "sm90_swap_64x8x128_s11_c1x1_r0_e_e", "sm90_swap_64x8x128_s11_c1x1_r0_k_e",
+        "sm90_swap_64x8x128_s11_c1x1_r0_E"}) {
     EXPECT_THROW(Config::parse(bad), Error) << bad;
   }
 }
@@ -269,19 +270,23 @@ TEST(ConfigName, PrintAndParseRoundTrip) {
         for (int stages : {2, 3, 7, 12, 16}) {
           for (int raster : {0, 1, 8, 64}) {
             for (int cm : {1, 2}) {
-              const Config c = make(path, bm, bn, stages, raster, cm, 3 - cm);
-              const std::string name = c.name();
-              const Config back = Config::parse(name);
-              EXPECT_EQ(back, c) << name;
-              EXPECT_EQ(back.name(), name);
-              ++count;
+              for (int variant : {0, 1, 2}) {  // plain, split in three, early dependents
+                Config c = make(path, bm, bn, stages, raster, cm, 3 - cm);
+                if (variant == 1) c.split_k = 3;
+                if (variant == 2) c.early_dependents = 1;
+                const std::string name = c.name();
+                const Config back = Config::parse(name);
+                EXPECT_EQ(back, c) << name;
+                EXPECT_EQ(back.name(), name);
+                ++count;
+              }
             }
           }
         }
       }
     }
   }
-  EXPECT_EQ(count, 2 * 2 * 32 * 5 * 4 * 2);
+  EXPECT_EQ(count, 2 * 2 * 32 * 5 * 4 * 2 * 3);
 }
 
 TEST(ConfigName, EqualityLooksAtEveryField) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <exception>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -265,7 +266,7 @@ TEST_F(InstanceTest, InstrumentedInstancesCompileWithoutSpills) {
       {"sm90_pingpong_64x256x128_s5_c2x1_r8", {1, 16384, 8192, 1024}, true},
       {"sm90_pingpong_128x128x128_s6_c2x1_r8", {1, 8192, 8192, 8192}, true},
       {"sm90_swap_64x8x128_s12_c1x1_r0", {1, 1, 4096, 4096}, true},
-      {"sm90_swap_64x8x128_s12_c1x1_r0_k2_e", {1, 1, 4096, 14336}, true},
+      {"sm90_swap_64x8x128_s12_c1x1_r0_k2", {1, 1, 4096, 14336}, true},
   };
   for (const Case& c : cases) {
     const ProblemShape p = problem(c.shape, WeightLayout::kPreshuffled, c.fast);
@@ -281,6 +282,66 @@ TEST_F(InstanceTest, InstrumentedInstancesCompileWithoutSpills) {
     ASSERT_NE(inst, nullptr) << c.config;
     const int regs = check_resources(traced.label(), *inst, "f8gemm_gemm");
     std::cout << "[ instance ] " << traced.label() << " regs=" << regs << "\n";
+  }
+}
+
+/// Config::early_dependents moves the kernel's one `griddepcontrol.launch_dependents`: with
+/// "_e" it follows the grid-dependency wait with no load of an operand between them; without,
+/// the producer runs it after its loop, after every load. The results cannot tell the two
+/// apart, so the PTX of each twin is read: a swap-AB split-K cluster, a cooperative tile and a
+/// 64-row ping-pong pair.
+TEST_F(InstanceTest, EarlyDependentsTriggerRightAfterTheWaitInsteadOfAfterTheLastLoad) {
+  const std::string dump = dir_->path() + "/dump";
+  ScopedEnv dump_env("F8GEMM_DUMP_DIR");
+  dump_env.set(dump);
+  struct Case {
+    const char* config;
+    Shape shape;
+  };
+  const Case cases[] = {
+      {"sm90_swap_64x8x128_s12_c1x1_r0_k2", {1, 1, 4096, 14336}},
+      {"sm90_tiled_128x256x128_s3_c1x1_r8", {16, 4096, 8192, 1024}},
+      {"sm90_pingpong_64x128x128_s6_c2x1_r8", {1, 4096, 4096, 4096}},
+  };
+  // Operand loads: bulk copies and tensor loads from global into (cluster) shared memory.
+  const auto is_load = [](const std::string& line) {
+    return line.find("cp.async.bulk") != std::string::npos &&
+           line.find(".shared::cluster.global") != std::string::npos;
+  };
+  for (const Case& c : cases) {
+    for (int early : {0, 1}) {
+      Config config = Config::parse(c.config);
+      config.early_dependents = early;
+      const ProblemShape p = problem(c.shape, WeightLayout::kPreshuffled, true);
+      const InstanceSpec spec = detail::make_spec(config, p);
+      SCOPED_TRACE(spec.label());
+      const auto instance = detail::gemm_instance(spec);
+      std::ifstream in(dump + "/" + spec.label() + "." + instance->key() + ".ptx");
+      ASSERT_TRUE(in.good()) << "no PTX dumped";
+      int line_no = 0, wait = -1, trigger = -1, loads_between = 0, loads_after = 0;
+      int waits = 0, triggers = 0;
+      for (std::string line; std::getline(in, line); ++line_no) {
+        if (line.find("griddepcontrol.wait;") != std::string::npos) {
+          ++waits;
+          wait = line_no;
+        } else if (line.find("griddepcontrol.launch_dependents;") != std::string::npos) {
+          ++triggers;
+          trigger = line_no;
+        } else if (is_load(line) && wait >= 0) {
+          ++(trigger < 0 ? loads_between : loads_after);
+        }
+      }
+      ASSERT_EQ(waits, 1);
+      ASSERT_EQ(triggers, 1);
+      EXPECT_GT(trigger, wait);
+      if (early) {
+        EXPECT_EQ(loads_between, 0) << "a load between the wait and the early trigger";
+        EXPECT_GT(loads_after, 0);
+      } else {
+        EXPECT_GT(loads_between, 0);
+        EXPECT_EQ(loads_after, 0) << "a load after the producer's trigger";
+      }
+    }
   }
 }
 

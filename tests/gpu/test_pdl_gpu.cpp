@@ -269,7 +269,7 @@ TEST(PdlGpu, ChainOverlappedGivesTheSerialChainsBitsEagerAndFromAGraph) {
       std::vector<const Config*> choices = {nullptr};
       const std::vector<Config> forced = d.forced ? forced_configs(chain) : std::vector<Config>{};
       for (const Config& cfg : forced) choices.push_back(&cfg);
-      ASSERT_EQ(choices.size(), d.forced ? 6u : 1u) << "a forced configuration is not legal here";
+      ASSERT_EQ(choices.size(), d.forced ? 8u : 1u) << "a forced configuration is not legal here";
       for (const Variant& v : d.variants) {
         for (const Config* cfg : choices) {
           SCOPED_TRACE(testing::Message()
