@@ -346,6 +346,46 @@ TEST(ConfigName, ParseRejectsBadNames) {
   }
 }
 
+// Every one-character edit of canonical names (each character deleted, doubled, or replaced by
+// one of a set that names use or abuse): parse either throws kInvalidArgument naming the input,
+// or returns the config whose name is exactly the input. Nothing else: no crash, no config
+// that prints differently, and the optional "_k<n>" and "_e" suffixes in no other order.
+TEST(ConfigName, EveryOneCharacterEditParsesCanonicallyOrIsRefused) {
+  const std::string alphabet = "0123456789_xsckreE-+ ";
+  int accepted = 0, refused = 0;
+  for (const char* seed :
+       {"sm90_tiled_128x256x128_s3_c1x1_r8", "sm90_swap_64x8x128_s12_c1x1_r0_k4_e",
+        "sm90_pingpong_64x128x128_s6_c2x1_r8_e", "sm90_swap_128x16x128_s4_c1x1_r0_k2"}) {
+    const std::string base = seed;
+    std::set<std::string> edits;
+    for (size_t i = 0; i <= base.size(); ++i) {
+      if (i < base.size()) {
+        edits.insert(base.substr(0, i) + base.substr(i + 1));                 // deleted
+        edits.insert(base.substr(0, i + 1) + base.substr(i));                 // doubled
+      }
+      for (char c : alphabet) {
+        if (i < base.size()) edits.insert(base.substr(0, i) + c + base.substr(i + 1));  // replaced
+        edits.insert(base.substr(0, i) + c + base.substr(i));                // inserted
+      }
+    }
+    for (const std::string& name : edits) {
+      try {
+        const Config c = Config::parse(name);
+        EXPECT_EQ(c.name(), name);
+        ++accepted;
+      } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << name;
+        EXPECT_NE(std::string(e.what()).find("config name '" + name + "'"), std::string::npos)
+            << e.what();
+        ++refused;
+      }
+    }
+  }
+  // Many edits give another valid name (a digit changed), most give none.
+  EXPECT_GT(accepted, 50);
+  EXPECT_GT(refused, 1000);
+}
+
 TEST(ConfigName, NonCanonicalSuggestsTheCanonicalName) {
   try {
     Config::parse("sm90_tiled_0128x128x128_s4_c1x1_r8");
