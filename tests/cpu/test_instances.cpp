@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <atomic>
 #include <exception>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -18,6 +17,7 @@
 #include "common/test_util.hpp"
 #include "config.hpp"
 #include "f8gemm/f8gemm.hpp"
+#include "jit/compiler.hpp"
 #include "jit/jit.hpp"
 
 namespace f8gemm {
@@ -290,10 +290,7 @@ TEST_F(InstanceTest, InstrumentedInstancesCompileWithoutSpills) {
 /// the producer runs it after its loop, after every load. The results cannot tell the two
 /// apart, so the PTX of each twin is read: a swap-AB split-K cluster, a cooperative tile and a
 /// 64-row ping-pong pair.
-TEST_F(InstanceTest, EarlyDependentsTriggerRightAfterTheWaitInsteadOfAfterTheLastLoad) {
-  const std::string dump = dir_->path() + "/dump";
-  ScopedEnv dump_env("F8GEMM_DUMP_DIR");
-  dump_env.set(dump);
+TEST(InstancePtx, EarlyDependentsTriggerRightAfterTheWaitInsteadOfAfterTheLastLoad) {
   struct Case {
     const char* config;
     Shape shape;
@@ -315,9 +312,8 @@ TEST_F(InstanceTest, EarlyDependentsTriggerRightAfterTheWaitInsteadOfAfterTheLas
       const ProblemShape p = problem(c.shape, WeightLayout::kPreshuffled, true);
       const InstanceSpec spec = detail::make_spec(config, p);
       SCOPED_TRACE(spec.label());
-      const auto instance = detail::gemm_instance(spec);
-      std::ifstream in(dump + "/" + spec.label() + "." + instance->key() + ".ptx");
-      ASSERT_TRUE(in.good()) << "no PTX dumped";
+      std::istringstream in(
+          jit::compile_ptx(spec.label(), detail::instance_source(spec), jit::default_options()));
       int line_no = 0, wait = -1, trigger = -1, loads_between = 0, loads_after = 0;
       int waits = 0, triggers = 0;
       for (std::string line; std::getline(in, line); ++line_no) {

@@ -15,6 +15,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -187,13 +188,14 @@ void expect_real_output(const std::vector<uint8_t>& y_bytes) {
 /// more let their dependents launch right after their wait (Config::early_dependents, "_e"): a
 /// split-K cluster and a ping-pong CTA, whose successors are then scheduled while all of their
 /// loads and stores are still to come.
+constexpr const char* kForcedConfigs[] = {
+    "sm90_swap_64x8x128_s8_c1x1_r0_k2",     "sm90_tiled_128x128x128_s5_c2x1_r0",
+    "sm90_swap_128x16x128_s4_c1x1_r0",      "sm90_tiled_128x128x128_s5_c1x1_r0",
+    "sm90_pingpong_128x128x128_s4_c1x1_r0", "sm90_swap_64x8x128_s8_c1x1_r0_k2_e",
+    "sm90_pingpong_128x128x128_s4_c1x1_r0_e"};
 std::vector<Config> forced_configs(const MlpChain& c) {
   std::vector<Config> out;
-  for (const char* name :
-       {"sm90_swap_64x8x128_s8_c1x1_r0_k2", "sm90_tiled_128x128x128_s5_c2x1_r0",
-        "sm90_swap_128x16x128_s4_c1x1_r0", "sm90_tiled_128x128x128_s5_c1x1_r0",
-        "sm90_pingpong_128x128x128_s4_c1x1_r0", "sm90_swap_64x8x128_s8_c1x1_r0_k2_e",
-        "sm90_pingpong_128x128x128_s4_c1x1_r0_e"}) {
+  for (const char* name : kForcedConfigs) {
     const Config cfg = Config::parse(name);
     bool legal = true;
     for (const auto& [n, k] : {std::pair{2 * c.inter, c.hidden}, std::pair{c.hidden, c.inter}}) {
@@ -269,7 +271,8 @@ TEST(PdlGpu, ChainOverlappedGivesTheSerialChainsBitsEagerAndFromAGraph) {
       std::vector<const Config*> choices = {nullptr};
       const std::vector<Config> forced = d.forced ? forced_configs(chain) : std::vector<Config>{};
       for (const Config& cfg : forced) choices.push_back(&cfg);
-      ASSERT_EQ(choices.size(), d.forced ? 8u : 1u) << "a forced configuration is not legal here";
+      ASSERT_EQ(choices.size(), d.forced ? 1 + std::size(kForcedConfigs) : 1u)
+          << "a forced configuration is not legal here";
       for (const Variant& v : d.variants) {
         for (const Config* cfg : choices) {
           SCOPED_TRACE(testing::Message()
