@@ -74,13 +74,13 @@ Config Config::parse(const std::string& name) {
   if (ok && r.literal("_k")) ok = r.number(&c.split_k, "split_k");
   if (ok && r.literal("_e")) c.early_dependents = 1;
   ok = ok && r.at_end();
-  F8GEMM_REQUIRE(ok, kInvalidArgument, "config name '", name,
-                 "' does not match sm90_<tiled|pingpong|swap>_<bm>x<bn>x<bk>_s<stages>_c<m>x<n>"
+  F8GEMM_REQUIRE(ok, kInvalidArgument, "config name ", detail::quoted(name),
+                 " does not match sm90_<tiled|pingpong|swap>_<bm>x<bn>x<bk>_s<stages>_c<m>x<n>"
                  "_r<raster>[_k<split>][_e]");
   c.path = swap ? KernelPath::kSwapAB : pingpong ? KernelPath::kPingPong : KernelPath::kTiled;
   // Parse is exact: the name must be the canonical one (no leading zeros).
-  F8GEMM_REQUIRE(c.name() == name, kInvalidArgument, "config name '", name,
-                 "' is not canonical; did you mean '", c.name(), "'?");
+  F8GEMM_REQUIRE(c.name() == name, kInvalidArgument, "config name ", detail::quoted(name),
+                 " is not canonical; did you mean '", c.name(), "'?");
   return c;
 }
 
@@ -270,7 +270,7 @@ std::optional<Config> env_forced_config() {
   try {
     return Config::parse(name);
   } catch (const Error& e) {
-    throw Error(e.code(), concat("F8GEMM_CONFIG='", name, "': ", e.message()));
+    throw Error(e.code(), concat("F8GEMM_CONFIG=", quoted(name), ": ", e.message()));
   }
 }
 

@@ -43,9 +43,34 @@ void throw_cuda(cudaError_t status, const char* expr, const char* file, int line
   // is no usable GPU here, so say so plainly.
   const bool no_device = status == cudaErrorInsufficientDriver || status == cudaErrorNoDevice ||
                          status == cudaErrorStubLibrary;
-  const ErrorCode code = no_device ? ErrorCode::kNoDevice : ErrorCode::kCuda;
-  throw Error(code, concat(cudaGetErrorName(status), " (", cudaGetErrorString(status), ") in ",
-                           expr, " at ", base_name(file), ":", line));
+  // The first words say what happened; the call and its place follow for a bug report.
+  if (no_device) {
+    throw Error(ErrorCode::kNoDevice,
+                concat("no usable CUDA device here: ", cudaGetErrorString(status), " (",
+                       cudaGetErrorName(status), " in ", expr, " at ", base_name(file), ":", line,
+                       ")"));
+  }
+  throw Error(ErrorCode::kCuda, concat(cudaGetErrorName(status), " (", cudaGetErrorString(status),
+                                       ") in ", expr, " at ", base_name(file), ":", line));
+}
+
+std::string quoted(const std::string& text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "'";
+  size_t shown = 0;
+  for (; shown < text.size() && shown < kQuotedMax; ++shown) {
+    const unsigned char c = static_cast<unsigned char>(text[shown]);
+    if (c >= 0x20 && c < 0x7f) {
+      out += char(c);
+    } else {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  out += "'";
+  if (shown < text.size()) out += concat(" (and ", text.size() - shown, " more bytes)");
+  return out;
 }
 
 void throw_nvrtc(nvrtcResult status, const char* expr, const char* file, int line) {

@@ -154,6 +154,8 @@ struct LoadedTables {
   std::vector<RowsIndexEntry> rows;  // points into entries, which never grow after the load
 };
 
+constexpr size_t kMaxTuneFileBytes = size_t(64) << 20;
+
 std::unique_ptr<const LoadedTables> load_tables() {
   auto t = std::make_unique<LoadedTables>();
   if (const std::string path = get_env<std::string>("F8GEMM_TUNE_FILE"); !path.empty()) {
@@ -167,9 +169,19 @@ std::unique_ptr<const LoadedTables> load_tables() {
                    "F8GEMM_TUNE_FILE='", path,
                    "' is a directory; give a table file (key<TAB>config lines, as `f8gemm tune` "
                    "writes)");
-    std::stringstream ss;
-    ss << f.rdbuf();
-    parse_table(ss.str(), path, t->entries);
+    // A table is kilobytes: a file past kMaxTuneFileBytes (a device file, a wrong path) is
+    // refused before it is read whole into memory.
+    std::string text;
+    char chunk[1 << 16];
+    while (f.read(chunk, sizeof chunk) || f.gcount() > 0) {
+      text.append(chunk, size_t(f.gcount()));
+      F8GEMM_REQUIRE(text.size() <= kMaxTuneFileBytes, kInvalidArgument, "F8GEMM_TUNE_FILE=",
+                     quoted(path), " is longer than ", kMaxTuneFileBytes >> 20,
+                     " MiB; give a table file (key<TAB>config lines, as `f8gemm tune` writes)");
+    }
+    F8GEMM_REQUIRE(!f.bad(), kInvalidArgument, "F8GEMM_TUNE_FILE=", quoted(path),
+                   " cannot be read: read error");
+    parse_table(text, path, t->entries);
   }
   for (int i = 0; i < jit::kNumEmbeddedTables; ++i) {
     parse_table(jit::kEmbeddedTables[i].text, jit::kEmbeddedTables[i].name, t->entries);
@@ -265,6 +277,8 @@ std::optional<TunedEntry> entry_in_order(EntryLookup lookup, const std::string& 
 }
 
 }  // namespace
+
+void load_tuned_tables() { (void)loaded_tables(); }
 
 std::optional<TunedEntry> tuned_entry(const std::string& gpu_name, int sm_count,
                                       const ProblemShape& p) {

@@ -26,6 +26,10 @@ struct TableKeyParts {
 };
 bool parse_table_key(const std::string& key, TableKeyParts& parts);
 
+/// Reads the tables now ($F8GEMM_TUNE_FILE, then the built-in ones) unless they are loaded;
+/// throws what the first lookup would (a file that cannot be read or parsed).
+void load_tuned_tables();
+
 /// A table entry that decides a problem: its config, and the rows (M) of its key.
 struct TunedEntry {
   Config config;

@@ -240,6 +240,8 @@ void write_trace_csv(const std::string& path, const std::vector<TraceRecord>& re
     }
     i = j;
   }
+  // Flushed and closed here, so that a write the buffer still held (a full disk) is seen too.
+  f.close();
   if (!f) throw Error(ErrorCode::kIo, "trace: writing " + path + " failed");
 }
 

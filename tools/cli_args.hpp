@@ -9,12 +9,14 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "f8gemm/check.hpp"
 
 namespace f8gemm::cli {
 
 class Options {
  public:
-  /// `valued` options take a value; `flags` do not. Repeated valued options keep every value.
+  /// `valued` options take a value; `flags` do not. Repeated valued options keep every value:
+  /// str() and integer() take the last, as shells and most CLIs do, and all() takes each.
   Options(const Args& args, const std::set<std::string>& valued, const std::set<std::string>& flags,
           const char* command) {
     for (size_t i = 0; i < args.size(); ++i) {
@@ -25,7 +27,7 @@ class Options {
       } else if (flags.count(a)) {
         flags_.insert(a);
       } else {
-        throw UsageError(std::string(command) + ": unknown option '" + a + "'");
+        throw UsageError(std::string(command) + ": unknown option " + detail::quoted(a));
       }
     }
     command_ = command;
@@ -53,7 +55,7 @@ class Options {
       used = 0;
     }
     if (used != v.size() || v.empty()) {
-      throw UsageError(command_ + ": " + name + " expects an integer, got '" + v + "'");
+      throw UsageError(command_ + ": " + name + " expects an integer, got " + detail::quoted(v));
     }
     if (x < lo || x > hi) {
       throw UsageError(command_ + ": " + name + " must be in " + std::to_string(lo) + ".." +

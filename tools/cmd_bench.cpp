@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_options.hpp"
 #include "bench_report.hpp"
 #include "bench_util.hpp"
 #include "commands.hpp"
@@ -20,10 +21,6 @@
 
 namespace f8gemm::cli {
 namespace {
-
-constexpr const char* kUsage =
-    "usage: f8gemm bench [--shapes FILE] [--csv FILE] [--iters N] [--no-peak] [--precise] "
-    "[--prefetch-w] [--rotate-l2 F]";
 
 /// The PEAK that --no-peak (or a failed cuBLASLt call) falls back on: cuBLASLt tensorwise FP8
 /// 8192^3 with fast accumulation, as measured on the H200 during setup on 2026-11-30. That run is
@@ -39,32 +36,6 @@ constexpr double kClockWarmMs = 300.0;
 constexpr float kCodeStddev = 100.0f;
 /// Scales ~1e-3 each give outputs ~ 1e-6 * 100^2 * sqrt(K) = O(1): well inside bf16's range.
 constexpr float kScaleLo = 0.5e-3f, kScaleHi = 1.5e-3f;
-
-struct BenchOptions {
-  std::string shapes_file;
-  std::string csv = "bench.csv";
-  int iters = 100;
-  bool peak = true;
-  bool precise = false;
-  bool prefetch_w = false;  // GemmOptions::prefetch_w (the operands are written before the run)
-  double rotate_l2 = kDefaultL2Span;  // input sets span this many L2s (rotation_sets)
-  bool help = false;
-};
-
-int64_t parse_int(const std::string& text, const std::string& what, int64_t lo, int64_t hi) {
-  size_t used = 0;
-  long long v = 0;
-  try {
-    v = std::stoll(text, &used, 10);
-  } catch (const std::exception&) {
-    throw UsageError("bench: " + what + " needs an integer, got '" + text + "'");
-  }
-  if (used != text.size() || v < lo || v > hi) {
-    throw UsageError(detail::concat("bench: ", what, " must be an integer in [", lo, ", ", hi,
-                                    "], got '", text, "'"));
-  }
-  return v;
-}
 
 /// The problem that ours is timed on (preshuffled W, bf16 output, no bias).
 ProblemShape bench_problem(const Shape& s, const BenchOptions& o) {
@@ -91,57 +62,6 @@ void check_bench_limits(const Shape& s) {
                                       " must be an integer in [1, ", kMaxDim, "]"));
     }
   }
-}
-
-BenchOptions parse_options(const Args& args) {
-  BenchOptions o;
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string name = args[i];
-    std::optional<std::string> inline_value;
-    size_t eq = name.find('=');
-    if (name.rfind("--", 0) == 0 && eq != std::string::npos) {
-      inline_value = name.substr(eq + 1);
-      name = name.substr(0, eq);
-    }
-    auto value = [&]() -> std::string {
-      if (inline_value) return *inline_value;
-      if (i + 1 >= args.size()) throw UsageError("bench: " + name + " needs a value; " + kUsage);
-      return args[++i];
-    };
-    auto flag = [&]() {
-      if (inline_value) throw UsageError("bench: " + name + " takes no value; " + kUsage);
-      return true;
-    };
-    if (name == "--shapes") {
-      o.shapes_file = value();
-      // Not the default list: an empty name is a mistake (`--shapes "$UNSET"`), not a choice.
-      if (o.shapes_file.empty()) throw UsageError("bench: --shapes needs a file name");
-    } else if (name == "--csv") {
-      o.csv = value();
-      if (o.csv.empty()) throw UsageError("bench: --csv needs a file name");
-    } else if (name == "--iters") {
-      o.iters = static_cast<int>(parse_int(value(), "--iters", 1, 100000));
-    } else if (name == "--no-peak") {
-      o.peak = !flag();
-    } else if (name == "--precise") {
-      o.precise = flag();
-    } else if (name == "--prefetch-w") {
-      o.prefetch_w = flag();
-    } else if (name == "--rotate-l2") {
-      const std::string text = value();
-      char* end = nullptr;
-      const double f = std::strtod(text.c_str(), &end);
-      if (*end != '\0' || !(f > 0.0 && f <= 64.0)) {  // "" and NaN fail too
-        throw UsageError("bench: --rotate-l2 must be a number in (0, 64], got '" + text + "'");
-      }
-      o.rotate_l2 = f;
-    } else if (name == "--help" || name == "-h") {
-      o.help = flag();
-    } else {
-      throw UsageError("bench: unknown option '" + args[i] + "'; " + kUsage);
-    }
-  }
-  return o;
 }
 
 /// Copies Y[0] and Y[B-1] back: the first batch shows a wrong result, the last one a wrong batch
@@ -370,10 +290,14 @@ ShapeSummary bench_shape(const Shape& s, int index, double bw_tbps, double peak_
 }  // namespace
 
 int cmd_bench(const Args& args) {
-  const BenchOptions o = parse_options(args);
+  const BenchOptions o = parse_bench_options(args);
   if (o.help) {
-    std::printf("%s\n", kUsage);
+    std::printf("%s\n", kBenchUsage);
     return 0;
+  }
+  // The CSV would truncate the shapes file it was read from (as tune refuses for --out).
+  if (!o.shapes_file.empty() && same_file(o.csv, o.shapes_file)) {
+    throw UsageError("bench: --csv " + o.csv + " is the --shapes file; give another file");
   }
   const std::vector<Shape> shapes =
       o.shapes_file.empty() ? default_shapes() : read_shapes_file(o.shapes_file);

@@ -111,6 +111,14 @@ int cmd_tune(const Args& args) {
     }
   }
   std::FILE* log = log_file.get();
+  // A write that fails (a full disk, /dev/full) ends the tune: a log with rows missing would be
+  // read as the whole record. Checked at each shape's flush and at the close.
+  auto flush_log = [&] {
+    if (log && (std::fflush(log) != 0 || std::ferror(log))) {
+      throw Error(ErrorCode::kIo, "tune: writing --log " + log_path + " failed: " +
+                                      std::strerror(errno));
+    }
+  };
   if (log) std::fprintf(log, "b,m,n,k,accum,config,graph_us,model_us\n");
 
   std::vector<std::string> lines;
@@ -191,13 +199,18 @@ int cmd_tune(const Args& args) {
                     check.max_ratio, (long long)check.nonfinite);
       }
       std::fflush(stdout);
-      if (log) std::fflush(log);
+      flush_log();
       if (ok) lines.push_back(tuning_table_key(gpu, p) + "\t" + best.name());
       write_table(out_path, lines);
     }
   }
   F8GEMM_CHECK_CUDA(cudaStreamDestroy(stream));
-  log_file.reset();  // the table was written after the last shape (a shapes file is never empty)
+  // The table was written after the last shape (a shapes file is never empty).
+  flush_log();
+  if (log && std::fclose(log_file.release()) != 0) {
+    throw Error(ErrorCode::kIo, "tune: closing --log " + log_path + " failed: " +
+                                    std::strerror(errno));
+  }
   std::printf("wrote %zu entries to %s\n", lines.size(), out_path.c_str());
   return 0;
 }

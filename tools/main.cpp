@@ -5,6 +5,7 @@
 #include <string>
 
 #include "commands.hpp"
+#include "f8gemm/check.hpp"
 #include "f8gemm/f8gemm.hpp"
 
 namespace {
@@ -34,7 +35,7 @@ constexpr const char* kUsage =
 int main(int argc, char** argv) {
   using namespace f8gemm::cli;
   if (argc < 2) {
-    std::fputs(kUsage, stderr);
+    std::fputs("f8gemm: no command (try: f8gemm help)\n", stderr);
     return 2;
   }
   const std::string command = argv[1];
@@ -51,19 +52,23 @@ int main(int argc, char** argv) {
   for (const Command& c : kCommands) {
     if (command == c.name) found = &c;
   }
-  // `f8gemm <command> --help` is a question: the usage on stdout, exit 0 (bench prints its own).
-  const bool help = args.size() == 1 && (args[0] == "--help" || args[0] == "-h");
+  // `f8gemm <command> ... --help` is a question wherever the flag stands: the usage on stdout,
+  // exit 0, nothing run (bench prints its own).
+  bool help = false;
+  for (const std::string& a : args) help = help || a == "--help" || a == "-h";
   if (found != nullptr && command != "bench" && help) {
     std::fputs(kUsage, stdout);
     return 0;
   }
   try {
+    // A bad F8GEMM_* value is a bad argument, reported before any command looks for a GPU.
+    if (found != nullptr) f8gemm::check_environment();
     if (found != nullptr) return found->run(args);
     if (command == "help" || command == "--help" || command == "-h") {
       std::fputs(kUsage, stdout);
       return 0;
     }
-    throw UsageError("unknown command '" + command + "' (try: f8gemm help)");
+    throw UsageError("unknown command " + f8gemm::detail::quoted(command) + " (try: f8gemm help)");
   } catch (const UsageError& e) {
     std::fprintf(stderr, "f8gemm: %s\n", e.what());
     return 2;

@@ -7,10 +7,38 @@
 #include <fstream>
 
 #include "commands.hpp"
+#include "f8gemm/check.hpp"
 
 namespace f8gemm::cli {
 
 namespace {
+
+/// A shapes file holds a few lines of B,M,N,K: anything far longer is not one (a device file,
+/// a binary), and is refused before it is read whole into memory.
+constexpr size_t kMaxLineBytes = 4096;
+constexpr size_t kMaxFileBytes = size_t(16) << 20;
+
+/// The next line of `in` (without its '\n') into `line`; false at the end of the file. Throws
+/// a UsageError once the line passes kMaxLineBytes or the file kMaxFileBytes.
+bool read_line(std::istream& in, std::string& line, size_t& file_bytes, const std::string& path,
+               int line_no) {
+  line.clear();
+  std::streambuf* buf = in.rdbuf();
+  for (;;) {
+    const int c = buf->sbumpc();
+    if (c == std::char_traits<char>::eof()) return !line.empty();
+    if (++file_bytes > kMaxFileBytes) {
+      throw UsageError("shapes file " + detail::quoted(path) + " is longer than " +
+                       std::to_string(kMaxFileBytes >> 20) + " MiB; give a file of B,M,N,K lines");
+    }
+    if (c == '\n') return true;
+    if (line.size() == kMaxLineBytes) {
+      throw UsageError(path + ":" + std::to_string(line_no) + ": line longer than " +
+                       std::to_string(kMaxLineBytes) + " bytes; expected B,M,N,K");
+    }
+    line += char(c);
+  }
+}
 
 std::string trim(const std::string& s) {
   const size_t begin = s.find_first_not_of(" \t\r\n");
@@ -49,13 +77,14 @@ Shape parse_shape(const std::string& text, const std::string& where) {
       used = 0;
     }
     if (part.empty() || used != part.size() || v < 0) {
-      throw UsageError(where + ": expected B,M,N,K of non-negative integers, got '" + text + "'");
+      throw UsageError(where + ": expected B,M,N,K of non-negative integers, got " +
+                       detail::quoted(text));
     }
     dims.push_back(v);
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
-  if (dims.size() != 4) throw UsageError(where + ": expected B,M,N,K, got '" + text + "'");
+  if (dims.size() != 4) throw UsageError(where + ": expected B,M,N,K, got " + detail::quoted(text));
   return Shape{dims[0], dims[1], dims[2], dims[3]};
 }
 
@@ -69,13 +98,13 @@ std::vector<Shape> read_shapes_file(const std::string& path) {
   std::vector<Shape> shapes;
   std::string line;
   int line_no = 0;
-  while (std::getline(in, line)) {
+  size_t file_bytes = 0;
+  while (read_line(in, line, file_bytes, path, line_no + 1)) {
     ++line_no;
     line = trim(line.substr(0, line.find('#')));
     if (line.empty()) continue;
     shapes.push_back(parse_shape(line, path + ":" + std::to_string(line_no)));
   }
-  if (in.bad()) throw UsageError("cannot read shapes file '" + path + "': read error");
   if (shapes.empty()) {
     throw UsageError("shapes file '" + path + "' holds no shapes (expected lines B,M,N,K)");
   }

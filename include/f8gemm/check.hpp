@@ -16,6 +16,13 @@ namespace f8gemm::detail {
 /// no device), else Error(kCuda), naming the call and its source line.
 [[noreturn]] void throw_cuda(cudaError_t status, const char* expr, const char* file, int line);
 
+/// `text` as an error message shows what a user gave: in single quotes, each byte outside
+/// printable ASCII written as \xNN (no terminal escapes, no raw binary), and cut after
+/// kQuotedMax characters with the count of the bytes left out, so that the message stays one
+/// readable line whatever the input.
+inline constexpr size_t kQuotedMax = 120;
+std::string quoted(const std::string& text);
+
 template <typename... Args>
 std::string concat(const Args&... args) {
   std::ostringstream os;

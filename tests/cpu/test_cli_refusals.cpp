@@ -441,3 +441,77 @@ TEST(HangSecondsCli, ABadValueExitsTwoBeforeAnyWork) {
 }
 
 }  // namespace
+
+// Session 41's probe of hostile input. A shapes file that never ends (/dev/zero) or a line of
+// megabytes was read whole into memory first (16.9 GB before the error); now a line past 4,096
+// bytes and a file past 16 MiB are refused at once.
+TEST(ShapesFileCli, AnEndlessOrOverlongFileIsRefusedWithoutReadingItWhole) {
+  const f8gemm::test::TempDir dir("f8gemm_cli_hostile");
+  if (fs::exists("/dev/zero")) {
+    expect_refusal(dir, "precompile --shapes /dev/zero", "/dev/zero:1: line longer than 4096");
+  }
+  const std::string path = shapes_file(dir, "1,16,256,256\n# " + std::string(5000, 'x') + "\n");
+  expect_refusal(dir, "precompile --shapes '" + path + "'", path + ":2: line longer than 4096");
+  // Short lines to past 16 MiB: the file's size, not a line's, ends it.
+  {
+    std::ofstream out(path);
+    const std::string comment = "# " + std::string(1000, 'c') + "\n";
+    for (int i = 0; i < 17 * 1024; ++i) out << comment;
+  }
+  expect_refusal(dir, "bench --shapes '" + path + "'", "is longer than 16 MiB");
+}
+
+// What the user typed comes back escaped and cut: a terminal escape in a shapes file was echoed
+// raw (ESC [2J clears the screen), and a name of 10,000 characters made a line of 10,000.
+TEST(ShapesFileCli, EchoedInputIsEscapedAndCut) {
+  const f8gemm::test::TempDir dir("f8gemm_cli_hostile");
+  const std::string path = shapes_file(dir, "1,16,\x1b[2J,256\n");
+  expect_refusal(dir, "precompile --shapes '" + path + "'", "'1,16,\\x1b[2J,256'");
+  const Outcome r = run_cli(dir, "precompile --shapes '" + path + "'");
+  EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << "a raw escape byte on stderr";
+  const std::string long_name(10000, 'q');
+  const Outcome c = run_cli(dir, "run --m 16 --n 256 --k 256 --config " + long_name);
+  EXPECT_EQ(c.rc, 2) << c.err;
+  EXPECT_NE(c.err.find("(and 9880 more bytes)"), std::string::npos) << c.err.substr(0, 300);
+  EXPECT_LT(c.err.size(), 600u) << c.err.substr(0, 300);
+}
+
+// A table file that never ends: F8GEMM_TUNE_FILE=/dev/zero ran out of memory (std::bad_alloc,
+// exit 1, the variable unnamed); now it is refused at 64 MiB, naming the variable.
+TEST(TuneFileCli, AnEndlessTableFileIsRefusedNamingTheVariable) {
+  const f8gemm::test::TempDir dir("f8gemm_cli_hostile");
+  if (!fs::exists("/dev/zero")) GTEST_SKIP() << "no /dev/zero here";
+  expect_refusal(dir, "precompile --shape 1,16,256,256",
+                 "F8GEMM_TUNE_FILE='/dev/zero' is longer than 64 MiB",
+                 "F8GEMM_CACHE_DIR='" + dir.path() + "/cache' F8GEMM_TUNE_FILE=/dev/zero");
+}
+
+// A bad F8GEMM_* value is reported as such, exit 2, before a command looks for a GPU: run, bench
+// and tune said "no device" first (exit 1 on a machine without one) and left the variable to a
+// later run. On a GPU machine the same line comes before any launch.
+TEST(EnvironmentCli, EveryCommandReportsABadVariableBeforeLookingForAGpu) {
+  const f8gemm::test::TempDir dir("f8gemm_cli_hostile");
+  const std::string shapes = shapes_file(dir, "1,16,256,256\n");
+  const std::string out = " --out '" + dir.path() + "/t.tsv'";
+  for (const std::string& args :
+       {std::string("run --m 16 --n 256 --k 256"), "bench --shapes '" + shapes + "' --csv '" +
+        dir.path() + "/b.csv'", "tune --shapes '" + shapes + "'" + out, std::string("info"),
+        std::string("demo --iters 1")}) {
+    expect_refusal(dir, args, "F8GEMM_CONFIG='garbage': config name 'garbage' does not match",
+                   "F8GEMM_CONFIG=garbage");
+    expect_refusal(dir, args, "F8GEMM_PDL='maybe' is not a switch value", "F8GEMM_PDL=maybe");
+    expect_refusal(dir, args, "F8GEMM_TUNE_FILE='" + dir.path() + "/none.tsv' cannot be read",
+                   "F8GEMM_TUNE_FILE='" + dir.path() + "/none.tsv'");
+  }
+}
+
+// bench --csv naming its own --shapes file would truncate it when the CSV opens (tune refuses
+// the same for --out and --log).
+TEST(BenchCli, TheCsvCannotBeTheShapesFile) {
+  const f8gemm::test::TempDir dir("f8gemm_cli_hostile");
+  const std::string shapes = shapes_file(dir, "1,16,256,256\n");
+  expect_refusal(dir, "bench --shapes '" + shapes + "' --csv '" + shapes + "'",
+                 "is the --shapes file");
+  std::ifstream in(shapes);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "1,16,256,256\n");
+}

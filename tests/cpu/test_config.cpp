@@ -340,7 +340,9 @@ TEST(ConfigName, ParseRejectsBadNames) {
       ADD_FAILURE() << "accepted '" << name << "'";
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
-      EXPECT_NE(std::string(e.what()).find("config name '" + name + "'"), std::string::npos)
+      // The name as given, its control characters escaped (detail::quoted).
+      EXPECT_NE(std::string(e.what()).find("config name " + detail::quoted(name)),
+                std::string::npos)
           << e.what();
     }
   }

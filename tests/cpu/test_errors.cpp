@@ -28,6 +28,22 @@ TEST(ErrorMapping, NoUsableGpuIsNoDevice) {
   EXPECT_EQ(code_of(cudaErrorNoDevice), ErrorCode::kNoDevice);
 }
 
+// Its message says so in its first words, before the call and its source line.
+TEST(ErrorMapping, NoUsableGpuSaysSoFirst) {
+  try {
+    F8GEMM_CHECK_CUDA(cudaErrorInsufficientDriver);
+    ADD_FAILURE() << "no exception";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.message().rfind("no usable CUDA device here: ", 0), 0u) << e.message();
+  }
+  try {
+    F8GEMM_CHECK_CUDA(cudaErrorInvalidValue);
+    ADD_FAILURE() << "no exception";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.message().find("no usable"), std::string::npos) << e.message();
+  }
+}
+
 TEST(ErrorMapping, OtherFailuresAreCudaErrors) {
   EXPECT_EQ(code_of(cudaErrorInvalidValue), ErrorCode::kCuda);
   EXPECT_EQ(code_of(cudaErrorMemoryAllocation), ErrorCode::kCuda);

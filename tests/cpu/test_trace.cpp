@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -249,6 +250,12 @@ TEST(Trace, TheCsvListsEveryRecordRelativeToItsCtasFirstStart) {
             "1,3,0,1,300,400,500,530,580,600\n");
   expect_error([&] { test::write_trace_csv(dir.path() + "/no/such/dir/t.csv", d.records); },
                ErrorCode::kIo, "cannot write");
+  // A device that takes no bytes (a full disk): the few rows sit in the stream's buffer until
+  // the close, whose failure is reported too (it was lost in the destructor before).
+  if (std::filesystem::exists("/dev/full")) {
+    expect_error([&] { test::write_trace_csv("/dev/full", d.records); }, ErrorCode::kIo,
+                 "writing /dev/full failed");
+  }
 }
 
 // The CTA's first start is the earliest of all its consumers' tiles, not its first record's:

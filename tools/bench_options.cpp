@@ -1,0 +1,83 @@
+/// \brief `f8gemm bench`'s option parser (bench_options.hpp).
+#include "bench_options.hpp"
+
+#include <cstdlib>
+#include <exception>
+#include <optional>
+#include <string>
+
+#include "f8gemm/check.hpp"
+
+namespace f8gemm::cli {
+namespace {
+
+int64_t parse_int(const std::string& text, const std::string& what, int64_t lo, int64_t hi) {
+  size_t used = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(text, &used, 10);
+  } catch (const std::exception&) {
+    throw UsageError("bench: " + what + " needs an integer, got " + detail::quoted(text));
+  }
+  if (used != text.size() || v < lo || v > hi) {
+    throw UsageError(detail::concat("bench: ", what, " must be an integer in [", lo, ", ", hi,
+                                    "], got ", detail::quoted(text)));
+  }
+  return v;
+}
+
+}  // namespace
+
+BenchOptions parse_bench_options(const Args& args) {
+  BenchOptions o;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string name = args[i];
+    std::optional<std::string> inline_value;
+    size_t eq = name.find('=');
+    if (name.rfind("--", 0) == 0 && eq != std::string::npos) {
+      inline_value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    }
+    auto value = [&]() -> std::string {
+      if (inline_value) return *inline_value;
+      if (i + 1 >= args.size()) throw UsageError("bench: " + name + " needs a value; " + kBenchUsage);
+      return args[++i];
+    };
+    auto flag = [&]() {
+      if (inline_value) throw UsageError("bench: " + name + " takes no value; " + kBenchUsage);
+      return true;
+    };
+    if (name == "--shapes") {
+      o.shapes_file = value();
+      // Not the default list: an empty name is a mistake (`--shapes "$UNSET"`), not a choice.
+      if (o.shapes_file.empty()) throw UsageError("bench: --shapes needs a file name");
+    } else if (name == "--csv") {
+      o.csv = value();
+      if (o.csv.empty()) throw UsageError("bench: --csv needs a file name");
+    } else if (name == "--iters") {
+      o.iters = static_cast<int>(parse_int(value(), "--iters", 1, 100000));
+    } else if (name == "--no-peak") {
+      o.peak = !flag();
+    } else if (name == "--precise") {
+      o.precise = flag();
+    } else if (name == "--prefetch-w") {
+      o.prefetch_w = flag();
+    } else if (name == "--rotate-l2") {
+      const std::string text = value();
+      char* end = nullptr;
+      const double f = std::strtod(text.c_str(), &end);
+      if (*end != '\0' || !(f > 0.0 && f <= 64.0)) {  // "" and NaN fail too
+        throw UsageError("bench: --rotate-l2 must be a number in (0, 64], got " +
+                         detail::quoted(text));
+      }
+      o.rotate_l2 = f;
+    } else if (name == "--help" || name == "-h") {
+      o.help = flag();
+    } else {
+      throw UsageError("bench: unknown option " + detail::quoted(args[i]) + "; " + kBenchUsage);
+    }
+  }
+  return o;
+}
+
+}  // namespace f8gemm::cli
