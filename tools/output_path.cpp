@@ -1,6 +1,7 @@
 /// \brief Output-path checks of the CLI (output_path.hpp).
 #include "output_path.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,13 +14,29 @@ std::string unwritable_reason(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
   const fs::path p(path);
+  // Where it can, the check asks the kernel by opening the file, not access(): access() passes
+  // root wherever the permission bits would stop others, also where the file system itself
+  // refuses a new file (sysfs, procfs), and tune then learnt so only after its first shape.
   if (fs::exists(p, ec)) {
     if (fs::is_directory(p, ec)) return "it is a directory";
-    return access(path.c_str(), W_OK) == 0 ? "" : std::strerror(errno);
+    // A device or a pipe is not opened here (a pipe without a reader would block).
+    if (!fs::is_regular_file(p, ec)) {
+      return access(path.c_str(), W_OK) == 0 ? "" : std::strerror(errno);
+    }
+    const int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);  // no byte changes
+    if (fd < 0) return std::strerror(errno);
+    close(fd);
+    return "";
   }
   const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
   if (!fs::is_directory(dir, ec)) return "no directory " + dir.string();
-  return access(dir.c_str(), W_OK) == 0 ? "" : std::strerror(errno);
+  // A new file: made and removed at once. EEXIST is a file that appeared meanwhile, or a
+  // symbolic link to none, which the write will follow.
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return errno == EEXIST ? "" : std::strerror(errno);
+  close(fd);
+  unlink(path.c_str());
+  return "";
 }
 
 bool same_file(const std::string& a, const std::string& b) {

@@ -6,9 +6,10 @@
 
 namespace f8gemm::cli {
 
-/// Why `path` cannot be written (empty when it can): an existing file must be writable and not a
-/// directory (a device such as /dev/null or /dev/stdout is fine); a new one needs a writable
-/// directory. Nothing is created.
+/// Why `path` cannot be written (empty when it can): an existing file must open for writing
+/// (appending, so no byte changes) and not be a directory (a device such as /dev/null or
+/// /dev/stdout is fine); a new one must be creatable in an existing directory: it is created and
+/// removed at once, so the answer is the kernel's, also for root.
 std::string unwritable_reason(const std::string& path);
 
 /// Whether two paths name one regular file, existing or not: "t.tsv", "./t.tsv" and a symbolic

@@ -515,3 +515,22 @@ TEST(BenchCli, TheCsvCannotBeTheShapesFile) {
   std::ifstream in(shapes);
   EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "1,16,256,256\n");
 }
+
+// As root, access(W_OK) passed a new file under /proc (or /sys), where no file can be made, and
+// tune found out only when it wrote its table after the first shape. The check now opens or
+// creates the file, so the kernel answers, for root as for anyone; and leaves nothing behind.
+TEST(TuneCli, AnOutputNoFileSystemTakesIsRefusedBeforeTheRunEvenForRoot) {
+  const f8gemm::test::TempDir dir("f8gemm_cli_hostile");
+  const std::string shapes = shapes_file(dir, "1,16,256,256\n");
+  if (fs::is_directory("/proc")) {
+    expect_refusal(dir, "tune --shapes '" + shapes + "' --out /proc/f8gemm-tune-probe.tsv",
+                   "tune: cannot write --out /proc/f8gemm-tune-probe.tsv");
+  }
+  // A writable new path passes and is not left behind by the check (the run then stops at the
+  // missing GPU, or times the shape on a GPU machine: --iters 1 keeps that short).
+  const std::string out = dir.path() + "/new.tsv";
+  const Outcome r = run_cli(dir, "tune --shapes '" + shapes + "' --iters 1 --out '" + out + "'",
+                            "F8GEMM_CACHE_DIR='" + dir.path() + "/cache'");
+  EXPECT_EQ(r.err.find("cannot write"), std::string::npos) << r.err;
+  if (r.rc != 0) EXPECT_FALSE(fs::exists(out)) << "the check left its probe file";
+}
