@@ -270,7 +270,7 @@ std::optional<Config> env_forced_config() {
   try {
     return Config::parse(name);
   } catch (const Error& e) {
-    throw Error(e.code(), concat("F8GEMM_CONFIG=", quoted(name), ": ", e.message()));
+    throw Error(e.code(), concat("F8GEMM_CONFIG=", detail::quoted(name), ": ", e.message()));
   }
 }
 

@@ -40,7 +40,7 @@ bool get_env<bool>(const char* name, const bool& fallback) {
   // Anything else was a guess at the spelling: "off" turned logging on and "false" turned the
   // tuned tables off while every value but "0" counted as on.
   throw Error(ErrorCode::kInvalidArgument,
-              concat(name, "=", quoted(v), " is not a switch value: use 1, true, yes or on, or 0, ",
+              concat(name, "=", detail::quoted(v), " is not a switch value: use 1, true, yes or on, or 0, ",
                      "false, no or off (any case), or leave it unset"));
 }
 
@@ -50,12 +50,12 @@ namespace f8gemm {
 
 bool log_enabled() { return detail::get_env<bool>("F8GEMM_LOG"); }
 
-void check_environment() {
+void check_environment(bool tuned_tables) {
   for (const char* name : {"F8GEMM_LOG", "F8GEMM_PDL", "F8GEMM_NO_TUNED", "F8GEMM_FAIL_ON_SPILL"}) {
     (void)detail::get_env<bool>(name);
   }
   (void)detail::env_forced_config();
-  if (!detail::get_env<bool>("F8GEMM_NO_TUNED")) detail::load_tuned_tables();
+  if (tuned_tables && !detail::get_env<bool>("F8GEMM_NO_TUNED")) detail::load_tuned_tables();
 }
 
 }  // namespace f8gemm

@@ -60,7 +60,10 @@ std::string quoted(const std::string& text) {
   size_t shown = 0;
   for (; shown < text.size() && shown < kQuotedMax; ++shown) {
     const unsigned char c = static_cast<unsigned char>(text[shown]);
-    if (c >= 0x20 && c < 0x7f) {
+    if (c == '\\' || c == '\'') {
+      out += '\\';  // so that an escape in the input cannot pass for one made here
+      out += char(c);
+    } else if (c >= 0x20 && c < 0x7f) {
       out += char(c);
     } else {
       out += "\\x";

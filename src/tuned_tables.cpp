@@ -103,7 +103,7 @@ void parse_table(const std::string& text, const std::string& origin,
     // does not parse would be passed over too, silently, so it is an error.
     TableKeyParts parts;
     F8GEMM_REQUIRE(key_version(key) != kVersion || parse_table_key(key, parts), kInvalidArgument,
-                   origin, ":", line_no, ": '", key, "' is not a table key: expected ",
+                   origin, ":", line_no, ": ", detail::quoted(key), " is not a table key: expected ",
                    "<gpu>|<sms>|<version>|B,M,N,K|plain or preshuffled|bfloat16 or float16|",
                    "fast or precise[|silu_mul][|chained], as f8gemm tune writes it");
     // Sizes that no call can have would never match, and the lookup's row arithmetic assumes
@@ -113,8 +113,8 @@ void parse_table(const std::string& text, const std::string& origin,
         validate_problem(parts.problem);
       } catch (const Error& e) {
         throw Error(ErrorCode::kInvalidArgument,
-                    concat(origin, ":", line_no, ": '", key, "' names sizes no call can have: ",
-                           e.message()));
+                    concat(origin, ":", line_no, ": ", detail::quoted(key),
+                           " names sizes no call can have: ", e.message()));
       }
     }
     try {
@@ -176,10 +176,10 @@ std::unique_ptr<const LoadedTables> load_tables() {
     while (f.read(chunk, sizeof chunk) || f.gcount() > 0) {
       text.append(chunk, size_t(f.gcount()));
       F8GEMM_REQUIRE(text.size() <= kMaxTuneFileBytes, kInvalidArgument, "F8GEMM_TUNE_FILE=",
-                     quoted(path), " is longer than ", kMaxTuneFileBytes >> 20,
+                     detail::quoted(path), " is longer than ", kMaxTuneFileBytes >> 20,
                      " MiB; give a table file (key<TAB>config lines, as `f8gemm tune` writes)");
     }
-    F8GEMM_REQUIRE(!f.bad(), kInvalidArgument, "F8GEMM_TUNE_FILE=", quoted(path),
+    F8GEMM_REQUIRE(!f.bad(), kInvalidArgument, "F8GEMM_TUNE_FILE=", detail::quoted(path),
                    " cannot be read: read error");
     parse_table(text, path, t->entries);
   }

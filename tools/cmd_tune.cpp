@@ -114,9 +114,14 @@ int cmd_tune(const Args& args) {
   // A write that fails (a full disk, /dev/full) ends the tune: a log with rows missing would be
   // read as the whole record. Checked at each shape's flush and at the close.
   auto flush_log = [&] {
-    if (log && (std::fflush(log) != 0 || std::ferror(log))) {
+    if (!log) return;
+    // errno is the flush's own only when the flush fails; an earlier fprintf's failure shows
+    // only in the stream's error flag, its errno long overwritten.
+    const int flushed = std::fflush(log);
+    const int err = errno;
+    if (flushed != 0 || std::ferror(log)) {
       throw Error(ErrorCode::kIo, "tune: writing --log " + log_path + " failed: " +
-                                      std::strerror(errno));
+                                      (flushed != 0 ? std::strerror(err) : "a write failed"));
     }
   };
   if (log) std::fprintf(log, "b,m,n,k,accum,config,graph_us,model_us\n");

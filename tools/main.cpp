@@ -1,14 +1,62 @@
 /// \brief The `f8gemm` command-line tool: dispatch to the subcommands; errors become one line
 /// on stderr (exit 2 for a bad argument, 1 for everything else).
+#include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <string>
 
+#include "bench_options.hpp"
 #include "commands.hpp"
 #include "f8gemm/check.hpp"
 #include "f8gemm/f8gemm.hpp"
 
 namespace {
+
+/// The length of the UTF-8 sequence of a printable character (U+00A0 up) at text[i], or 0: an
+/// invalid byte, or a C1 control (U+0080-U+009F), which some terminals obey as an escape.
+size_t printable_utf8(const std::string& text, size_t i) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char c = byte(i);
+  const size_t n = c >= 0xf5 ? 0 : c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
+  if (n == 0 || i + n > text.size()) return 0;
+  uint32_t cp = c & (0x7f >> n);
+  for (size_t k = 1; k < n; ++k) {
+    if ((byte(i + k) & 0xc0) != 0x80) return 0;
+    cp = cp << 6 | (byte(i + k) & 0x3f);
+  }
+  const uint32_t least[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < least[n] || cp > 0x10ffff || (cp >= 0xd800 && cp < 0xe000)) return 0;  // overlong
+  return cp >= 0xa0 ? n : 0;
+}
+
+/// An error line as the CLI prints it: every control byte and every byte that is not part of a
+/// printable UTF-8 character (a terminal escape in a file name, a key or a path from a table)
+/// written as \xNN, and the line cut at kMaxLineBytes, so that what reaches the terminal is one
+/// readable line whatever the input. The library's own messages (a `·`) pass as they are.
+std::string printable_line(const std::string& text) {
+  constexpr size_t kMaxLineBytes = 1000;
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  size_t shown = 0;
+  while (shown < text.size() && out.size() < kMaxLineBytes) {
+    const unsigned char c = static_cast<unsigned char>(text[shown]);
+    if (c >= 0x20 && c < 0x7f) {
+      out += char(c);
+      ++shown;
+    } else if (const size_t n = c >= 0x80 ? printable_utf8(text, shown) : 0; n > 0) {
+      out.append(text, shown, n);
+      shown += n;
+    } else {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+      ++shown;
+    }
+  }
+  if (shown < text.size()) out += " ... (" + std::to_string(text.size() - shown) + " more bytes)";
+  return out;
+}
+
 constexpr const char* kUsage =
     "usage: f8gemm <command> [options]\n"
     "  info                       GPU, SMs, driver, NVRTC, cache directory\n"
@@ -53,16 +101,22 @@ int main(int argc, char** argv) {
     if (command == c.name) found = &c;
   }
   // `f8gemm <command> ... --help` is a question wherever the flag stands: the usage on stdout,
-  // exit 0, nothing run (bench prints its own).
+  // exit 0, nothing checked or run (bench's own usage line for bench).
   bool help = false;
   for (const std::string& a : args) help = help || a == "--help" || a == "-h";
-  if (found != nullptr && command != "bench" && help) {
-    std::fputs(kUsage, stdout);
+  if (found != nullptr && help) {
+    if (command == "bench") {
+      std::printf("%s\n", kBenchUsage);
+    } else {
+      std::fputs(kUsage, stdout);
+    }
     return 0;
   }
   try {
-    // A bad F8GEMM_* value is a bad argument, reported before any command looks for a GPU.
-    if (found != nullptr) f8gemm::check_environment();
+    // A bad F8GEMM_* value is a bad argument, reported before a command looks for a GPU. Not for
+    // `info`, which reports what is here whatever the variables say, and not the table for
+    // `tune`, which writes one and reads none (F8GEMM_TUNE_FILE may name the table it rewrites).
+    if (found != nullptr && command != "info") f8gemm::check_environment(command != "tune");
     if (found != nullptr) return found->run(args);
     if (command == "help" || command == "--help" || command == "-h") {
       std::fputs(kUsage, stdout);
@@ -70,7 +124,7 @@ int main(int argc, char** argv) {
     }
     throw UsageError("unknown command " + f8gemm::detail::quoted(command) + " (try: f8gemm help)");
   } catch (const UsageError& e) {
-    std::fprintf(stderr, "f8gemm: %s\n", e.what());
+    std::fprintf(stderr, "f8gemm: %s\n", printable_line(e.what()).c_str());
     return 2;
   } catch (const f8gemm::Error& e) {
     // The JIT's compile errors carry NVRTC's log after the first line; print the first line only
@@ -81,7 +135,7 @@ int main(int argc, char** argv) {
       whole = f8gemm::log_enabled();
     } catch (const f8gemm::Error&) {
     }
-    if (!whole) message = message.substr(0, message.find('\n'));
+    if (!whole) message = printable_line(message.substr(0, message.find('\n')));
     std::fprintf(stderr, "%s\n", message.c_str());
     // kInvalidArgument is a bad argument by definition; kUnsupported comes from a configuration
     // the user forced (--config, F8GEMM_CONFIG) that cannot run the problem.
@@ -90,7 +144,7 @@ int main(int argc, char** argv) {
                ? 2
                : 1;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "f8gemm: %s\n", e.what());
+    std::fprintf(stderr, "f8gemm: %s\n", printable_line(e.what()).c_str());
     return 1;
   }
 }

@@ -19,14 +19,17 @@ constexpr size_t kMaxLineBytes = 4096;
 constexpr size_t kMaxFileBytes = size_t(16) << 20;
 
 /// The next line of `in` (without its '\n') into `line`; false at the end of the file. Throws
-/// a UsageError once the line passes kMaxLineBytes or the file kMaxFileBytes.
+/// a UsageError once the line passes kMaxLineBytes or the file kMaxFileBytes, or on a read
+/// error (istream::get turns the stream buffer's exception into badbit).
 bool read_line(std::istream& in, std::string& line, size_t& file_bytes, const std::string& path,
                int line_no) {
   line.clear();
-  std::streambuf* buf = in.rdbuf();
   for (;;) {
-    const int c = buf->sbumpc();
-    if (c == std::char_traits<char>::eof()) return !line.empty();
+    char c = 0;
+    if (!in.get(c)) {
+      if (in.bad()) throw UsageError("cannot read shapes file '" + path + "': read error");
+      return !line.empty();
+    }
     if (++file_bytes > kMaxFileBytes) {
       throw UsageError("shapes file " + detail::quoted(path) + " is longer than " +
                        std::to_string(kMaxFileBytes >> 20) + " MiB; give a file of B,M,N,K lines");

@@ -15,7 +15,8 @@ cp scratch/s40/cache/* /tmp/cache/
 nvidia-smi --query-gpu=name --format=csv,noheader | tee $L/gpu.txt
 # The PDL chains (two of them with early_dependents configs): results must be the serial bits.
 timeout 150 scratch/s40/gt/f8gemm_gpu_tests --gtest_filter='PdlGpu.*' > $L/pdl.log 2>&1
-echo "[$(( $(date +%s) - t0 ))s] PdlGpu rc=$?" | tee -a $L/steps.txt
+rc=$?  # before the $(date) below, whose status $? would be
+echo "[$(( $(date +%s) - t0 ))s] PdlGpu rc=$rc" | tee -a $L/steps.txt
 grep -E '^\[  (PASSED|FAILED|     OK|  SKIPPED) ' $L/pdl.log | head -20
 tar czf $OUT/suite.tgz -C /tmp suite
 ROUNDS=${ROUNDS:-3} AB_TIMEOUT=${AB_TIMEOUT:-55} bash docs/experiments/card-96-device-call.sh

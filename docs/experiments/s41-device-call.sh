@@ -22,7 +22,8 @@ P=/tmp/pdl; mkdir -p $P /tmp/cache
 export F8GEMM_HANG_SECONDS=60
 F8GEMM_CACHE_DIR=/tmp/cache timeout 120 scratch/s41/gt/f8gemm_gpu_tests --gtest_filter='PdlGpu.*' \
   > $P/pdl.log 2>&1
-echo "[$(( $(date +%s) - t0 ))s] PdlGpu rc=$?" | tee $P/steps.txt
+rc=$?  # before the $(date) below, whose status $? would be
+echo "[$(( $(date +%s) - t0 ))s] PdlGpu rc=$rc" | tee $P/steps.txt
 grep -E '^\[  (PASSED|FAILED|     OK|  SKIPPED) ' $P/pdl.log | head -12
 tar czf $OUT/pdl.tgz -C /tmp pdl
 deadline=540
@@ -42,7 +43,8 @@ if [ $left -gt 25 ]; then
   export PYTHONUNBUFFERED=1 F8GEMM_CACHE_DIR=/tmp/cache
   timeout $(( left > 60 ? 60 : left - 5 )) python3 examples/llama_mlp.py --cuda-graph --pdl \
     > $M/mlp.log 2>&1
-  echo "[$(( $(date +%s) - t0 ))s] mlp rc=$?" | tee $M/steps.txt
+  rc=$?  # before the $(date) below, whose status $? would be
+  echo "[$(( $(date +%s) - t0 ))s] mlp rc=$rc" | tee $M/steps.txt
   tail -n 15 $M/mlp.log
   tar czf $OUT/mlp.tgz -C /tmp mlp
 fi

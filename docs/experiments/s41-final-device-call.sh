@@ -20,7 +20,8 @@ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit,temperature
 for r in 1 2 3; do
   PYTHONPATH=$PWD/python F8GEMM_TORCH_LIB=$PWD/$D PYTHONUNBUFFERED=1 timeout 60 \
     python3 examples/llama_mlp.py --cuda-graph --pdl --m 1 16 128 2048 > /tmp/mlp/run$r.log 2>&1
-  echo "[$(( $(date +%s) - t0 ))s] mlp run $r rc=$?" | tee -a /tmp/mlp/steps.txt
+  rc=$?  # before the $(date) below, whose status $? would be
+  echo "[$(( $(date +%s) - t0 ))s] mlp run $r rc=$rc" | tee -a /tmp/mlp/steps.txt
   grep -E '^ +[0-9]+ \|' /tmp/mlp/run$r.log
 done
 tar czf $OUT/mlp.tgz -C /tmp mlp

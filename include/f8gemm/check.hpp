@@ -17,7 +17,8 @@ namespace f8gemm::detail {
 [[noreturn]] void throw_cuda(cudaError_t status, const char* expr, const char* file, int line);
 
 /// `text` as an error message shows what a user gave: in single quotes, each byte outside
-/// printable ASCII written as \xNN (no terminal escapes, no raw binary), and cut after
+/// printable ASCII written as \xNN (no terminal escapes, no raw binary), a backslash or a quote
+/// of its own written as \\ or \', and cut after
 /// kQuotedMax characters with the count of the bytes left out, so that the message stays one
 /// readable line whatever the input.
 inline constexpr size_t kQuotedMax = 120;

@@ -59,11 +59,12 @@ bool log_enabled();
 
 /// Checks now every environment variable whose value the library judges (README "Environment"):
 /// the switches F8GEMM_LOG, F8GEMM_PDL, F8GEMM_NO_TUNED and F8GEMM_FAIL_ON_SPILL, the name in
-/// F8GEMM_CONFIG, and, unless F8GEMM_NO_TUNED is on, the table in F8GEMM_TUNE_FILE (read and
-/// kept, as the first decision would). Throws Error(kInvalidArgument) naming the first bad one.
-/// The calls check what they read anyway; a tool calls this first, so that a bad value is
-/// reported as such before it looks for a GPU (the CLI does, for every command).
-void check_environment();
+/// F8GEMM_CONFIG, and, with `tuned_tables` and unless F8GEMM_NO_TUNED is on, the table in
+/// F8GEMM_TUNE_FILE (read and kept, as the first decision would). Throws Error(kInvalidArgument)
+/// naming the first bad one. The calls check what they read anyway; a tool calls this first, so
+/// that a bad value is reported as such before it looks for a GPU (the CLI does, for every
+/// command but `info`; `tune`, which reads no table, passes false).
+void check_environment(bool tuned_tables = true);
 
 enum class DType : int { kE4M3 = 0, kBF16 = 1, kF16 = 2, kF32 = 3, kU8 = 4, kI32 = 5, kI64 = 6 };
 

@@ -132,6 +132,13 @@ TEST_F(CliTest, EveryCommandAnswersHelpOnStdout) {
     EXPECT_EQ(r.out.rfind("usage: f8gemm", 0), 0u) << r.out;
   }
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/cache")) << "a --help run built instances";
+  // Nothing is checked either: a bad variable does not stand between a user and the usage.
+  for (const char* args : {"bench --help", "bench --iters x --help", "run -h"}) {
+    SCOPED_TRACE(args);
+    const Result r = run(args, "F8GEMM_PDL=maybe F8GEMM_CACHE_DIR='" + dir_ + "/cache'");
+    EXPECT_EQ(r.rc, 0) << r.err;
+    EXPECT_EQ(r.out.rfind("usage: f8gemm", 0), 0u) << r.out;
+  }
 }
 
 // `f8gemm` alone: one line that says what is missing and where the usage is, exit 2 (it printed

@@ -52,3 +52,23 @@ TEST(ErrorMapping, OtherFailuresAreCudaErrors) {
 
 }  // namespace
 }  // namespace f8gemm
+
+namespace f8gemm {
+namespace {
+
+// detail::quoted, which every echo of user input goes through: printable ASCII as it is, other
+// bytes as \xNN, its own backslash and quote escaped, cut after kQuotedMax with a count. Called
+// on a non-const std::string in namespace detail, an unqualified `quoted` lost to std::quoted
+// by argument-dependent lookup (double quotes, nothing escaped): callers qualify it.
+TEST(Quoted, EscapesControlBytesAndItsOwnQuotesAndCuts) {
+  EXPECT_EQ(detail::quoted("sm90_x"), "'sm90_x'");
+  EXPECT_EQ(detail::quoted(std::string("a\x1b[2Jb\n", 7)), "'a\\x1b[2Jb\\x0a'");
+  EXPECT_EQ(detail::quoted("it's a\\b"), "'it\\'s a\\\\b'");
+  EXPECT_EQ(detail::quoted(std::string("\0\xff", 2)), "'\\x00\\xff'");
+  std::string many(detail::kQuotedMax + 5, 'z');
+  EXPECT_EQ(detail::quoted(many),
+            "'" + std::string(detail::kQuotedMax, 'z') + "' (and 5 more bytes)");
+}
+
+}  // namespace
+}  // namespace f8gemm
