@@ -161,13 +161,13 @@ std::unique_ptr<const LoadedTables> load_tables() {
   if (const std::string path = get_env<std::string>("F8GEMM_TUNE_FILE"); !path.empty()) {
     std::ifstream f(path);
     // The user named the file: a path that cannot be read is a bad argument, not an I/O fault.
-    F8GEMM_REQUIRE(f.good(), kInvalidArgument, "F8GEMM_TUNE_FILE='", path,
-                   "' cannot be read: ", std::strerror(errno));
+    F8GEMM_REQUIRE(f.good(), kInvalidArgument, "F8GEMM_TUNE_FILE=", detail::quoted(path),
+                   " cannot be read: ", std::strerror(errno));
     // A directory opens as a stream and reads as nothing: an empty table, the file unused.
     std::error_code ec;
     F8GEMM_REQUIRE(!std::filesystem::is_directory(path, ec), kInvalidArgument,
-                   "F8GEMM_TUNE_FILE='", path,
-                   "' is a directory; give a table file (key<TAB>config lines, as `f8gemm tune` "
+                   "F8GEMM_TUNE_FILE=", detail::quoted(path),
+                   " is a directory; give a table file (key<TAB>config lines, as `f8gemm tune` "
                    "writes)");
     // A table is kilobytes: a file past kMaxTuneFileBytes (a device file, a wrong path) is
     // refused before it is read whole into memory.

@@ -1,5 +1,6 @@
 /// \brief The `f8gemm` command-line tool: dispatch to the subcommands; errors become one line
 /// on stderr (exit 2 for a bad argument, 1 for everything else).
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
@@ -135,8 +136,13 @@ int main(int argc, char** argv) {
       whole = f8gemm::log_enabled();
     } catch (const f8gemm::Error&) {
     }
-    if (!whole) message = printable_line(message.substr(0, message.find('\n')));
-    std::fprintf(stderr, "%s\n", message.c_str());
+    if (!whole) message = message.substr(0, message.find('\n'));
+    // Each line escaped and cut on its own: the whole log keeps its lines.
+    for (size_t begin = 0; begin <= message.size();) {
+      const size_t end = std::min(message.find('\n', begin), message.size());
+      std::fprintf(stderr, "%s\n", printable_line(message.substr(begin, end - begin)).c_str());
+      begin = end + 1;
+    }
     // kInvalidArgument is a bad argument by definition; kUnsupported comes from a configuration
     // the user forced (--config, F8GEMM_CONFIG) that cannot run the problem.
     const f8gemm::ErrorCode code = e.code();

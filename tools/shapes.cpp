@@ -27,7 +27,9 @@ bool read_line(std::istream& in, std::string& line, size_t& file_bytes, const st
   for (;;) {
     char c = 0;
     if (!in.get(c)) {
-      if (in.bad()) throw UsageError("cannot read shapes file '" + path + "': read error");
+      if (in.bad()) {
+        throw UsageError("cannot read shapes file " + detail::quoted(path) + ": read error");
+      }
       return !line.empty();
     }
     if (++file_bytes > kMaxFileBytes) {
@@ -94,10 +96,14 @@ Shape parse_shape(const std::string& text, const std::string& where) {
 std::vector<Shape> read_shapes_file(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
-    throw UsageError("shapes file '" + path + "' is a directory; give a file of B,M,N,K lines");
+    throw UsageError("shapes file " + detail::quoted(path) +
+                     " is a directory; give a file of B,M,N,K lines");
   }
   std::ifstream in(path);
-  if (!in) throw UsageError("cannot read shapes file '" + path + "': " + std::strerror(errno));
+  if (!in) {
+    throw UsageError("cannot read shapes file " + detail::quoted(path) + ": " +
+                     std::strerror(errno));
+  }
   std::vector<Shape> shapes;
   std::string line;
   int line_no = 0;
@@ -109,7 +115,8 @@ std::vector<Shape> read_shapes_file(const std::string& path) {
     shapes.push_back(parse_shape(line, path + ":" + std::to_string(line_no)));
   }
   if (shapes.empty()) {
-    throw UsageError("shapes file '" + path + "' holds no shapes (expected lines B,M,N,K)");
+    throw UsageError("shapes file " + detail::quoted(path) +
+                     " holds no shapes (expected lines B,M,N,K)");
   }
   return shapes;
 }

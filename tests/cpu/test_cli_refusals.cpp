@@ -478,6 +478,12 @@ TEST(ShapesFileCli, EchoedInputIsEscapedAndCut) {
     EXPECT_NE(r.err.find("no\\x1bsuch"), std::string::npos) << r.err;
     EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << "a raw escape byte on stderr";
     expect_refusal(d, "run --m 16 --n 256 --k 256 --config 'a\\x1b'", "'a\\\\x1b'");
+    // With F8GEMM_LOG on the CLI prints a whole message, line by line, each escaped too.
+    const Outcome l = run_cli(d, "run --m 16 --n 256 --k 256",
+                              "F8GEMM_LOG=1 F8GEMM_TUNE_FILE=\"$(printf 'x\\033y')\"");
+    EXPECT_EQ(l.rc, 2) << l.err;
+    EXPECT_NE(l.err.find("'x\\x1by' cannot be read"), std::string::npos) << l.err;
+    EXPECT_EQ(l.err.find('\x1b'), std::string::npos) << "a raw escape byte on stderr";
   }
   const f8gemm::test::TempDir dir("f8gemm_cli_hostile");
   const std::string path = shapes_file(dir, "1,16,\x1b[2J,256\n");
