@@ -2,7 +2,9 @@
 # Session 41: the H100's first precise-mode table entries (issue 6, item 5: precise at most 1.06x
 # fast on every shape; the H100's tables hold no precise entry, so the cost model decides, and
 # session 41's peer table has precise/fast over 1.06 on eight of the twelve large shapes). Any
-# H100 (the keys name the GPU), about 300 s:
+# GPU: the tune's keys name it, so on an H200 it proposes tables/h200.tsv's entries (whose
+# precise entries are older). About 300 s; a second A/B on the warm machine (card 97) is the
+# check that the first one was not drift:
 #   1. `f8gemm tune --precise` of docs/experiments/s41-precise-shapes.txt, preshuffled and plain;
 #   2. the A/B of the tuned table (tree b: F8GEMM_TUNE_FILE) against the shipped tables and the
 #      model (tree a), `bench --precise`, rounds a b b a (scripts/ab-bench.sh).
