@@ -40,8 +40,8 @@ bool get_env<bool>(const char* name, const bool& fallback) {
   // Anything else was a guess at the spelling: "off" turned logging on and "false" turned the
   // tuned tables off while every value but "0" counted as on.
   throw Error(ErrorCode::kInvalidArgument,
-              concat(name, "=", detail::quoted(v), " is not a switch value: use 1, true, yes or on, or 0, ",
-                     "false, no or off (any case), or leave it unset"));
+              concat(name, "=", detail::quoted(v), " is not a switch value: use 1, true, yes or ",
+                     "on, or 0, false, no or off (any case), or leave it unset"));
 }
 
 }  // namespace f8gemm::detail

@@ -55,7 +55,6 @@ void throw_cuda(cudaError_t status, const char* expr, const char* file, int line
 }
 
 std::string quoted(const std::string& text) {
-  static constexpr char kHex[] = "0123456789abcdef";
   std::string out = "'";
   size_t shown = 0;
   for (; shown < text.size() && shown < kQuotedMax; ++shown) {
@@ -66,9 +65,7 @@ std::string quoted(const std::string& text) {
     } else if (c >= 0x20 && c < 0x7f) {
       out += char(c);
     } else {
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
+      append_hex_escape(out, c);
     }
   }
   out += "'";

@@ -72,7 +72,7 @@ BenchOptions parse_bench_options(const Args& args) {
       }
       o.rotate_l2 = f;
     } else if (name == "--help" || name == "-h") {
-      o.help = flag();
+      flag();  // `--help` itself is answered in main before any parse; `--help=x` is refused
     } else {
       throw UsageError("bench: unknown option " + detail::quoted(args[i]) + "; " + kBenchUsage);
     }

@@ -20,7 +20,6 @@ struct BenchOptions {
   bool precise = false;
   bool prefetch_w = false;  // GemmOptions::prefetch_w (the operands are written before the run)
   double rotate_l2 = kDefaultL2Span;  // input sets span this many L2s (rotation_sets)
-  bool help = false;
 };
 
 /// The options of `f8gemm bench` (`--name value` or `--name=value`); a repeated option takes its

@@ -291,10 +291,6 @@ ShapeSummary bench_shape(const Shape& s, int index, double bw_tbps, double peak_
 
 int cmd_bench(const Args& args) {
   const BenchOptions o = parse_bench_options(args);
-  if (o.help) {
-    std::printf("%s\n", kBenchUsage);
-    return 0;
-  }
   // The CSV would truncate the shapes file it was read from (as tune refuses for --out).
   if (!o.shapes_file.empty() && same_file(o.csv, o.shapes_file)) {
     throw UsageError("bench: --csv " + o.csv + " is the --shapes file; give another file");

@@ -36,7 +36,6 @@ size_t printable_utf8(const std::string& text, size_t i) {
 /// readable line whatever the input. The library's own messages (a `·`) pass as they are.
 std::string printable_line(const std::string& text) {
   constexpr size_t kMaxLineBytes = 1000;
-  static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
   size_t shown = 0;
   while (shown < text.size() && out.size() < kMaxLineBytes) {
@@ -48,9 +47,7 @@ std::string printable_line(const std::string& text) {
       out.append(text, shown, n);
       shown += n;
     } else {
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
+      f8gemm::detail::append_hex_escape(out, c);
       ++shown;
     }
   }

@@ -41,7 +41,7 @@ bool read_line(std::istream& in, std::string& line, size_t& file_bytes, const st
       throw UsageError(path + ":" + std::to_string(line_no) + ": line longer than " +
                        std::to_string(kMaxLineBytes) + " bytes; expected B,M,N,K");
     }
-    line += char(c);
+    line += c;
   }
 }
 

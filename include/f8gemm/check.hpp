@@ -24,6 +24,14 @@ namespace f8gemm::detail {
 inline constexpr size_t kQuotedMax = 120;
 std::string quoted(const std::string& text);
 
+/// Appends byte `c` as \xNN: the escape that quoted() and the CLI's error lines share.
+inline void append_hex_escape(std::string& out, unsigned char c) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out += "\\x";
+  out += kHex[c >> 4];
+  out += kHex[c & 15];
+}
+
 template <typename... Args>
 std::string concat(const Args&... args) {
   std::ostringstream os;
