@@ -267,11 +267,20 @@ Config model_pick(const ProblemShape& p, int sm_count) {
 std::optional<Config> env_forced_config() {
   const std::string name = get_env<std::string>("F8GEMM_CONFIG");
   if (name.empty()) return std::nullopt;
+  Config c;
   try {
-    return Config::parse(name);
+    c = Config::parse(name);
   } catch (const Error& e) {
     throw Error(e.code(), concat("F8GEMM_CONFIG=", detail::quoted(name), ": ", e.message()));
   }
+  // What no problem changes (the tile, the ring, the cluster) is judged now, so that a bad value
+  // is reported before a GPU is looked for (check_environment); a problem's own limits (its K,
+  // precise mode, the epilogue) are judged when one is decided.
+  ProblemShape any;
+  any.k = int64_t(1) << 20;  // every split of K fits
+  const std::string why = config_illegal_reason(c, any);
+  F8GEMM_REQUIRE(why.empty(), kInvalidArgument, "F8GEMM_CONFIG=", detail::quoted(name), ": ", why);
+  return c;
 }
 
 Config decide(const std::string& gpu_name, int sm_count, const ProblemShape& p) {

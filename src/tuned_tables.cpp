@@ -3,16 +3,15 @@
 #include "tuned_tables.hpp"
 
 #include <atomic>
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <memory>
 #include <mutex>
 #include <sstream>
+#include <string_view>
 
 #include "check.hpp"
+#include "f8gemm/small_file.hpp"
 #include "env.hpp"
 #include "jit/embedded.hpp"
 
@@ -159,29 +158,33 @@ constexpr size_t kMaxTuneFileBytes = size_t(64) << 20;
 std::unique_ptr<const LoadedTables> load_tables() {
   auto t = std::make_unique<LoadedTables>();
   if (const std::string path = get_env<std::string>("F8GEMM_TUNE_FILE"); !path.empty()) {
-    std::ifstream f(path);
-    // The user named the file: a path that cannot be read is a bad argument, not an I/O fault.
-    F8GEMM_REQUIRE(f.good(), kInvalidArgument, "F8GEMM_TUNE_FILE=", detail::quoted(path),
-                   " cannot be read: ", std::strerror(errno));
-    // A directory opens as a stream and reads as nothing: an empty table, the file unused.
-    std::error_code ec;
-    F8GEMM_REQUIRE(!std::filesystem::is_directory(path, ec), kInvalidArgument,
-                   "F8GEMM_TUNE_FILE=", detail::quoted(path),
-                   " is a directory; give a table file (key<TAB>config lines, as `f8gemm tune` "
-                   "writes)");
-    // A table is kilobytes: a file past kMaxTuneFileBytes (a device file, a wrong path) is
-    // refused before it is read whole into memory.
-    std::string text;
-    char chunk[1 << 16];
-    while (f.read(chunk, sizeof chunk) || f.gcount() > 0) {
-      text.append(chunk, size_t(f.gcount()));
-      F8GEMM_REQUIRE(text.size() <= kMaxTuneFileBytes, kInvalidArgument, "F8GEMM_TUNE_FILE=",
-                     detail::quoted(path), " is longer than ", kMaxTuneFileBytes >> 20,
-                     " MiB; give a table file (key<TAB>config lines, as `f8gemm tune` writes)");
+    // Read whole, without blocking on a FIFO that has no writer and capped: a table is
+    // kilobytes, so a file past kMaxTuneFileBytes (a device file, a wrong path) is refused.
+    // The user named the file: one that cannot be read is a bad argument, not an I/O fault.
+    const detail::SmallFile file = detail::read_small_file(path, kMaxTuneFileBytes);
+    const std::string named = "F8GEMM_TUNE_FILE=" + detail::quoted(path);
+    switch (file.status) {
+      case detail::SmallFile::Status::kOk: break;
+      case detail::SmallFile::Status::kCannotOpen:
+        throw Error(ErrorCode::kInvalidArgument,
+                    named + " cannot be read: " + std::strerror(file.error));
+      case detail::SmallFile::Status::kReadError:
+        throw Error(ErrorCode::kInvalidArgument, named + " cannot be read: read error (" +
+                                                     std::strerror(file.error) + ")");
+      case detail::SmallFile::Status::kDirectory:
+        throw Error(ErrorCode::kInvalidArgument,
+                    named + " is a directory; give a table file (key<TAB>config lines, as "
+                            "`f8gemm tune` writes)");
+      case detail::SmallFile::Status::kTooLong:
+        throw Error(ErrorCode::kInvalidArgument,
+                    detail::concat(named, " is longer than ", kMaxTuneFileBytes >> 20,
+                                   " MiB; give a table file (key<TAB>config lines, as `f8gemm "
+                                   "tune` writes)"));
     }
-    F8GEMM_REQUIRE(!f.bad(), kInvalidArgument, "F8GEMM_TUNE_FILE=", detail::quoted(path),
-                   " cannot be read: read error");
-    parse_table(text, path, t->entries);
+    // A UTF-8 byte-order mark (an editor's) is not part of the first line's key.
+    std::string_view text(file.text);
+    if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
+    parse_table(std::string(text), path, t->entries);
   }
   for (int i = 0; i < jit::kNumEmbeddedTables; ++i) {
     parse_table(jit::kEmbeddedTables[i].text, jit::kEmbeddedTables[i].name, t->entries);

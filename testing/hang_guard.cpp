@@ -30,7 +30,8 @@ std::string parse_hang_seconds(const std::string& text, double& seconds) {
   char* end = nullptr;
   seconds = std::strtod(text.c_str(), &end);
   if (end != text.c_str() && *end == '\0' && std::isfinite(seconds) && seconds > 0.0) return "";
-  return "F8GEMM_HANG_SECONDS must be a positive, finite number of seconds, got '" + text + "'";
+  return "F8GEMM_HANG_SECONDS must be a positive, finite number of seconds, got " +
+         detail::quoted(text);
 }
 
 /// The value when the program starts, checked before main(): in every program that waits with

@@ -26,6 +26,18 @@ int64_t parse_int(const std::string& text, const std::string& what, int64_t lo, 
   return v;
 }
 
+/// One of bench's options, alone or as --name=value.
+bool is_bench_option(const std::string& arg) {
+  static const char* const kNames[] = {"--shapes",     "--csv",       "--iters", "--no-peak",
+                                       "--precise",    "--prefetch-w", "--rotate-l2", "--help",
+                                       "-h"};
+  const std::string name = arg.substr(0, arg.rfind("--", 0) == 0 ? arg.find('=') : arg.npos);
+  for (const char* n : kNames) {
+    if (name == n) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 BenchOptions parse_bench_options(const Args& args) {
@@ -40,7 +52,10 @@ BenchOptions parse_bench_options(const Args& args) {
     }
     auto value = [&]() -> std::string {
       if (inline_value) return *inline_value;
-      if (i + 1 >= args.size()) throw UsageError("bench: " + name + " needs a value; " + kBenchUsage);
+      // `--csv --iters 5` lacks --csv's value: the next option is not taken for it.
+      if (i + 1 >= args.size() || is_bench_option(args[i + 1])) {
+        throw UsageError("bench: " + name + " needs a value; " + kBenchUsage);
+      }
       return args[++i];
     };
     auto flag = [&]() {

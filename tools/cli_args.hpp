@@ -22,7 +22,10 @@ class Options {
     for (size_t i = 0; i < args.size(); ++i) {
       const std::string& a = args[i];
       if (valued.count(a)) {
-        if (i + 1 >= args.size()) throw UsageError(std::string(command) + ": " + a + " needs a value");
+        // `--m --n 256` lacks --m's value: the next option is not taken for it.
+        if (i + 1 >= args.size() || valued.count(args[i + 1]) || flags.count(args[i + 1])) {
+          throw UsageError(std::string(command) + ": " + a + " needs a value");
+        }
         values_[a].push_back(args[++i]);
       } else if (flags.count(a)) {
         flags_.insert(a);

@@ -72,6 +72,14 @@ int cmd_precompile(const Args& args) {
     p.chained = opt.flag("--chained");  // as called with PDL and prefetch_w (ProblemShape)
     problems.push_back(p);
   }
+  // Keeping the cubins is precompile's purpose: a cache that cannot take them is an error here,
+  // before any compile, where a call that compiles only warns (it still runs).
+  const DeviceInfo info = device_info();
+  if (!info.cache_problem.empty()) {
+    throw UsageError("precompile: the JIT disk cache " + detail::quoted(info.cache_dir) +
+                     " cannot be used (" + info.cache_problem +
+                     "), so nothing would be kept; set F8GEMM_CACHE_DIR to a writable directory");
+  }
   // --gpu h100|h200: choose as that GPU's table and the model do, here or on any machine.
   const bool named = opt.has("--gpu");
   const TargetGpu gpu = named ? named_gpu(opt.str("--gpu", "")) : target_gpu();
@@ -92,7 +100,7 @@ int cmd_precompile(const Args& args) {
                 (long long)p.m, (long long)p.n, (long long)p.k, r.label.c_str(), r.registers,
                 r.spill_bytes, r.cache_key.c_str(), r.wgmma_serialized ? "  WGMMA SERIALIZED" : "");
   }
-  std::printf("cache: %s\n", device_info().cache_dir.c_str());
+  std::printf("cache: %s\n", info.cache_dir.c_str());
   return 0;
 }
 

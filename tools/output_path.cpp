@@ -10,6 +10,25 @@
 
 namespace f8gemm::cli {
 
+namespace {
+
+/// `path` with its symbolic links followed, as many as a kernel would (40), also where the last
+/// one names a file not made yet.
+std::string follow_links(std::string path) {
+  namespace fs = std::filesystem;
+  for (int hop = 0; hop < 40; ++hop) {
+    std::error_code ec;
+    if (!fs::is_symlink(fs::symlink_status(path, ec))) break;
+    const fs::path target = fs::read_symlink(path, ec);
+    if (ec) break;
+    path = target.is_absolute() ? target.string()
+                                : (fs::path(path).parent_path() / target).string();
+  }
+  return path;
+}
+
+}  // namespace
+
 std::string unwritable_reason(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -28,10 +47,17 @@ std::string unwritable_reason(const std::string& path) {
     close(fd);
     return "";
   }
+  // A symbolic link to no file: the write will make its target, so that is what is checked.
+  const std::string target = follow_links(path);
+  if (fs::is_symlink(fs::symlink_status(target, ec))) return std::strerror(ELOOP);  // a cycle
+  if (target != path) {
+    const std::string why = unwritable_reason(target);
+    return why.empty() ? "" : why + " (where its symbolic link points)";
+  }
   const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
   if (!fs::is_directory(dir, ec)) return "no directory " + dir.string();
   // A new file: made and removed at once. EEXIST is a file that appeared meanwhile, or a
-  // symbolic link to none, which the write will follow.
+  // symbolic link made meanwhile, which the write will follow.
   const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return errno == EEXIST ? "" : std::strerror(errno);
   close(fd);
@@ -53,19 +79,8 @@ bool same_file(const std::string& a, const std::string& b) {
   };
   if (!regular_or_new(a) || !regular_or_new(b)) return false;
   // A symbolic link to a file not made yet resolves to nothing (weakly_canonical keeps the
-  // link's own name): follow the links by hand, as many as a kernel would (40).
-  auto follow = [](std::string path) {
-    for (int hop = 0; hop < 40; ++hop) {
-      std::error_code ec;
-      if (!fs::is_symlink(fs::symlink_status(path, ec))) break;
-      const fs::path target = fs::read_symlink(path, ec);
-      if (ec) break;
-      path = target.is_absolute() ? target.string()
-                                  : (fs::path(path).parent_path() / target).string();
-    }
-    return path;
-  };
-  const std::string fa = follow(a), fb = follow(b);
+  // link's own name): its links are followed by hand.
+  const std::string fa = follow_links(a), fb = follow_links(b);
   std::error_code ec;
   // Hard links too, where both exist; else the paths as they resolve (a new file has no inode).
   if (fs::equivalent(fa, fb, ec) && !ec) return true;

@@ -1,41 +1,28 @@
 /// \brief The CLI's shapes: parsing, shapes files and the default list (see shapes.hpp).
 #include "shapes.hpp"
 
-#include <cerrno>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
+#include <sstream>
 
 #include "commands.hpp"
 #include "f8gemm/check.hpp"
+#include "f8gemm/small_file.hpp"
 
 namespace f8gemm::cli {
 
 namespace {
 
 /// A shapes file holds a few lines of B,M,N,K: anything far longer is not one (a device file,
-/// a binary), and is refused before it is read whole into memory.
+/// a binary), and is refused at the cap rather than read whole into memory.
 constexpr size_t kMaxLineBytes = 4096;
 constexpr size_t kMaxFileBytes = size_t(16) << 20;
 
-/// The next line of `in` (without its '\n') into `line`; false at the end of the file. Throws
-/// a UsageError once the line passes kMaxLineBytes or the file kMaxFileBytes, or on a read
-/// error (istream::get turns the stream buffer's exception into badbit).
-bool read_line(std::istream& in, std::string& line, size_t& file_bytes, const std::string& path,
-               int line_no) {
+/// The next line of `in` (without its '\n') into `line`; false at the end of the text. Throws a
+/// UsageError once the line passes kMaxLineBytes (the file's size is capped when it is read).
+bool read_line(std::istream& in, std::string& line, const std::string& path, int line_no) {
   line.clear();
-  for (;;) {
-    char c = 0;
-    if (!in.get(c)) {
-      if (in.bad()) {
-        throw UsageError("cannot read shapes file " + detail::quoted(path) + ": read error");
-      }
-      return !line.empty();
-    }
-    if (++file_bytes > kMaxFileBytes) {
-      throw UsageError("shapes file " + detail::quoted(path) + " is longer than " +
-                       std::to_string(kMaxFileBytes >> 20) + " MiB; give a file of B,M,N,K lines");
-    }
+  for (char c = 0;;) {
+    if (!in.get(c)) return !line.empty();
     if (c == '\n') return true;
     if (line.size() == kMaxLineBytes) {
       throw UsageError(path + ":" + std::to_string(line_no) + ": line longer than " +
@@ -94,21 +81,29 @@ Shape parse_shape(const std::string& text, const std::string& where) {
 }
 
 std::vector<Shape> read_shapes_file(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    throw UsageError("shapes file " + detail::quoted(path) +
-                     " is a directory; give a file of B,M,N,K lines");
+  // Read whole first (a FIFO with no writer reads as empty, a device file stops at the cap),
+  // then taken line by line.
+  const detail::SmallFile file = detail::read_small_file(path, kMaxFileBytes);
+  switch (file.status) {
+    case detail::SmallFile::Status::kOk: break;
+    case detail::SmallFile::Status::kDirectory:
+      throw UsageError("shapes file " + detail::quoted(path) +
+                       " is a directory; give a file of B,M,N,K lines");
+    case detail::SmallFile::Status::kCannotOpen:
+      throw UsageError("cannot read shapes file " + detail::quoted(path) + ": " +
+                       std::strerror(file.error));
+    case detail::SmallFile::Status::kReadError:
+      throw UsageError("cannot read shapes file " + detail::quoted(path) + ": read error (" +
+                       std::strerror(file.error) + ")");
+    case detail::SmallFile::Status::kTooLong:
+      throw UsageError("shapes file " + detail::quoted(path) + " is longer than " +
+                       std::to_string(kMaxFileBytes >> 20) + " MiB; give a file of B,M,N,K lines");
   }
-  std::ifstream in(path);
-  if (!in) {
-    throw UsageError("cannot read shapes file " + detail::quoted(path) + ": " +
-                     std::strerror(errno));
-  }
+  std::istringstream in(file.text);
   std::vector<Shape> shapes;
   std::string line;
   int line_no = 0;
-  size_t file_bytes = 0;
-  while (read_line(in, line, file_bytes, path, line_no + 1)) {
+  while (read_line(in, line, path, line_no + 1)) {
     ++line_no;
     line = trim(line.substr(0, line.find('#')));
     if (line.empty()) continue;

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "check.hpp"
+#include "f8gemm/small_file.hpp"
 #include "env.hpp"
 #include "hash.hpp"
 #include "jit/io.hpp"
@@ -25,6 +26,8 @@ constexpr char kMagic[8] = {'F', '8', 'G', 'E', 'M', 'M', 'J', '1'};
 constexpr size_t kKeyChars = detail::Hash128::kHexChars;
 /// magic, format, header size, key, cubin size, log size, payload checksum.
 constexpr size_t kHeaderBytes = 8 + 4 + 4 + kKeyChars + 8 + 8 + 8;
+/// A cubin of this project is kilobytes to a few MiB; a cache file past this is not one.
+constexpr size_t kMaxCacheFileBytes = size_t(256) << 20;
 
 std::string home_dir() {
   std::string home = detail::get_env<std::string>("HOME");
@@ -102,8 +105,9 @@ std::string cache_problem() {
 // F8GEMM_CACHE_DIR (or precompiled for a server) must hear that every process compiles again.
 void warn_cache_unusable(const std::string& dir, const std::string& why) {
   print_line_once("cache " + dir,
-                  detail::concat("f8gemm: warning: the JIT disk cache '", dir, "' is unusable (",
-                                 why, "); compiled kernels are kept in memory only"));
+                  detail::concat("f8gemm: warning: the JIT disk cache ", detail::quoted(dir),
+                                 " is unusable (", why,
+                                 "); compiled kernels are kept in memory only"));
 }
 
 bool ensure_cache_dir(const std::string& dir) {
@@ -118,18 +122,19 @@ std::string cache_file_path(const std::string& dir, const std::string& key) {
 
 DiskResult load_cache_file(const std::string& path, const std::string& key,
                            std::vector<char>* cubin, std::string* log, std::string* why) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) return DiskResult::kMiss;
-  std::vector<char> data;
-  char buf[1 << 16];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) data.insert(data.end(), buf, buf + n);
-  bool read_error = std::ferror(f) != 0;
-  std::fclose(f);
-  if (read_error) {
-    *why = "read error";
-    return DiskResult::kCorrupt;
+  // Without blocking on a FIFO put in its place, and capped: a cubin is at most a few MiB, so a
+  // link to a device file is a corrupt entry, not a read to the end of memory.
+  const detail::SmallFile file = detail::read_small_file(path, kMaxCacheFileBytes);
+  switch (file.status) {
+    case detail::SmallFile::Status::kOk: break;
+    case detail::SmallFile::Status::kCannotOpen: return DiskResult::kMiss;
+    case detail::SmallFile::Status::kDirectory: *why = "a directory"; return DiskResult::kCorrupt;
+    case detail::SmallFile::Status::kTooLong:
+      *why = detail::concat("longer than ", kMaxCacheFileBytes >> 20, " MiB");
+      return DiskResult::kCorrupt;
+    case detail::SmallFile::Status::kReadError: *why = "read error"; return DiskResult::kCorrupt;
   }
+  const std::string& data = file.text;
   if (data.size() < kHeaderBytes) {
     *why = "shorter than its header";
     return DiskResult::kCorrupt;

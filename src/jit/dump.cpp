@@ -18,8 +18,8 @@ void dump(const std::string& label, const std::string& key, const std::string& s
   // One warning per directory: each instance would otherwise fail four files with it.
   const std::string problem = make_directory(dir);
   if (!problem.empty()) {
-    print_line_once("dump " + dir, detail::concat("f8gemm: warning: F8GEMM_DUMP_DIR '", dir,
-                                                  "' is unusable (", problem,
+    print_line_once("dump " + dir, detail::concat("f8gemm: warning: F8GEMM_DUMP_DIR ",
+                                                  detail::quoted(dir), " is unusable (", problem,
                                                   "); no instance is dumped"));
     return;
   }
@@ -32,8 +32,9 @@ void dump(const std::string& label, const std::string& key, const std::string& s
   for (const auto& [ext, text] : files) {
     std::string why;
     if (!write_file(base + ext, {{text->data(), text->size()}}, &why)) {
-      print_line_once("dump " + dir, detail::concat("f8gemm: warning: F8GEMM_DUMP_DIR '", dir,
-                                                    "': cannot write ", base, ext, ": ", why,
+      print_line_once("dump " + dir, detail::concat("f8gemm: warning: F8GEMM_DUMP_DIR ",
+                                                    detail::quoted(dir), ": cannot write ",
+                                                    detail::quoted(base + ext), ": ", why,
                                                     " (said once for the directory)"));
     }
   }

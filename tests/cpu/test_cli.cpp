@@ -95,6 +95,12 @@ TEST_F(CliTest, EnvironmentValuesTheDecisionCannotUseExitTwoNamingTheVariable) {
       // silently not used (exit 0).
       {"F8GEMM_TUNE_FILE='" + dir_ + "'", "F8GEMM_TUNE_FILE='" + dir_ + "' is a directory"},
       {"F8GEMM_CONFIG=garbage", "F8GEMM_CONFIG='garbage': config name 'garbage' does not match"},
+      // A name that parses but that no problem can run: judged before the GPU is looked for
+      // (session 42's probe: run said "no device" first, exit 1), as --config is.
+      {"F8GEMM_CONFIG=sm90_tiled_0x0x0_s0_c0x0_r0",
+       "F8GEMM_CONFIG='sm90_tiled_0x0x0_s0_c0x0_r0': bk must be 128"},
+      {"F8GEMM_CONFIG=sm90_tiled_128x256x128_s99_c1x1_r8",
+       "F8GEMM_CONFIG='sm90_tiled_128x256x128_s99_c1x1_r8': stages must be 2..16"},
       {"F8GEMM_NO_TUNED=maybe", "F8GEMM_NO_TUNED='maybe' is not a switch value"},
   };
   for (const auto& c : cases) {

@@ -4,9 +4,12 @@
 /// refuses, buffers that cannot fit (tools/buffer_bytes.hpp), an empty problem to time, and a bad
 /// F8GEMM_HANG_SECONDS. Runs the built binary.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -444,11 +447,13 @@ TEST(HangSecondsCli, ABadValueExitsTwoBeforeAnyWork) {
 
 // Session 41's probe of hostile input. A shapes file that never ends (/dev/zero) or a line of
 // megabytes was read whole into memory first (16.9 GB before the error); now a line past 4,096
-// bytes and a file past 16 MiB are refused at once.
+// bytes and a file past 16 MiB are refused, with at most 16 MiB read.
 TEST(ShapesFileCli, AnEndlessOrOverlongFileIsRefusedWithoutReadingItWhole) {
   const f8gemm::test::TempDir dir("f8gemm_cli_hostile");
   if (fs::exists("/dev/zero")) {
-    expect_refusal(dir, "precompile --shapes /dev/zero", "/dev/zero:1: line longer than 4096");
+    // Read up to the file cap first (session 42: the read no longer blocks on a FIFO), so
+    // the cap, not the line's, ends it: 16 MiB read, not gigabytes.
+    expect_refusal(dir, "precompile --shapes /dev/zero", "'/dev/zero' is longer than 16 MiB");
   }
   const std::string path = shapes_file(dir, "1,16,256,256\n# " + std::string(5000, 'x') + "\n");
   expect_refusal(dir, "precompile --shapes '" + path + "'", path + ":2: line longer than 4096");
@@ -567,4 +572,83 @@ TEST(TuneCli, AnOutputNoFileSystemTakesIsRefusedBeforeTheRunEvenForRoot) {
                             "F8GEMM_CACHE_DIR='" + dir.path() + "/cache'");
   EXPECT_EQ(r.err.find("cannot write"), std::string::npos) << r.err;
   if (r.rc != 0) EXPECT_FALSE(fs::exists(out)) << "the check left its probe file";
+}
+
+// Session 42's probe. A FIFO with no writer, named as a shapes file or as F8GEMM_TUNE_FILE, hung
+// the CLI in its open (a timeout's exit 124); it now reads as empty at once. A pipe with a
+// writer is still read to its end.
+TEST(ShapesFileCli, AFifoWithNoWriterReadsAsEmptyInsteadOfHanging) {
+  const f8gemm::test::TempDir dir("f8gemm_cli_hostile");
+  const std::string fifo = dir.path() + "/fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  // `timeout` makes a hang fail the test (exit 124) instead of stopping the suite.
+  for (const char* command : {"bench", "precompile", "tune"}) {
+    const Outcome r =
+        run_cli(dir, std::string(command) + " --shapes '" + fifo + "'", "timeout 20");
+    EXPECT_EQ(r.rc, 2) << command << ": " << r.err;
+    EXPECT_NE(r.err.find("holds no shapes"), std::string::npos) << command << ": " << r.err;
+  }
+  // As a table it is an empty one: the model chooses, and the command completes.
+  const std::string cache = "F8GEMM_CACHE_DIR='" + dir.path() + "/cache'";
+  const Outcome t = run_cli(dir, "precompile --gpu h100 --shape 1,16,256,256",
+                            "timeout 60 env " + cache + " F8GEMM_TUNE_FILE='" + fifo + "'");
+  EXPECT_EQ(t.rc, 0) << t.err;
+  // A pipe with a writer: the shapes come through.
+  const Outcome p = run_cli(dir, "precompile --gpu h100 --shapes /dev/stdin",
+                            "echo 1,16,256,256 | timeout 60 env " + cache);
+  EXPECT_EQ(p.rc, 0) << p.err;
+}
+
+// An option whose value is missing took the next option for it: `run --m --n 256` said
+// "unknown option '256'", and `--trace --once` would trace into a file named --once.
+TEST(RunCli, AnOptionWithoutItsValueDoesNotTakeTheNextOption) {
+  const f8gemm::test::TempDir dir("f8gemm_cli_values");
+  expect_refusal(dir, "run --m --n 256 --k 256", "run: --m needs a value");
+  expect_refusal(dir, "run --m 16 --n 256 --k 256 --trace --once", "run: --trace needs a value");
+  expect_refusal(dir, "bench --csv --iters 5", "bench: --csv needs a value");
+  expect_refusal(dir, "bench --shapes --csv=x.csv", "bench: --shapes needs a value");
+}
+
+// precompile exists to keep cubins: with a cache it could not write it compiled everything,
+// warned and exited 0. Now it refuses before the first compile.
+TEST(PrecompileCli, ACacheThatCannotBeWrittenIsRefusedBeforeAnyCompile) {
+  const f8gemm::test::TempDir dir("f8gemm_cli_hostile");
+  const std::string file = dir.path() + "/a-file";
+  std::ofstream(file) << "x";
+  expect_refusal(dir, "precompile --gpu h100 --shape 1,16,256,256",
+                 "precompile: the JIT disk cache '" + file + "' cannot be used",
+                 "F8GEMM_CACHE_DIR='" + file + "'");
+  expect_refusal(dir, "precompile --gpu h100 --candidates --shape 1,16,256,256",
+                 "so nothing would be kept", "F8GEMM_CACHE_DIR='" + file + "'");
+}
+
+// An output path that is a symbolic link to a file in no directory passed the check (the
+// create-and-remove probe met the link itself), so tune would have learnt so after its run.
+TEST(TuneCli, ALinkToAnUnwritablePlaceIsRefusedBeforeTheRun) {
+  const f8gemm::test::TempDir dir("f8gemm_cli_hostile");
+  const std::string shapes = shapes_file(dir, "1,16,256,256\n");
+  const std::string link = dir.path() + "/dangling";
+  fs::create_symlink(dir.path() + "/no/such/dir/t.tsv", link);
+  expect_refusal(dir, "tune --shapes '" + shapes + "' --out '" + link + "'",
+                 "(where its symbolic link points)");
+  expect_refusal(dir, "bench --shapes '" + shapes + "' --csv '" + link + "'",
+                 "(where its symbolic link points)");
+  // A cycle of three links is refused, and the check ends.
+  fs::create_symlink(dir.path() + "/l2", dir.path() + "/l1");
+  fs::create_symlink(dir.path() + "/l3", dir.path() + "/l2");
+  fs::create_symlink(dir.path() + "/l1", dir.path() + "/l3");
+  expect_refusal(dir, "bench --shapes '" + shapes + "' --csv '" + dir.path() + "/l1'",
+                 "Too many levels of symbolic links", "timeout 20");
+}
+
+// An editor's UTF-8 byte-order mark before a table's first line made that line an error
+// ("expected '<key><TAB><config>'"); it is not part of the text.
+TEST(TuneFileCli, AByteOrderMarkBeforeTheFirstLineIsIgnored) {
+  const f8gemm::test::TempDir dir("f8gemm_cli_hostile");
+  const std::string table = dir.path() + "/bom.tsv";
+  std::ofstream(table) << "\xEF\xBB\xBF# a comment line\n";
+  const Outcome r = run_cli(dir, "precompile --gpu h100 --shape 1,16,256,256",
+                            "F8GEMM_CACHE_DIR='" + dir.path() + "/cache' F8GEMM_TUNE_FILE='" +
+                                table + "'");
+  EXPECT_EQ(r.rc, 0) << r.err;
 }

@@ -1282,13 +1282,18 @@ TEST_F(DecideTest, ForcedIllegalConfigThrowsUnsupported) {
         << e.what();
     EXPECT_NE(std::string(e.what()).find("bn must be <= 192"), std::string::npos) << e.what();
   }
+  // A config that no problem can run is a bad value of the variable itself (session 42: judged
+  // when the variable is read, so check_environment reports it before any GPU is looked for).
   config_.set(make(KernelPath::kTiled, 128, 128, 8).name());  // 299,136 bytes of shared memory
   try {
     decide("NVIDIA H200", kH200Sms, precise);
     ADD_FAILURE() << "an 8-stage 128x128 config was accepted";
   } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kUnsupported) << e.what();
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
+    EXPECT_NE(std::string(e.what()).find("bytes of shared memory"), std::string::npos)
+        << e.what();
   }
+  EXPECT_THROW(check_environment(false), Error);
   config_.set("sm90_tiled_not_a_config");
   try {
     decide("NVIDIA H200", kH200Sms, precise);

@@ -33,6 +33,11 @@ TEST(HangGuard, DeadlineIsTwoMinutesUnlessSet) {
                        std::string("F8GEMM_HANG_SECONDS must be a positive, finite number of "
                                    "seconds, got '") + bad + "'");
   }
+  // Echoed as one line: the guard runs before main(), so it escapes on its own.
+  env.set("1\nsecond line\x1b[31m");
+  test::expect_error([] { (void)test::hang_seconds(); }, ErrorCode::kInvalidArgument,
+                     "F8GEMM_HANG_SECONDS must be a positive, finite number of seconds, got "
+                     "'1\\x0asecond line\\x1b[31m'");
 }
 
 // A binary that links the guard checks the value it starts with before main(): this one, run

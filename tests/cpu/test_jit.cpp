@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -297,6 +298,26 @@ TEST(DiskCacheFile, AFlippedByteOfTheLogIsCorrupt) {
   const auto [result, why] = load_bytes(dir.path(), key, bytes);
   EXPECT_EQ(result, f8gemm::jit::DiskResult::kCorrupt);
   EXPECT_EQ(why, "checksum mismatch");
+}
+
+// A FIFO under a key's name hung the loader in its open, and a link to /dev/zero read until
+// memory ran out (session 42's probe): both are now corrupt entries, at once.
+TEST(DiskCacheFile, AFifoOrAnEndlessFileIsCorruptWithoutHangingOrReadingItAll) {
+  const f8gemm::test::TempDir dir("f8gemm_disk_cache");
+  const std::string key = f8gemm::jit::make_key(tiny_source("fifo"), default_options());
+  const std::string path = f8gemm::jit::cache_file_path(dir.path(), key);
+  ASSERT_EQ(mkfifo(path.c_str(), 0600), 0) << std::strerror(errno);
+  std::vector<char> cubin;
+  std::string log, why;
+  EXPECT_EQ(f8gemm::jit::load_cache_file(path, key, &cubin, &log, &why),
+            f8gemm::jit::DiskResult::kCorrupt);
+  EXPECT_EQ(why, "shorter than its header");
+  if (!std::filesystem::exists("/dev/zero")) return;
+  std::filesystem::remove(path);
+  std::filesystem::create_symlink("/dev/zero", path);
+  EXPECT_EQ(f8gemm::jit::load_cache_file(path, key, &cubin, &log, &why),
+            f8gemm::jit::DiskResult::kCorrupt);
+  EXPECT_EQ(why, "longer than 256 MiB");
 }
 
 TEST_F(JitTest, SameSourceTwiceIsAMemoryHit) {
