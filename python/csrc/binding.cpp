@@ -6,6 +6,7 @@
 #include <c10/cuda/CUDAStream.h>
 #include <c10/util/Exception.h>
 
+#include <cstdint>
 #include <cstring>
 
 namespace f8gemm_torch {
@@ -96,6 +97,34 @@ TensorView new_output_view(c10::SymIntArrayRef sizes, at::ScalarType dtype) {
   }
   v.data = &kShapeOnly;
   return v;
+}
+
+TensorView unallocated_output_view(c10::SymIntArrayRef sizes, at::ScalarType dtype, int device) {
+  TensorView v = new_output_view(sizes, dtype);
+  // Unsigned: a product past int64 wraps instead of overflowing, and the library refuses such
+  // a shape (require_view) before it reads a stride.
+  uint64_t stride = 1;
+  for (int i = v.rank - 1; i >= 0; --i) {
+    v.stride[i] = static_cast<int64_t>(stride);
+    stride *= static_cast<uint64_t>(v.shape[i]);
+  }
+  v.device = device;
+  // 2^63: no input can lie there. User-space addresses, device memory's included (CUDA's
+  // unified addressing), stay below 2^57 on x86-64 and 2^52 on AArch64, and the library
+  // compares byte ranges in 128 bits, so [2^63, 2^63 + bytes) overlaps no input for any size.
+  v.data = reinterpret_cast<void*>(uintptr_t(1) << 63);
+  return v;
+}
+
+void require_flat_input(const char* op, const TensorView& v, const char* name, int alignment) {
+  if (!v.is_contiguous()) {
+    C10_THROW_ERROR(ValueError,
+                    c10::str("f8gemm.", op, ": invalid argument: ", name, " must be contiguous"));
+  }
+  if (reinterpret_cast<uintptr_t>(v.data) % alignment != 0) {
+    C10_THROW_ERROR(ValueError, c10::str("f8gemm.", op, ": invalid argument: ", name, " must be ",
+                                         alignment, "-byte aligned"));
+  }
 }
 
 TensorView shape_view_of(const at::Tensor& t, const char* op, const char* name,

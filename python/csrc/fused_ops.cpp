@@ -110,6 +110,9 @@ std::tuple<at::Tensor, at::Tensor> silu_mul_quantize_fp8_row(
   std::vector<int64_t> q_shape;
   for (const c10::SymInt& s : require_gate_up(gate_up)) q_shape.push_back(s.expect_int());
   const TensorView in = view_of(gate_up, "gate_up");
+  // The library's memory rule for gate_up before anything is allocated: an expanded gate_up
+  // would otherwise get outputs as large as its logical shape.
+  f8gemm_torch::require_flat_input(kOp, in, "gate_up", f8gemm::dtype_size(in.dtype));
   f8gemm::QuantizeOptions opt;
   opt.pdl = f8gemm_torch::to_pdl(pdl);
   TensorView ub_view;

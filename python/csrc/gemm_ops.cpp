@@ -4,7 +4,8 @@
 ///
 /// Every op runs on its tensors' device (a CUDA guard) and on that device's current torch
 /// stream. Inputs are validated by the library under the op's argument names (XQ, WQ, output),
-/// never copied (no .contiguous()): the only allocation is the output. Inside CUDA-graph capture,
+/// never copied (no .contiguous()): the only allocation is the output, made once every argument
+/// has passed the library's checks (check_functional_call). Inside CUDA-graph capture,
 /// a GEMM whose plan is not built (f8gemm::is_ready) raises a RuntimeError telling the user to
 /// precompile instead of compiling during the capture. The trailing `pdl` (schemas.cpp) becomes
 /// GemmOptions::pdl: programmatic dependent launch for this call, or the library's default. The
@@ -154,7 +155,8 @@ std::string gemm_hint(const GemmArgs& a, const f8gemm::Error& e) {
 /// the stream. with_memory: the call's views (view_of); else shapes only (shape_view_of), for
 /// the Meta kernels' check. Both take the same steps in the same order, so that both raise the
 /// same first error. `out`: the _out forms' output; null for a functional op, whose output is
-/// not allocated yet (the caller sets c.y: new_output_view, whose checks cannot fail).
+/// not allocated yet (the caller sets c.y: new_output_view or unallocated_output_view, whose
+/// checks cannot fail).
 void fill_gemm_call(GemmCall& c, const GemmArgs& a, const at::Tensor* out, bool with_memory) {
   const char* op = a.op;
   const auto view = with_memory ? &view_of : &shape_view_of;
@@ -209,15 +211,32 @@ void gemm_into(const GemmArgs& a, const at::Tensor& out) {
   run_gemm(a, c);
 }
 
-/// The functional forms: the shape rules first, over the inputs' views and the output's shape,
-/// as the Meta kernel runs them (check_gemm_shapes below), so that nothing is allocated for a
-/// call they refuse (a wrong WQ's N may make any output size), then the output and the call.
+/// The library's whole validation of a functional call before its output exists
+/// (gemm_problem over unallocated_output_view): the shape rules, which the Meta kernel runs
+/// alone (check_gemm_shapes below), then the memory and place of every input, with the call's
+/// error and hint. Nothing is allocated for a call it refuses: a wrong WQ's N may make any
+/// output size, and an expanded or CPU XQ one as large as its logical shape.
+void check_functional_call(const GemmArgs& a, GemmCall& c, c10::SymIntArrayRef out_shape,
+                           at::ScalarType out_dtype) {
+  c.y = unallocated_output_view(out_shape, out_dtype, c.x.device);
+  try {
+    if (a.batched) {
+      (void)f8gemm::batched_gemm_problem(c.x, c.w, a.layout, c.xs, c.ws, c.y, c.options);
+    } else {
+      (void)f8gemm::gemm_problem(c.x, c.w, a.layout, c.xs, c.ws, c.y, c.options);
+    }
+  } catch (const f8gemm::Error& e) {
+    rethrow(a.op, e, gemm_hint(a, e));
+  }
+}
+
+/// The functional forms: every argument checked (check_functional_call), then the output and
+/// the call.
 at::Tensor gemm_functional(const GemmArgs& a, at::ScalarType out_dtype) {
   const std::vector<c10::SymInt> shape = gemm_out_shape(a);
   GemmCall c;
   fill_gemm_call(c, a, nullptr, true);
-  c.y = new_output_view(shape, out_dtype);
-  check_shapes(a, c);
+  check_functional_call(a, c, shape, out_dtype);
   at::Tensor out = new_empty(a.XQ, C10_AS_INTARRAYREF_SLOW(shape), out_dtype);
   c.y = view_of(out, a.op, "output", "torch.bfloat16 or torch.float16");
   run_gemm(a, c);

@@ -103,7 +103,7 @@ void check_grouped_capture(const GroupedArgs& a, const GroupedCall& c, const OnD
 /// the stream. with_memory: the call's views (view_of); else shapes only (shape_view_of), for
 /// the Meta kernels' check, in the same steps and order. `out`: the _out forms' output; null
 /// for a functional op, whose output is not allocated yet (the caller sets c.y:
-/// new_output_view, whose checks cannot fail).
+/// new_output_view or unallocated_output_view, whose checks cannot fail).
 void fill_grouped_call(GroupedCall& c, const GroupedArgs& a, const at::Tensor* out,
                        bool with_memory) {
   const char* op = a.op;
@@ -168,15 +168,27 @@ void grouped_into(const GroupedArgs& a, const at::Tensor& out) {
   run_grouped(a, c, out);
 }
 
-/// The functional forms: the shape rules first, over the inputs' views and the output's shape,
-/// as the Meta kernel runs them (check_grouped_shapes below), so that nothing is allocated for
-/// a call they refuse, then the output and the call.
+/// The library's whole validation of a functional call before its output exists
+/// (grouped_problem over unallocated_output_view): the shape rules, which the Meta kernel runs
+/// alone (check_grouped_shapes below), then the memory and place of every input, the group
+/// sizes' included, with the call's error and hint; nothing is allocated for a call it refuses.
+void check_functional_call(const GroupedArgs& a, GroupedCall& c, c10::SymIntArrayRef out_shape) {
+  c.y = unallocated_output_view(out_shape, at::ScalarType::BFloat16, c.x.device);
+  try {
+    (void)f8gemm::grouped_problem(c.x, c.w, a.layout, c.xs, c.ws, c.sizes, c.y, c.options,
+                                  a.padded);
+  } catch (const f8gemm::Error& e) {
+    rethrow(a.op, e, grouped_layout_hint(a));
+  }
+}
+
+/// The functional forms: every argument checked (check_functional_call), then the output and
+/// the call.
 at::Tensor grouped_functional(const GroupedArgs& a) {
   const std::vector<c10::SymInt> shape = grouped_out_shape(a);
   GroupedCall c;
   fill_grouped_call(c, a, nullptr, true);
-  c.y = new_output_view(shape, at::ScalarType::BFloat16);
-  check_shapes(a, c);
+  check_functional_call(a, c, shape);
   at::Tensor out = new_empty(a.XQ, C10_AS_INTARRAYREF_SLOW(shape), at::ScalarType::BFloat16);
   c.y = view_of(out, a.op, "output", "torch.bfloat16 or torch.float16");
   run_grouped(a, c, out);

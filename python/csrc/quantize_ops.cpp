@@ -141,13 +141,22 @@ std::tuple<at::Tensor, at::Tensor> quantize_fp8_row(const at::Tensor& a,
   TensorView ub_view;
   pass_scale_ub(op, "a", a, scale_ub, ub_view, opt);
   const TensorView in = view_of(a, op, "a", "torch.bfloat16, torch.float16 or torch.float32");
+  // The library's memory rules for the tensors that exist already, before anything is
+  // allocated: an expanded `a` would otherwise get an output as large as its logical shape.
+  require_flat_input(op, in, "a", f8gemm::dtype_size(in.dtype));
+  TensorView qv;
   at::Tensor q;
   if (output.has_value() && output->defined()) {
     q = *output;
+    qv = view_of(q, op, "output", "torch.float8_e4m3fn");
+    require_flat_input(op, qv, "output", 1);
+    if (qv.device != in.device) {
+      invalid(op, "a and output must be in the same memory (host or one GPU)");
+    }
   } else {
     q = new_empty(a, a.sizes(), at::ScalarType::Float8_e4m3fn);
+    qv = view_of(q, op, "output", "torch.float8_e4m3fn");
   }
-  const TensorView qv = view_of(q, op, "output", "torch.float8_e4m3fn");
   at::Tensor scale = new_empty(a, a.sizes().slice(0, a.dim() - 1), at::ScalarType::Float);
   const TensorView sv = view_of(scale, op, "scale", "torch.float32");
   OnDevice on(a);

@@ -73,9 +73,9 @@ capture) raises RuntimeError.
 """
 
 import glob
-import numbers
 import operator
 import os
+import sys
 
 import torch
 
@@ -161,15 +161,17 @@ def _torch_mismatch(built, running):
             "`pip install --no-build-isolation .` under this torch")
 
 
-build_info = _load_build_info()
-library_path = _find_library()
-if build_info is not None and os.path.dirname(library_path) == _HERE:
-    _why = _torch_mismatch(build_info["torch"], str(torch.__version__))
-    if _why:
-        raise ImportError(_why)
-if not hasattr(torch.ops.f8gemm, "f8f8bf16_rowwise"):  # loading twice would re-register
+def _load_extension():
+    """Finds and loads the extension; returns its path. ImportError saying why not."""
+    path = _find_library()
+    if build_info is not None and os.path.dirname(path) == _HERE:
+        why = _torch_mismatch(build_info["torch"], str(torch.__version__))
+        if why:
+            raise ImportError(why)
+    if hasattr(torch.ops.f8gemm, "f8f8bf16_rowwise"):  # loading twice would re-register
+        return path
     try:
-        torch.ops.load_library(library_path)
+        torch.ops.load_library(path)
     except OSError as e:
         # The loader's error as the ImportError that `import` callers handle. torch re-raises
         # dlopen's failure as "Could not load this library", with dlerror's text as the cause.
@@ -177,11 +179,39 @@ if not hasattr(torch.ops.f8gemm, "f8f8bf16_rowwise"):  # loading twice would re-
         torch_build = (f"a CUDA {torch.version.cuda} build" if torch.version.cuda
                        else "a CPU-only build, which cannot load it")
         raise ImportError(
-            f"f8gemm: cannot load {library_path}: {cause}. The extension needs a CUDA build "
+            f"f8gemm: cannot load {path}: {cause}. The extension needs a CUDA build "
             f"of torch (torch {torch.__version__} is {torch_build}), NVRTC's "
             "libnvrtc.so.13 (`pip install nvidia-cuda-nvrtc`: its site-packages/nvidia/cu13/lib "
             "is on the extension's RPATH; or the toolkit's, on LD_LIBRARY_PATH), and the torch "
             "it was built against (an undefined symbol means another torch)") from e
+    return path
+
+
+def _imported_by_module_cli():
+    """True while `python -m f8gemm ...` imports this package before it runs f8gemm.__main__,
+    which therefore cannot catch the package's ImportError. While Python locates the module of
+    -m, sys.argv[0] is "-m" (documented with -m) and sys.argv[1:] are the module's arguments;
+    sys.orig_argv holds the whole command line, where the token before those arguments names
+    the module: "f8gemm" (or "f8gemm.__main__"), or "-mf8gemm" when written as one."""
+    argv, orig = sys.argv, getattr(sys, "orig_argv", [])
+    if argv[:1] != ["-m"] or len(orig) < len(argv):
+        return False
+    token = orig[len(orig) - len(argv)]
+    return token in ("f8gemm", "f8gemm.__main__") or (
+        token.startswith("-") and token.endswith(("mf8gemm", "mf8gemm.__main__")))
+
+
+build_info = _load_build_info()
+try:
+    library_path = _load_extension()
+except ImportError as e:
+    if not _imported_by_module_cli():
+        raise
+    # `python -m f8gemm`: the reason on one line and exit status 2, as the CLI reports an
+    # error, instead of the import's traceback.
+    reason = " ".join(str(e).split("\n"))
+    print(reason if reason.startswith("f8gemm: ") else f"f8gemm: {reason}", file=sys.stderr)
+    sys.exit(2)
 
 _ops = torch.ops.f8gemm
 f8f8bf16_rowwise = _ops.f8f8bf16_rowwise
@@ -229,19 +259,54 @@ def _resolve_device(device):
     return device
 
 
-def _is_size(s):
-    """An integer of one shape: Python's, numpy's, or a 0-dim tensor (an element of a shape held
-    in a tensor; operator.index then refuses a floating one)."""
-    return isinstance(s, numbers.Integral) or isinstance(s, torch.Tensor) and s.dim() == 0
+def _is_sequence(x):
+    """A shape or a list of shapes: something with a length that iterates (a list, a tuple, a
+    numpy array, a tensor of at least 1 dimension), but not a string."""
+    if isinstance(x, (str, bytes)):
+        return False
+    try:
+        len(x)
+        iter(x)
+    except TypeError:  # a number, None, a 0-dim tensor or array
+        return False
+    return True
 
 
-def _shape_list(shapes):
-    """The shapes of precompile(): one shape (a sequence of integers, numpy's included, or a
-    1-D tensor, of any length: the op names a wrong one) or several, each as a list of ints
-    (operator.index: a float size is a TypeError, not truncated)."""
-    if len(shapes) > 0 and all(_is_size(s) for s in shapes):
-        shapes = [shapes]
-    return [[operator.index(s) for s in shape] for shape in shapes]
+def _shown(x):
+    """x as the messages show it, on one line (a tensor's or an array's values as a list)."""
+    return repr(x.tolist() if hasattr(x, "tolist") and _is_sequence(x) else x)
+
+
+def _shape_list(shapes, op, form):
+    """The shapes of precompile() (`op`; `form`: the shape as its docstring writes it): one shape
+    (a sequence of integers, numpy's included, or a 1-D tensor, of any length: the op names a
+    wrong one) or a non-empty sequence of such shapes, each as a list of ints (operator.index:
+    a float size is a TypeError, not truncated). Anything else: a TypeError or ValueError
+    saying what was expected."""
+    expected = f"one shape {form} of integers or a list of such shapes"
+    if not _is_sequence(shapes):
+        raise TypeError(f"f8gemm.{op}: shapes must be {expected}, got {type(shapes).__name__} "
+                        f"{_shown(shapes)}")
+    if len(shapes) == 0:
+        raise ValueError(f"f8gemm.{op}: no shapes given: pass {expected}")
+    nested = [_is_sequence(s) for s in shapes]
+    if not any(nested):
+        shapes = [shapes]  # one shape
+    elif not all(nested):
+        raise TypeError(f"f8gemm.{op}: shapes must be {expected}, got a mix of sizes and "
+                        f"shapes: {_shown(shapes)}")
+    out = []
+    for shape in shapes:
+        sizes = []
+        for s in shape:
+            try:
+                sizes.append(operator.index(s))
+            except TypeError as e:
+                raise TypeError(f"f8gemm.{op}: every size of a shape must be an integer, got "
+                                f"{_shown(s)} ({type(s).__name__}) in the shape {_shown(shape)} "
+                                f"({e})") from None
+        out.append(sizes)
+    return out
 
 
 def precompile(shapes, layout="preshuffled", use_fast_accum=True, out_dtype=torch.bfloat16,
@@ -262,7 +327,7 @@ def precompile(shapes, layout="preshuffled", use_fast_accum=True, out_dtype=torc
     Each distinct combination is a separate kernel plan.
     """
     device = _resolve_device(device)
-    for shape in _shape_list(shapes):
+    for shape in _shape_list(shapes, "precompile", "(M, N, K) or (B, M, N, K)"):
         _ops.precompile(shape, layout, use_fast_accum, out_dtype, bias_dtype, device, epilogue,
                         pdl, prefetch_w)
 
@@ -275,7 +340,8 @@ def precompile_grouped(shapes, layout="preshuffled", padded=False, use_fast_accu
     graph and replayed with new sizes.
     """
     device = _resolve_device(device)
-    for shape in _shape_list(shapes):
+    form = "(G, total_M, N, K) or (G, M_max, N, K)"
+    for shape in _shape_list(shapes, "precompile_grouped", form):
         _ops.precompile_grouped(shape, layout, padded, use_fast_accum, bias_dtype, device)
 
 

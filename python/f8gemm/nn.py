@@ -92,12 +92,14 @@ class _FP8Module(torch.nn.Module):
             if name not in weights and buffer is not None and isinstance(value, torch.Tensor) \
                     and value.dtype != buffer.dtype:
                 state_dict[prefix + name] = value.to(buffer.dtype)
+        # A value that is not a tensor is left as it is: torch's own copy then refuses it by its
+        # key ("expected torch.Tensor or Tensor-like object from checkpoint but received ...").
         for weight_name, scale_name, n, k in module._preshuffled():
             scale = state_dict.get(prefix + scale_name)
-            if scale is not None and tuple(scale.shape) == (n, 1):
+            if isinstance(scale, torch.Tensor) and tuple(scale.shape) == (n, 1):
                 state_dict[prefix + scale_name] = scale.reshape(n)
             weight = state_dict.get(prefix + weight_name)
-            if weight is None:
+            if not isinstance(weight, torch.Tensor):
                 continue
             if weight.dim() == 2:  # plain [N, K]: preshuffle it here (CPU or GPU, where it is)
                 if weight.dtype != torch.float8_e4m3fn or tuple(weight.shape) != (n, k):

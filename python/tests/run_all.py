@@ -21,7 +21,8 @@ if HERE not in sys.path:
 
 MODULES = ["test_cpu_ops", "test_interop", "test_ops", "test_errors", "test_compile", "test_graphs",
            "test_fp8linear", "test_fused", "test_silu_mul_gemm", "test_pdl", "test_grouped",
-           "test_tp", "test_nn_conversion", "test_meta_parity", "test_bench_tools"]
+           "test_tp", "test_nn_conversion", "test_meta_parity", "test_bench_tools",
+           "test_checks_before_allocation"]
 
 
 def _is_skip(exc):

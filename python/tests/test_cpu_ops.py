@@ -238,6 +238,34 @@ def test_the_module_cli_answers_help_on_stdout_and_refuses_the_rest():
         assert r.stderr.startswith("usage: python -m f8gemm {info|version}"), r.stderr
 
 
+def test_the_module_cli_reports_a_library_it_cannot_load_on_one_line():
+    """`python -m f8gemm info` imports the package first: a library that cannot be found or
+    loaded is one line, "f8gemm: <reason>", on stderr and exit status 2 (as the CLI reports an
+    error), not the import's traceback. `import f8gemm` still raises ImportError."""
+    import tempfile
+    env = dict(os.environ)
+    if not helpers.INSTALLED:
+        env["PYTHONPATH"] = helpers.PYDIR + os.pathsep + env.get("PYTHONPATH", "")
+    with tempfile.TemporaryDirectory() as tmp:
+        junk = os.path.join(tmp, "junk", "libf8gemm_torch.so")
+        os.makedirs(os.path.dirname(junk))
+        with open(junk, "wb") as f:
+            f.write(b"not an ELF file")
+        for lib, reason in ((tmp, f"f8gemm: F8GEMM_TORCH_LIB={tmp!r} does not name "
+                                  "libf8gemm_torch.so or a folder holding it"),
+                            (junk, f"f8gemm: cannot load {junk}: ")):
+            for args in (["-m", "f8gemm", "info"], ["-mf8gemm", "version"]):
+                r = subprocess.run([sys.executable, *args], env=dict(env, F8GEMM_TORCH_LIB=lib),
+                                   capture_output=True, text=True, cwd=tmp, timeout=120)
+                assert (r.returncode, r.stdout) == (2, ""), (args, r)
+                assert r.stderr.startswith(reason) and r.stderr.count("\n") == 1, (args, r)
+            r = subprocess.run([sys.executable, "-c", "import f8gemm"], capture_output=True,
+                               env=dict(env, F8GEMM_TORCH_LIB=lib), text=True, cwd=tmp,
+                               timeout=120)
+            assert r.returncode == 1 and "Traceback" in r.stderr, r
+            assert f"ImportError: {reason}" in r.stderr, r.stderr
+
+
 def test_layout_version():
     assert f8gemm.PRESHUFFLE_LAYOUT_VERSION == OPS.preshuffle_layout_version() >= 1
 
@@ -845,3 +873,29 @@ def test_precompile_takes_one_shape_of_any_integers_and_checks_its_length():
         f8gemm.precompile_grouped(torch.tensor([2, 16, 100, 256]))
     with pytest.raises(TypeError, match="only integer tensors"):
         f8gemm.precompile(torch.tensor([16.0, 256.0, 256.0]))
+
+
+def test_precompile_names_what_it_expected_of_bad_shapes():
+    """A float size is a TypeError naming it (not "'float' object is not iterable"), shapes
+    that are no sequence a TypeError naming the accepted forms, and no shapes at all a
+    ValueError: precompile([]) would otherwise do nothing, silently."""
+    for fn, form in ((f8gemm.precompile, r"\(M, N, K\) or \(B, M, N, K\)"),
+                     (f8gemm.precompile_grouped, r"\(G, total_M, N, K\) or \(G, M_max, N, K\)")):
+        op = fn.__name__
+        with pytest.raises(TypeError, match=rf"^f8gemm\.{op}: every size of a shape must be an "
+                                            r"integer, got 16\.0 \(float\) in the shape "
+                                            r"\[16\.0, 256, 256(, 256)?\]"):
+            fn([16.0, 256, 256] + ([256] if op == "precompile_grouped" else []))
+        for bad, shown in ((None, "NoneType None"), ("abc", "str 'abc'"), (16, "int 16"),
+                           (torch.tensor(16), r"Tensor tensor\(16\)")):
+            with pytest.raises(TypeError, match=rf"^f8gemm\.{op}: shapes must be one shape "
+                                                rf"{form} of integers or a list of such "
+                                                rf"shapes, got {shown}$"):
+                fn(bad)
+        with pytest.raises(TypeError, match=rf"^f8gemm\.{op}: shapes must be .* got a mix of "
+                                            r"sizes and shapes: \[\[16, 256, 256\], 5\]$"):
+            fn([[16, 256, 256], 5])
+        for empty in ([], (), torch.tensor([], dtype=torch.int64)):
+            with pytest.raises(ValueError, match=rf"^f8gemm\.{op}: no shapes given: pass one "
+                                                 rf"shape {form}"):
+                fn(empty)

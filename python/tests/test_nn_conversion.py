@@ -235,6 +235,27 @@ def test_gated_mlp_state_dict_layout_version():
     assert len(old._load_state_dict_pre_hooks) == 1
 
 
+def test_a_checkpoint_value_that_is_no_tensor_gets_torchs_own_error():
+    """The layout hook converts tensors only (plain weights, [N, 1] scales): any other value
+    is left to torch's copy, which refuses it by its key, not to an AttributeError of ours."""
+    def linear():
+        return FP8Linear(16, 8)
+
+    def mlp():
+        return FP8GatedMLP(64, 96)
+
+    for make, key in ((linear, "weight"), (linear, "weight_scale"), (mlp, "gate_up_weight"),
+                      (mlp, "down_scale")):
+        for bad in (5, [1.0] * 8):
+            state = make().state_dict()
+            state[key] = bad
+            with pytest.raises(RuntimeError, match=rf'While copying the parameter named "{key}", '
+                                                   r"expected torch\.Tensor or Tensor-like object "
+                                                   r"from checkpoint but received <class "
+                                                   rf"'{type(bad).__name__}'>"):
+                make().load_state_dict(state)
+
+
 # ------------------------------------------------------------------ forward checks and dtype
 
 def _meta_modules():
