@@ -36,6 +36,9 @@ void write_table(const std::string& path, const std::vector<std::string>& lines)
 int cmd_tune(const Args& args) {
   Options opt(args, {"--shapes", "--out", "--iters", "--log", "--epilogue"},
               {"--plain", "--precise", "--both", "--prefetch-w"}, "tune");
+  if (opt.flag("--both") && opt.flag("--precise")) {
+    throw UsageError("tune: --both times fast and precise mode; give it or --precise, not both");
+  }
   if (!opt.has("--shapes")) throw UsageError("tune: --shapes FILE is required");
   const auto shapes = read_shapes_file(opt.str("--shapes", ""));
   const std::string out_path = opt.str("--out", "tune.tsv");

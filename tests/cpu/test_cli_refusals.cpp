@@ -652,3 +652,11 @@ TEST(TuneFileCli, AByteOrderMarkBeforeTheFirstLineIsIgnored) {
                                 table + "'");
   EXPECT_EQ(r.rc, 0) << r.err;
 }
+
+// `--both --precise` was taken as --both without a word: the two ask for different sets of modes.
+TEST(TuneCli, BothAndPreciseTogetherAreRefused) {
+  const f8gemm::test::TempDir dir("f8gemm_cli_values");
+  const std::string shapes = shapes_file(dir, "1,16,256,256\n");
+  expect_refusal(dir, "tune --shapes '" + shapes + "' --both --precise",
+                 "tune: --both times fast and precise mode; give it or --precise, not both");
+}
