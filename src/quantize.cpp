@@ -227,8 +227,11 @@ void quantize_rows_checked(const TensorView& input, int64_t rows, int64_t cols,
 
 }  // namespace detail
 
-void silu_mul_quantize_rows(const TensorView& gate_up, const TensorView& out_q,
-                            const TensorView& out_scale, const QuantizeOptions& opt) {
+namespace {
+
+/// silu_mul_quantize_rows()'s checks; returns its rows.
+int64_t checked_silu_mul_rows(const TensorView& gate_up, const TensorView& out_q,
+                              const TensorView& out_scale, const QuantizeOptions& opt) {
   const detail::ArgNames n = detail::arg_names(opt, "gate_up");
   const char* in = n.in;
   const char* q = n.q;
@@ -255,6 +258,53 @@ void silu_mul_quantize_rows(const TensorView& gate_up, const TensorView& out_q,
   F8GEMM_REQUIRE(s_ok, kInvalidArgument, s, " must hold one value per row (", rows,
                  "), got ", out_scale.numel());
   detail::require_rows_and_layout(gate_up, out_q, out_scale, n, rows, opt);
+  return rows;
+}
+
+/// quantize_rows()'s checks; returns its rows.
+int64_t checked_quantize_rows(const TensorView& input, const TensorView& out_q,
+                              const TensorView& out_scale, const QuantizeOptions& opt) {
+  const detail::ArgNames n = detail::arg_names(opt, "input");
+  const char* in = n.in;
+  const char* q = n.q;
+  const char* s = n.s;
+  detail::require_float_input(input, in);
+  detail::require_output_dtypes(out_q, out_scale, n);
+  detail::require_row_views(input, out_q, out_scale, n);
+  bool q_ok = out_q.rank == input.rank;
+  for (int i = 0; q_ok && i < input.rank; ++i) q_ok = out_q.shape[i] == input.shape[i];
+  // The C++ default reads "the input's shape"; a caller's name reads "a's shape".
+  F8GEMM_REQUIRE(q_ok, kInvalidArgument, q, " must have ",
+                 opt.names && opt.names->input ? detail::concat(in, "'s")
+                                               : std::string("the input's"),
+                 " shape");
+  const int64_t cols = input.shape[input.rank - 1];
+  // A row of no values has no amax and so no scale: K = 0 would leave out_scale unwritten.
+  F8GEMM_REQUIRE(cols > 0, kInvalidArgument, "K (", in, "'s last dimension) must be positive, "
+                 "got shape ", detail::shape_str(input));
+  const int64_t rows = input.numel() / cols;
+  F8GEMM_REQUIRE(out_scale.numel() == rows, kInvalidArgument, s, " must hold one value per row (",
+                 rows, "), got ", out_scale.numel());
+  detail::require_rows_and_layout(input, out_q, out_scale, n, rows, opt);
+  return rows;
+}
+
+}  // namespace
+
+void check_silu_mul_quantize_rows(const TensorView& gate_up, const TensorView& out_q,
+                                  const TensorView& out_scale, const QuantizeOptions& opt) {
+  (void)checked_silu_mul_rows(gate_up, out_q, out_scale, opt);
+}
+
+void check_quantize_rows(const TensorView& input, const TensorView& out_q,
+                         const TensorView& out_scale, const QuantizeOptions& opt) {
+  (void)checked_quantize_rows(input, out_q, out_scale, opt);
+}
+
+void silu_mul_quantize_rows(const TensorView& gate_up, const TensorView& out_q,
+                            const TensorView& out_scale, const QuantizeOptions& opt) {
+  const int64_t rows = checked_silu_mul_rows(gate_up, out_q, out_scale, opt);
+  const int64_t cols = gate_up.shape[gate_up.rank - 1] / 2;
   const float ub = detail::host_scale_ub(gate_up, opt);
   if (rows == 0) return;
   if (gate_up.device == kHost) {
@@ -299,28 +349,8 @@ void silu_mul_quantize_rows_host(const void* gate_up, DType in_dtype, int64_t ro
 
 void quantize_rows(const TensorView& input, const TensorView& out_q, const TensorView& out_scale,
                    const QuantizeOptions& opt) {
-  const detail::ArgNames n = detail::arg_names(opt, "input");
-  const char* in = n.in;
-  const char* q = n.q;
-  const char* s = n.s;
-  detail::require_float_input(input, in);
-  detail::require_output_dtypes(out_q, out_scale, n);
-  detail::require_row_views(input, out_q, out_scale, n);
-  bool q_ok = out_q.rank == input.rank;
-  for (int i = 0; q_ok && i < input.rank; ++i) q_ok = out_q.shape[i] == input.shape[i];
-  // The C++ default reads "the input's shape"; a caller's name reads "a's shape".
-  F8GEMM_REQUIRE(q_ok, kInvalidArgument, q, " must have ",
-                 opt.names && opt.names->input ? detail::concat(in, "'s")
-                                               : std::string("the input's"),
-                 " shape");
+  const int64_t rows = checked_quantize_rows(input, out_q, out_scale, opt);
   const int64_t cols = input.shape[input.rank - 1];
-  // A row of no values has no amax and so no scale: K = 0 would leave out_scale unwritten.
-  F8GEMM_REQUIRE(cols > 0, kInvalidArgument, "K (", in, "'s last dimension) must be positive, "
-                 "got shape ", detail::shape_str(input));
-  const int64_t rows = input.numel() / cols;
-  F8GEMM_REQUIRE(out_scale.numel() == rows, kInvalidArgument, s, " must hold one value per row (",
-                 rows, "), got ", out_scale.numel());
-  detail::require_rows_and_layout(input, out_q, out_scale, n, rows, opt);
   if (rows == 0) return;
   detail::quantize_rows_checked(input, rows, cols, out_q, out_scale, opt);
 }

@@ -8,7 +8,6 @@
 #include <memory>
 #include <mutex>
 #include <sstream>
-#include <string_view>
 
 #include "check.hpp"
 #include "f8gemm/small_file.hpp"
@@ -181,10 +180,7 @@ std::unique_ptr<const LoadedTables> load_tables() {
                                    " MiB; give a table file (key<TAB>config lines, as `f8gemm "
                                    "tune` writes)"));
     }
-    // A UTF-8 byte-order mark (an editor's) is not part of the first line's key.
-    std::string_view text(file.text);
-    if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
-    parse_table(std::string(text), path, t->entries);
+    parse_table(std::string(detail::without_utf8_bom(file.text)), path, t->entries);
   }
   for (int i = 0; i < jit::kNumEmbeddedTables; ++i) {
     parse_table(jit::kEmbeddedTables[i].text, jit::kEmbeddedTables[i].name, t->entries);

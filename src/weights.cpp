@@ -80,12 +80,40 @@ std::vector<int64_t> preshuffled_shape(int64_t batch, int64_t n, int64_t k) {
           kShuffleSlabBytes};
 }
 
-void preshuffle(const TensorView& w, const TensorView& out, cudaStream_t stream,
-                const ShuffleArgNames& names) {
+namespace {
+
+ShuffleDims checked_preshuffle(const TensorView& w, const TensorView& out,
+                               const ShuffleArgNames& names) {
   const char* plain_name = names.plain ? names.plain : "w";
   const char* shuffled_name = names.shuffled ? names.shuffled : kShuffledName;
   ShuffleDims d = check_shuffle_pair(w, plain_name, out, shuffled_name);
   detail::require_disjoint(out, shuffled_name, w, plain_name);
+  return d;
+}
+
+ShuffleDims checked_unshuffle(const TensorView& shuffled, const TensorView& out,
+                              const ShuffleArgNames& names) {
+  const char* plain_name = names.plain ? names.plain : "out";
+  const char* shuffled_name = names.shuffled ? names.shuffled : kShuffledName;
+  ShuffleDims d = check_shuffle_pair(out, plain_name, shuffled, shuffled_name);
+  detail::require_disjoint(out, plain_name, shuffled, shuffled_name);
+  return d;
+}
+
+}  // namespace
+
+void check_preshuffle(const TensorView& w, const TensorView& out, const ShuffleArgNames& names) {
+  (void)checked_preshuffle(w, out, names);
+}
+
+void check_unshuffle(const TensorView& shuffled, const TensorView& out,
+                     const ShuffleArgNames& names) {
+  (void)checked_unshuffle(shuffled, out, names);
+}
+
+void preshuffle(const TensorView& w, const TensorView& out, cudaStream_t stream,
+                const ShuffleArgNames& names) {
+  ShuffleDims d = checked_preshuffle(w, out, names);
   if (w.device == kHost) {
     numerics::preshuffle_host(static_cast<const uint8_t*>(w.data), d.batch, d.n, d.k,
                               static_cast<uint8_t*>(out.data));
@@ -99,10 +127,7 @@ void preshuffle(const TensorView& w, const TensorView& out, cudaStream_t stream,
 
 void unshuffle(const TensorView& shuffled, const TensorView& out, cudaStream_t stream,
                const ShuffleArgNames& names) {
-  const char* plain_name = names.plain ? names.plain : "out";
-  const char* shuffled_name = names.shuffled ? names.shuffled : kShuffledName;
-  ShuffleDims d = check_shuffle_pair(out, plain_name, shuffled, shuffled_name);
-  detail::require_disjoint(out, plain_name, shuffled, shuffled_name);
+  ShuffleDims d = checked_unshuffle(shuffled, out, names);
   if (out.device == kHost) {
     numerics::unshuffle_host(static_cast<const uint8_t*>(shuffled.data), d.batch, d.n, d.k,
                              static_cast<uint8_t*>(out.data));

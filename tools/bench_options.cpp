@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <exception>
 #include <optional>
+#include <stdexcept>
 #include <string>
 
 #include "f8gemm/check.hpp"
@@ -26,16 +27,29 @@ int64_t parse_int(const std::string& text, const std::string& what, int64_t lo, 
   return v;
 }
 
+/// bench's options: the one list that both the parse below (an option not listed here is
+/// unknown) and its look-ahead (a listed option is never taken for a value) read.
+struct BenchOption {
+  const char* name;
+  bool takes_value;
+};
+constexpr BenchOption kBenchOptions[] = {
+    {"--shapes", true},     {"--csv", true},        {"--iters", true},
+    {"--rotate-l2", true},  {"--no-peak", false},   {"--precise", false},
+    {"--prefetch-w", false}, {"--help", false},     {"-h", false}};
+
+/// The listed option that `name` (without any =value) is; null for none.
+const BenchOption* find_bench_option(const std::string& name) {
+  for (const BenchOption& o : kBenchOptions) {
+    if (name == o.name) return &o;
+  }
+  return nullptr;
+}
+
 /// One of bench's options, alone or as --name=value.
 bool is_bench_option(const std::string& arg) {
-  static const char* const kNames[] = {"--shapes",     "--csv",       "--iters", "--no-peak",
-                                       "--precise",    "--prefetch-w", "--rotate-l2", "--help",
-                                       "-h"};
-  const std::string name = arg.substr(0, arg.rfind("--", 0) == 0 ? arg.find('=') : arg.npos);
-  for (const char* n : kNames) {
-    if (name == n) return true;
-  }
-  return false;
+  return find_bench_option(arg.substr(0, arg.rfind("--", 0) == 0 ? arg.find('=') : arg.npos)) !=
+         nullptr;
 }
 
 }  // namespace
@@ -49,6 +63,9 @@ BenchOptions parse_bench_options(const Args& args) {
     if (name.rfind("--", 0) == 0 && eq != std::string::npos) {
       inline_value = name.substr(eq + 1);
       name = name.substr(0, eq);
+    }
+    if (find_bench_option(name) == nullptr) {
+      throw UsageError("bench: unknown option " + detail::quoted(args[i]) + "; " + kBenchUsage);
     }
     auto value = [&]() -> std::string {
       if (inline_value) return *inline_value;
@@ -88,8 +105,8 @@ BenchOptions parse_bench_options(const Args& args) {
       o.rotate_l2 = f;
     } else if (name == "--help" || name == "-h") {
       flag();  // `--help` itself is answered in main before any parse; `--help=x` is refused
-    } else {
-      throw UsageError("bench: unknown option " + detail::quoted(args[i]) + "; " + kBenchUsage);
+    } else {  // listed in kBenchOptions and not parsed here
+      throw std::logic_error("bench: option " + name + " is listed but has no parse");
     }
   }
   return o;

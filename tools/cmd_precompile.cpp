@@ -72,6 +72,9 @@ int cmd_precompile(const Args& args) {
     p.chained = opt.flag("--chained");  // as called with PDL and prefetch_w (ProblemShape)
     problems.push_back(p);
   }
+  // --gpu h100|h200: choose as that GPU's table and the model do, here or on any machine.
+  const bool named = opt.has("--gpu");
+  const TargetGpu gpu = named ? named_gpu(opt.str("--gpu", "")) : target_gpu();
   // Keeping the cubins is precompile's purpose: a cache that cannot take them is an error here,
   // before any compile, where a call that compiles only warns (it still runs).
   const DeviceInfo info = device_info();
@@ -80,9 +83,6 @@ int cmd_precompile(const Args& args) {
                      " cannot be used (" + info.cache_problem +
                      "), so nothing would be kept; set F8GEMM_CACHE_DIR to a writable directory");
   }
-  // --gpu h100|h200: choose as that GPU's table and the model do, here or on any machine.
-  const bool named = opt.has("--gpu");
-  const TargetGpu gpu = named ? named_gpu(opt.str("--gpu", "")) : target_gpu();
   if (opt.flag("--candidates")) return build_candidates(shapes, problems, gpu);
   // Every decision first, one after another (a problem the decision refuses stops the command
   // before any compile), then their instances on all host cores.

@@ -8,22 +8,27 @@
 #include <cstring>
 #include <filesystem>
 
+#include "f8gemm/check.hpp"
+
 namespace f8gemm::cli {
 
 namespace {
 
 /// `path` with its symbolic links followed, as many as a kernel would (40), also where the last
-/// one names a file not made yet.
-std::string follow_links(std::string path) {
+/// one names a file not made yet. *hops_ran_out: true when the 40 hops ended on a link
+/// (a cycle, or a chain too long to write through).
+std::string follow_links(std::string path, bool* hops_ran_out = nullptr) {
   namespace fs = std::filesystem;
-  for (int hop = 0; hop < 40; ++hop) {
+  int hop = 0;
+  for (; hop < 40; ++hop) {
     std::error_code ec;
     if (!fs::is_symlink(fs::symlink_status(path, ec))) break;
     const fs::path target = fs::read_symlink(path, ec);
-    if (ec) break;
+    if (ec) break;  // an unreadable link: the write will say why
     path = target.is_absolute() ? target.string()
                                 : (fs::path(path).parent_path() / target).string();
   }
+  if (hops_ran_out != nullptr) *hops_ran_out = hop == 40;
   return path;
 }
 
@@ -48,11 +53,13 @@ std::string unwritable_reason(const std::string& path) {
     return "";
   }
   // A symbolic link to no file: the write will make its target, so that is what is checked.
-  const std::string target = follow_links(path);
-  if (fs::is_symlink(fs::symlink_status(target, ec))) return std::strerror(ELOOP);  // a cycle
+  bool hops_ran_out = false;
+  const std::string target = follow_links(path, &hops_ran_out);
+  if (hops_ran_out) return std::strerror(ELOOP);
   if (target != path) {
     const std::string why = unwritable_reason(target);
-    return why.empty() ? "" : why + " (where its symbolic link points)";
+    return why.empty() ? "" : why + " (where its symbolic link points: " +
+                                  detail::quoted(target) + ")";
   }
   const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
   if (!fs::is_directory(dir, ec)) return "no directory " + dir.string();

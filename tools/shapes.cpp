@@ -99,7 +99,7 @@ std::vector<Shape> read_shapes_file(const std::string& path) {
       throw UsageError("shapes file " + detail::quoted(path) + " is longer than " +
                        std::to_string(kMaxFileBytes >> 20) + " MiB; give a file of B,M,N,K lines");
   }
-  std::istringstream in(file.text);
+  std::istringstream in(std::string(detail::without_utf8_bom(file.text)));
   std::vector<Shape> shapes;
   std::string line;
   int line_no = 0;

@@ -59,7 +59,8 @@ bool log_enabled();
 
 /// Checks now every environment variable whose value the library judges (README "Environment"):
 /// the switches F8GEMM_LOG, F8GEMM_PDL, F8GEMM_NO_TUNED and F8GEMM_FAIL_ON_SPILL, the name in
-/// F8GEMM_CONFIG, and, with `tuned_tables` and unless F8GEMM_NO_TUNED is on, the table in
+/// F8GEMM_CONFIG and the rules its config breaks whatever the problem (tile, ring, cluster,
+/// shared memory), and, with `tuned_tables` and unless F8GEMM_NO_TUNED is on, the table in
 /// F8GEMM_TUNE_FILE (read and kept, as the first decision would). Throws Error(kInvalidArgument)
 /// naming the first bad one. The calls check what they read anyway; a tool calls this first, so
 /// that a bad value is reported as such before it looks for a GPU (the CLI does, for every
@@ -330,6 +331,12 @@ void preshuffle(const TensorView& w, const TensorView& out, cudaStream_t stream 
 /// The exact inverse of preshuffle(); out is [B,N,K] (or [N,K]), k = out's last dim.
 void unshuffle(const TensorView& shuffled, const TensorView& out, cudaStream_t stream = nullptr,
                const ShuffleArgNames& names = {});
+/// Every check of preshuffle() / unshuffle() and nothing else: a caller that allocates `out`
+/// may run them first over a view of the output it will allocate (shape, dtype, place; its
+/// memory is not read), so that nothing is allocated for a call they refuse.
+void check_preshuffle(const TensorView& w, const TensorView& out, const ShuffleArgNames& names = {});
+void check_unshuffle(const TensorView& shuffled, const TensorView& out,
+                     const ShuffleArgNames& names = {});
 
 /// The names that error messages give the tensors of quantize_rows() and
 /// silu_mul_quantize_rows(); a null field keeps the default (input: "input", or "gate_up").
@@ -363,6 +370,13 @@ void quantize_rows(const TensorView& input, const TensorView& out_q, const Tenso
 /// GPU and the CPU (host views) compute bit-identical results.
 void silu_mul_quantize_rows(const TensorView& gate_up, const TensorView& out_q,
                             const TensorView& out_scale, const QuantizeOptions& options = {});
+/// Every check of quantize_rows() / silu_mul_quantize_rows() and nothing else (no launch, no
+/// read of scale_ub), as check_preshuffle() is to preshuffle().
+void check_quantize_rows(const TensorView& input, const TensorView& out_q,
+                         const TensorView& out_scale, const QuantizeOptions& options = {});
+void check_silu_mul_quantize_rows(const TensorView& gate_up, const TensorView& out_q,
+                                  const TensorView& out_scale,
+                                  const QuantizeOptions& options = {});
 
 /// A problem for configuration choice and precompilation.
 struct ProblemShape {

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 
 namespace f8gemm::detail {
 
@@ -19,5 +20,11 @@ struct SmallFile {
 /// FIFO with no writer reads as empty at once; its reads then block as usual, so that a pipe
 /// with a writer (a shell's `<(...)`) is read to its end.
 SmallFile read_small_file(const std::string& path, size_t max_bytes);
+
+/// `text` without a UTF-8 byte-order mark at its start (an editor's; not part of a first line).
+inline std::string_view without_utf8_bom(std::string_view text) {
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
+  return text;
+}
 
 }  // namespace f8gemm::detail

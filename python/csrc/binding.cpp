@@ -99,7 +99,8 @@ TensorView new_output_view(c10::SymIntArrayRef sizes, at::ScalarType dtype) {
   return v;
 }
 
-TensorView unallocated_output_view(c10::SymIntArrayRef sizes, at::ScalarType dtype, int device) {
+TensorView unallocated_output_view(c10::SymIntArrayRef sizes, at::ScalarType dtype, int device,
+                                   int slot) {
   TensorView v = new_output_view(sizes, dtype);
   // Unsigned: a product past int64 wraps instead of overflowing, and the library refuses such
   // a shape (require_view) before it reads a stride.
@@ -109,22 +110,12 @@ TensorView unallocated_output_view(c10::SymIntArrayRef sizes, at::ScalarType dty
     stride *= static_cast<uint64_t>(v.shape[i]);
   }
   v.device = device;
-  // 2^63: no input can lie there. User-space addresses, device memory's included (CUDA's
-  // unified addressing), stay below 2^57 on x86-64 and 2^52 on AArch64, and the library
-  // compares byte ranges in 128 bits, so [2^63, 2^63 + bytes) overlaps no input for any size.
-  v.data = reinterpret_cast<void*>(uintptr_t(1) << 63);
+  // 2^63 (+ 2^62 for slot 1): no input can lie there. User-space addresses, device memory's
+  // included (CUDA's unified addressing), stay below 2^57 on x86-64 and 2^52 on AArch64, and
+  // the library compares byte ranges in 128 bits, so [2^63 + slot * 2^62, + bytes) overlaps no
+  // input, and the two slots overlap each other for no output under 2^62 bytes.
+  v.data = reinterpret_cast<void*>((uintptr_t(1) << 63) + uintptr_t(slot & 1) * (uintptr_t(1) << 62));
   return v;
-}
-
-void require_flat_input(const char* op, const TensorView& v, const char* name, int alignment) {
-  if (!v.is_contiguous()) {
-    C10_THROW_ERROR(ValueError,
-                    c10::str("f8gemm.", op, ": invalid argument: ", name, " must be contiguous"));
-  }
-  if (reinterpret_cast<uintptr_t>(v.data) % alignment != 0) {
-    C10_THROW_ERROR(ValueError, c10::str("f8gemm.", op, ": invalid argument: ", name, " must be ",
-                                         alignment, "-byte aligned"));
-  }
 }
 
 TensorView shape_view_of(const at::Tensor& t, const char* op, const char* name,

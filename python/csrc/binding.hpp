@@ -48,17 +48,10 @@ f8gemm::TensorView new_output_view(c10::SymIntArrayRef sizes, at::ScalarType dty
 /// validation of the call (gemm_problem, grouped_problem: placement and memory included), so
 /// that every argument is checked before the op allocates anything: new_output_view's shape and
 /// dtype, row-major strides, `device` (the inputs' XQ's), and a 16-byte-aligned address that
-/// overlaps no input (a fresh output shares no byte with them). The address is never read.
+/// overlaps no input (a fresh output shares no byte with them); a call of two outputs gives
+/// the second `slot` 1, an address the first does not overlap. The address is never read.
 f8gemm::TensorView unallocated_output_view(c10::SymIntArrayRef sizes, at::ScalarType dtype,
-                                           int device);
-
-/// The library's rule for a tensor that its kernels read as flat memory (require_contiguous:
-/// contiguous, `alignment`-byte aligned), run on an op's input view before the op allocates
-/// its outputs, with the library's message: ValueError "f8gemm.<op>: invalid argument: <name>
-/// must be contiguous" (or "... must be <alignment>-byte aligned"). An expanded input (stride 0)
-/// thus fails here, not in the allocation of an output as large as its logical shape.
-void require_flat_input(const char* op, const f8gemm::TensorView& v, const char* name,
-                        int alignment);
+                                           int device, int slot = 0);
 
 /// A new tensor of `sizes` and `dtype` on `like`'s device: the CUDA path skips the dispatcher.
 at::Tensor new_empty(const at::Tensor& like, at::IntArrayRef sizes, at::ScalarType dtype);

@@ -110,13 +110,32 @@ std::tuple<at::Tensor, at::Tensor> silu_mul_quantize_fp8_row(
   std::vector<int64_t> q_shape;
   for (const c10::SymInt& s : require_gate_up(gate_up)) q_shape.push_back(s.expect_int());
   const TensorView in = view_of(gate_up, "gate_up");
-  // The library's memory rule for gate_up before anything is allocated: an expanded gate_up
-  // would otherwise get outputs as large as its logical shape.
-  f8gemm_torch::require_flat_input(kOp, in, "gate_up", f8gemm::dtype_size(in.dtype));
   f8gemm::QuantizeOptions opt;
   opt.pdl = f8gemm_torch::to_pdl(pdl);
   TensorView ub_view;
   f8gemm_torch::pass_scale_ub(kOp, "gate_up", gate_up, scale_ub, ub_view, opt);
+  opt.names = &kNames;
+  auto raise = [](const f8gemm::Error& e) {
+    std::string what = e.what();
+    const char* prefix = "f8gemm: ";
+    if (what.compare(0, std::strlen(prefix), prefix) == 0) what.erase(0, std::strlen(prefix));
+    const std::string message = std::string("f8gemm.") + kOp + ": " + what;
+    if (e.code() == f8gemm::ErrorCode::kInvalidArgument) C10_THROW_ERROR(ValueError, message);
+    C10_THROW_ERROR(Error, message);
+  };
+  try {
+    // Every check of the call before anything is allocated: an expanded gate_up would
+    // otherwise get outputs as large as its logical shape.
+    f8gemm::check_silu_mul_quantize_rows(
+        in,
+        f8gemm_torch::unallocated_output_view(c10::fromIntArrayRefSlow(q_shape),
+                                              at::ScalarType::Float8_e4m3fn, in.device),
+        f8gemm_torch::unallocated_output_view(gate_up.sym_sizes().slice(0, gate_up.dim() - 1),
+                                              at::ScalarType::Float, in.device, 1),
+        opt);
+  } catch (const f8gemm::Error& e) {
+    raise(e);
+  }
   at::Tensor q = at::empty(q_shape, gate_up.options().dtype(at::ScalarType::Float8_e4m3fn));
   at::Tensor scale = at::empty(gate_up.sizes().slice(0, gate_up.dim() - 1),
                                gate_up.options().dtype(at::ScalarType::Float));
@@ -125,16 +144,10 @@ std::tuple<at::Tensor, at::Tensor> silu_mul_quantize_fp8_row(
     guard.set_index(gate_up.get_device());
     opt.stream = c10::cuda::getCurrentCUDAStream(gate_up.get_device()).stream();
   }
-  opt.names = &kNames;
   try {
     f8gemm::silu_mul_quantize_rows(in, view_of(q, "q"), view_of(scale, "scale"), opt);
   } catch (const f8gemm::Error& e) {
-    std::string what = e.what();
-    const char* prefix = "f8gemm: ";
-    if (what.compare(0, std::strlen(prefix), prefix) == 0) what.erase(0, std::strlen(prefix));
-    const std::string message = std::string("f8gemm.") + kOp + ": " + what;
-    if (e.code() == f8gemm::ErrorCode::kInvalidArgument) C10_THROW_ERROR(ValueError, message);
-    C10_THROW_ERROR(Error, message);
+    raise(e);
   }
   return std::make_tuple(q, scale);
 }

@@ -141,28 +141,29 @@ std::tuple<at::Tensor, at::Tensor> quantize_fp8_row(const at::Tensor& a,
   TensorView ub_view;
   pass_scale_ub(op, "a", a, scale_ub, ub_view, opt);
   const TensorView in = view_of(a, op, "a", "torch.bfloat16, torch.float16 or torch.float32");
-  // The library's memory rules for the tensors that exist already, before anything is
-  // allocated: an expanded `a` would otherwise get an output as large as its logical shape.
-  require_flat_input(op, in, "a", f8gemm::dtype_size(in.dtype));
-  TensorView qv;
-  at::Tensor q;
-  if (output.has_value() && output->defined()) {
-    q = *output;
-    qv = view_of(q, op, "output", "torch.float8_e4m3fn");
-    require_flat_input(op, qv, "output", 1);
-    if (qv.device != in.device) {
-      invalid(op, "a and output must be in the same memory (host or one GPU)");
-    }
-  } else {
-    q = new_empty(a, a.sizes(), at::ScalarType::Float8_e4m3fn);
-    qv = view_of(q, op, "output", "torch.float8_e4m3fn");
+  static const f8gemm::QuantizeArgNames names{"a", "output", "scale"};
+  opt.names = &names;
+  const bool given = output.has_value() && output->defined();
+  TensorView qv = given ? view_of(*output, op, "output", "torch.float8_e4m3fn")
+                        : unallocated_output_view(a.sym_sizes(), at::ScalarType::Float8_e4m3fn,
+                                                  in.device);
+  try {
+    // Every check of the call before anything is allocated: an expanded `a` would otherwise
+    // get outputs as large as its logical shape.
+    f8gemm::check_quantize_rows(
+        in, qv,
+        unallocated_output_view(a.sym_sizes().slice(0, a.dim() - 1), at::ScalarType::Float,
+                                in.device, 1),
+        opt);
+  } catch (const f8gemm::Error& e) {
+    rethrow(op, e);
   }
+  at::Tensor q = given ? *output : new_empty(a, a.sizes(), at::ScalarType::Float8_e4m3fn);
+  if (!given) qv = view_of(q, op, "output", "torch.float8_e4m3fn");
   at::Tensor scale = new_empty(a, a.sizes().slice(0, a.dim() - 1), at::ScalarType::Float);
   const TensorView sv = view_of(scale, op, "scale", "torch.float32");
   OnDevice on(a);
   opt.stream = on.stream;
-  static const f8gemm::QuantizeArgNames names{"a", "output", "scale"};
-  opt.names = &names;
   try {
     f8gemm::quantize_rows(in, qv, sv, opt);
   } catch (const f8gemm::Error& e) {

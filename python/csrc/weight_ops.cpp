@@ -25,10 +25,6 @@ using f8gemm::TensorView;
   C10_THROW_ERROR(ValueError, c10::str("f8gemm.", op, ": invalid argument: ", message));
 }
 
-/// The alignment that the library requires of both weights of preshuffle and unshuffle, on the
-/// host as on a GPU (weights.cpp check_shuffle_pair).
-constexpr int kShuffleAlignment = 16;
-
 /// A weight byte is float8_e4m3fn or uint8 (the library's rule; its names, as its messages say).
 void require_weight_bytes(const char* op, const char* name, const at::Tensor& t) {
   const at::ScalarType s = t.scalar_type();
@@ -110,12 +106,19 @@ at::Tensor preshuffle(const at::Tensor& WQ) {
   const char* op = "preshuffle";
   const std::vector<int64_t> shape = concrete(preshuffle_shape(WQ));
   const TensorView w = view_of(WQ, op, "WQ", "torch.float8_e4m3fn (or torch.uint8)");
-  require_flat_input(op, w, "WQ", kShuffleAlignment);  // before the output exists
+  const f8gemm::ShuffleArgNames names{"WQ", "the preshuffled output"};
+  try {  // every check before the output exists (an expanded WQ: one as large as its shape)
+    f8gemm::check_preshuffle(
+        w, unallocated_output_view(c10::fromIntArrayRefSlow(shape), WQ.scalar_type(), w.device),
+        names);
+  } catch (const f8gemm::Error& e) {
+    rethrow(op, e);
+  }
   at::Tensor out = new_empty(WQ, shape, WQ.scalar_type());
   const TensorView o = view_of(out, op, "output", "torch.float8_e4m3fn (or torch.uint8)");
   OnDevice on(WQ);
   try {
-    f8gemm::preshuffle(w, o, on.stream, {"WQ", "the preshuffled output"});
+    f8gemm::preshuffle(w, o, on.stream, names);
   } catch (const f8gemm::Error& e) {
     rethrow(op, e);
   }
@@ -126,12 +129,21 @@ at::Tensor unshuffle(const at::Tensor& WQ_shuffled, int64_t K) {
   const char* op = "unshuffle";
   const std::vector<int64_t> shape = concrete(unshuffle_shape(WQ_shuffled, K));
   const TensorView s = view_of(WQ_shuffled, op, "WQ_shuffled", "torch.float8_e4m3fn (or torch.uint8)");
-  require_flat_input(op, s, "WQ_shuffled", kShuffleAlignment);  // before the output exists
+  const f8gemm::ShuffleArgNames names{"the unshuffled output", "WQ_shuffled"};
+  try {  // every check before the output exists
+    f8gemm::check_unshuffle(
+        s,
+        unallocated_output_view(c10::fromIntArrayRefSlow(shape), WQ_shuffled.scalar_type(),
+                                s.device),
+        names);
+  } catch (const f8gemm::Error& e) {
+    rethrow(op, e);
+  }
   at::Tensor out = new_empty(WQ_shuffled, shape, WQ_shuffled.scalar_type());
   const TensorView o = view_of(out, op, "output", "torch.float8_e4m3fn (or torch.uint8)");
   OnDevice on(WQ_shuffled);
   try {
-    f8gemm::unshuffle(s, o, on.stream, {"the unshuffled output", "WQ_shuffled"});
+    f8gemm::unshuffle(s, o, on.stream, names);
   } catch (const f8gemm::Error& e) {
     rethrow(op, e);
   }

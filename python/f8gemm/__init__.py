@@ -75,6 +75,7 @@ capture) raises RuntimeError.
 import glob
 import operator
 import os
+import re
 import sys
 
 import torch
@@ -197,8 +198,8 @@ def _imported_by_module_cli():
     if argv[:1] != ["-m"] or len(orig) < len(argv):
         return False
     token = orig[len(orig) - len(argv)]
-    return token in ("f8gemm", "f8gemm.__main__") or (
-        token.startswith("-") and token.endswith(("mf8gemm", "mf8gemm.__main__")))
+    # "-m" joined to its module, after other one-letter flags ("-Bmf8gemm"); not "-mfoomf8gemm".
+    return re.fullmatch(r"(-[A-Za-ln-z]*m)?f8gemm(\.__main__)?", token) is not None
 
 
 build_info = _load_build_info()
@@ -280,15 +281,16 @@ def _shown(x):
 def _shape_list(shapes, op, form):
     """The shapes of precompile() (`op`; `form`: the shape as its docstring writes it): one shape
     (a sequence of integers, numpy's included, or a 1-D tensor, of any length: the op names a
-    wrong one) or a non-empty sequence of such shapes, each as a list of ints (operator.index:
-    a float size is a TypeError, not truncated). Anything else: a TypeError or ValueError
-    saying what was expected."""
+    wrong one) or a sequence of such shapes, each as a list of ints (operator.index: a float
+    size is a TypeError, not truncated); an empty sequence is no shapes (a model without FP8
+    layers has none to build). Anything else: a TypeError or ValueError saying what was
+    expected."""
     expected = f"one shape {form} of integers or a list of such shapes"
     if not _is_sequence(shapes):
         raise TypeError(f"f8gemm.{op}: shapes must be {expected}, got {type(shapes).__name__} "
                         f"{_shown(shapes)}")
     if len(shapes) == 0:
-        raise ValueError(f"f8gemm.{op}: no shapes given: pass {expected}")
+        return []
     nested = [_is_sequence(s) for s in shapes]
     if not any(nested):
         shapes = [shapes]  # one shape

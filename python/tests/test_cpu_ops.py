@@ -877,8 +877,8 @@ def test_precompile_takes_one_shape_of_any_integers_and_checks_its_length():
 
 def test_precompile_names_what_it_expected_of_bad_shapes():
     """A float size is a TypeError naming it (not "'float' object is not iterable"), shapes
-    that are no sequence a TypeError naming the accepted forms, and no shapes at all a
-    ValueError: precompile([]) would otherwise do nothing, silently."""
+    that are no sequence a TypeError naming the accepted forms; no shapes at all is nothing to
+    build (a model without FP8 layers), as before."""
     for fn, form in ((f8gemm.precompile, r"\(M, N, K\) or \(B, M, N, K\)"),
                      (f8gemm.precompile_grouped, r"\(G, total_M, N, K\) or \(G, M_max, N, K\)")):
         op = fn.__name__
@@ -896,6 +896,4 @@ def test_precompile_names_what_it_expected_of_bad_shapes():
                                             r"sizes and shapes: \[\[16, 256, 256\], 5\]$"):
             fn([[16, 256, 256], 5])
         for empty in ([], (), torch.tensor([], dtype=torch.int64)):
-            with pytest.raises(ValueError, match=rf"^f8gemm\.{op}: no shapes given: pass one "
-                                                 rf"shape {form}"):
-                fn(empty)
+            fn(empty)

@@ -48,7 +48,8 @@ std::shared_ptr<const Instance> load_from_disk(const std::string& label, const s
     r = DiskResult::kCorrupt;
   }
   if (r == DiskResult::kCorrupt) {
-    log_line(detail::concat("f8gemm: jit ", path, " is corrupt (", why, "), recompiling"));
+    log_line(detail::concat("f8gemm: jit ", detail::quoted(path), " is corrupt (", why,
+                            "), recompiling"));
   }
   if (r != DiskResult::kHit) return nullptr;
   g_disk_hits.fetch_add(1);

@@ -630,9 +630,9 @@ TEST(TuneCli, ALinkToAnUnwritablePlaceIsRefusedBeforeTheRun) {
   const std::string link = dir.path() + "/dangling";
   fs::create_symlink(dir.path() + "/no/such/dir/t.tsv", link);
   expect_refusal(dir, "tune --shapes '" + shapes + "' --out '" + link + "'",
-                 "(where its symbolic link points)");
+                 "(where its symbolic link points: '" + dir.path() + "/no/such/dir/t.tsv')");
   expect_refusal(dir, "bench --shapes '" + shapes + "' --csv '" + link + "'",
-                 "(where its symbolic link points)");
+                 "(where its symbolic link points: '" + dir.path() + "/no/such/dir/t.tsv')");
   // A cycle of three links is refused, and the check ends.
   fs::create_symlink(dir.path() + "/l2", dir.path() + "/l1");
   fs::create_symlink(dir.path() + "/l3", dir.path() + "/l2");
@@ -643,7 +643,7 @@ TEST(TuneCli, ALinkToAnUnwritablePlaceIsRefusedBeforeTheRun) {
 
 // An editor's UTF-8 byte-order mark before a table's first line made that line an error
 // ("expected '<key><TAB><config>'"); it is not part of the text.
-TEST(TuneFileCli, AByteOrderMarkBeforeTheFirstLineIsIgnored) {
+TEST(InputFilesCli, AByteOrderMarkBeforeTheFirstLineIsIgnored) {
   const f8gemm::test::TempDir dir("f8gemm_cli_hostile");
   const std::string table = dir.path() + "/bom.tsv";
   std::ofstream(table) << "\xEF\xBB\xBF# a comment line\n";
@@ -651,6 +651,11 @@ TEST(TuneFileCli, AByteOrderMarkBeforeTheFirstLineIsIgnored) {
                             "F8GEMM_CACHE_DIR='" + dir.path() + "/cache' F8GEMM_TUNE_FILE='" +
                                 table + "'");
   EXPECT_EQ(r.rc, 0) << r.err;
+  // And before a shapes file's first shape (the review of session 42: only tables took it).
+  const std::string shapes = shapes_file(dir, "\xEF\xBB\xBF" "1,16,256,256\n");
+  const Outcome s = run_cli(dir, "precompile --gpu h100 --shapes '" + shapes + "'",
+                            "F8GEMM_CACHE_DIR='" + dir.path() + "/cache'");
+  EXPECT_EQ(s.rc, 0) << s.err;
 }
 
 // `--both --precise` was taken as --both without a word: the two ask for different sets of modes.

@@ -478,3 +478,33 @@ TEST(QuantizeKernels, CompileWithoutSpills) {
 
 }  // namespace
 }  // namespace f8gemm
+
+// The checks alone (session 42: the torch ops run them over outputs not yet allocated): each
+// refuses what its call refuses, with the same error, and reads no memory (the views' addresses
+// are fake device addresses); a call they pass would pass its own checks.
+TEST(CheckOnlyApi, TheChecksOfEachCallWithoutTheCall) {
+  using f8gemm::test::dev_view;
+  const f8gemm::TensorView in = dev_view(0x100000, f8gemm::DType::kBF16, {4, 256});
+  const f8gemm::TensorView q = dev_view(0x200000, f8gemm::DType::kE4M3, {4, 256});
+  const f8gemm::TensorView s = dev_view(0x300000, f8gemm::DType::kF32, {4});
+  EXPECT_NO_THROW(f8gemm::check_quantize_rows(in, q, s));
+  f8gemm::TensorView strided = in;
+  strided.stride[0] = 512;  // rows apart: not contiguous
+  F8GEMM_EXPECT_INVALID(f8gemm::check_quantize_rows(strided, q, s), "input must be contiguous");
+  F8GEMM_EXPECT_INVALID(f8gemm::check_quantize_rows(in, q, dev_view(0x300000, f8gemm::DType::kF32, {3})),
+                        "must hold one value per row (4)");
+  const f8gemm::TensorView gate_up = dev_view(0x100000, f8gemm::DType::kBF16, {4, 512});
+  EXPECT_NO_THROW(f8gemm::check_silu_mul_quantize_rows(gate_up, q, s));
+  F8GEMM_EXPECT_INVALID(f8gemm::check_silu_mul_quantize_rows(gate_up, gate_up, s),
+                        "must be float8_e4m3fn");
+  const f8gemm::TensorView w = dev_view(0x100000, f8gemm::DType::kE4M3, {256, 128});
+  const f8gemm::TensorView shuffled = dev_view(0x400000, f8gemm::DType::kE4M3, {1, 32, 1024});
+  EXPECT_NO_THROW(f8gemm::check_preshuffle(w, shuffled));
+  EXPECT_NO_THROW(f8gemm::check_unshuffle(shuffled, w));
+  F8GEMM_EXPECT_INVALID(f8gemm::check_preshuffle(dev_view(0x100001, f8gemm::DType::kE4M3, {256, 128}),
+                                                 shuffled),
+                        "16-byte aligned");
+  // Overlapping outputs are refused too: the checks include the aliasing rules.
+  F8GEMM_EXPECT_INVALID(f8gemm::check_preshuffle(w, dev_view(0x100000, f8gemm::DType::kE4M3, {1, 32, 1024})),
+                        "overlaps w in memory");
+}
