@@ -21,7 +21,7 @@ namespace {
 /// times it: it is named and the command goes on, to exit 1 at the end. Any other error (a cache
 /// that cannot be written, ...) ends the command.
 int build_candidates(const std::vector<Shape>& shapes, const std::vector<ProblemShape>& problems,
-                     const TargetGpu& gpu) {
+                     const TargetGpu& gpu, const std::string& cache_dir) {
   // The same size checks as a call (and as precompile()), before the first compile.
   for (const ProblemShape& p : problems) validate_problem(p);
   int not_built = 0;
@@ -46,7 +46,7 @@ int build_candidates(const std::vector<Shape>& shapes, const std::vector<Problem
     std::printf("%s: %d candidates built, %d not\n", label.c_str(), built, unfit);
     not_built += unfit;
   }
-  std::printf("cache: %s\n", device_info().cache_dir.c_str());
+  std::printf("cache: %s\n", cache_dir.c_str());
   return not_built == 0 ? 0 : 1;
 }
 
@@ -83,7 +83,7 @@ int cmd_precompile(const Args& args) {
                      " cannot be used (" + info.cache_problem +
                      "), so nothing would be kept; set F8GEMM_CACHE_DIR to a writable directory");
   }
-  if (opt.flag("--candidates")) return build_candidates(shapes, problems, gpu);
+  if (opt.flag("--candidates")) return build_candidates(shapes, problems, gpu, info.cache_dir);
   // Every decision first, one after another (a problem the decision refuses stops the command
   // before any compile), then their instances on all host cores.
   std::vector<std::pair<Config, ProblemShape>> picks;

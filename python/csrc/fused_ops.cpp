@@ -18,7 +18,6 @@
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 
-#include <cstring>
 #include <initializer_list>
 #include <optional>
 #include <string>
@@ -115,14 +114,6 @@ std::tuple<at::Tensor, at::Tensor> silu_mul_quantize_fp8_row(
   TensorView ub_view;
   f8gemm_torch::pass_scale_ub(kOp, "gate_up", gate_up, scale_ub, ub_view, opt);
   opt.names = &kNames;
-  auto raise = [](const f8gemm::Error& e) {
-    std::string what = e.what();
-    const char* prefix = "f8gemm: ";
-    if (what.compare(0, std::strlen(prefix), prefix) == 0) what.erase(0, std::strlen(prefix));
-    const std::string message = std::string("f8gemm.") + kOp + ": " + what;
-    if (e.code() == f8gemm::ErrorCode::kInvalidArgument) C10_THROW_ERROR(ValueError, message);
-    C10_THROW_ERROR(Error, message);
-  };
   try {
     // Every check of the call before anything is allocated: an expanded gate_up would
     // otherwise get outputs as large as its logical shape.
@@ -134,7 +125,7 @@ std::tuple<at::Tensor, at::Tensor> silu_mul_quantize_fp8_row(
                                               at::ScalarType::Float, in.device, 1),
         opt);
   } catch (const f8gemm::Error& e) {
-    raise(e);
+    f8gemm_torch::rethrow(kOp, e);
   }
   at::Tensor q = at::empty(q_shape, gate_up.options().dtype(at::ScalarType::Float8_e4m3fn));
   at::Tensor scale = at::empty(gate_up.sizes().slice(0, gate_up.dim() - 1),
@@ -147,7 +138,7 @@ std::tuple<at::Tensor, at::Tensor> silu_mul_quantize_fp8_row(
   try {
     f8gemm::silu_mul_quantize_rows(in, view_of(q, "q"), view_of(scale, "scale"), opt);
   } catch (const f8gemm::Error& e) {
-    raise(e);
+    f8gemm_torch::rethrow(kOp, e);
   }
   return std::make_tuple(q, scale);
 }
