@@ -386,31 +386,14 @@ def cuda_device(tool):
     return torch, dev, props, int(getattr(props, "L2_cache_size", 60 * 1024 * 1024))
 
 
-def main(argv):
-    args = parse_args(argv)
-    # Every input and the output, before any GPU work.
-    shapes = read_shapes(args.shapes) if args.shapes else list(DEFAULT_SHAPES)
-    baseline_times = read_graph_times(args.baseline) if args.baseline else {}
-    baseline_ceilings = read_ceilings(args.baseline) if args.baseline else None
-    check_output(args.csv)
-    torch, dev, props, l2_bytes = cuda_device("peers.py")
+def triton_rowwise_bmm(fast):
+    """The Triton peer: an autotuned FP8 rowwise batched kernel (grid-y over the batch), as a
+    callable run(x [B;M;K], w [B;N;K], xs [B;M], ws [B;N], y [B;M;N]) with fast accumulation or
+    a promotion every BLOCK_K (fast=False). run.kernel is the autotuned kernel (best_config).
+    One definition for peers.py and sustained_clock.py."""
     import triton
     import triton.language as tl
 
-    fast = not args.precise
-    only = set(args.only.split(",")) if args.only else None
-    fbgemm, fbgemm_about = load_fbgemm(torch)
-    print(f"device: {props.name}, {props.multi_processor_count} SMs, L2 {l2_bytes} bytes; "
-          f"torch {torch.__version__}, triton {triton.__version__}; fast_accum {fast}")
-    print(f"FBGEMM gen_ai: {fbgemm_about}" if fbgemm is not None
-          else f"FBGEMM gen_ai: unavailable ({fbgemm_about})")
-    # Peers whose package is missing: their rows carry this status and nothing is tried.
-    unavailable = {}
-    if fbgemm is None:
-        for impl in ("fbgemm_rowwise", "fbgemm_rowwise_batched"):
-            unavailable[impl] = "unavailable: " + fbgemm_about
-
-    # ---------------------------------------------------------------- Triton kernel
     configs = []
     # (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages): large tiles for prefill; 64-row and 32-row
     # tiles with deep K pipelines for decode, where only W's stream matters.
@@ -475,6 +458,35 @@ def main(argv):
         grid = lambda meta: (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]), bsz)
         fp8_rowwise_bmm[grid](x, w, xs, ws, y, m, n, k, x.stride(0), x.stride(1), w.stride(0),
                               w.stride(1), y.stride(0), y.stride(1), FAST_ACCUM=fast)
+
+    triton_bmm.kernel = fp8_rowwise_bmm
+    return triton_bmm
+
+
+def main(argv):
+    args = parse_args(argv)
+    # Every input and the output, before any GPU work.
+    shapes = read_shapes(args.shapes) if args.shapes else list(DEFAULT_SHAPES)
+    baseline_times = read_graph_times(args.baseline) if args.baseline else {}
+    baseline_ceilings = read_ceilings(args.baseline) if args.baseline else None
+    check_output(args.csv)
+    torch, dev, props, l2_bytes = cuda_device("peers.py")
+    import triton
+
+    fast = not args.precise
+    only = set(args.only.split(",")) if args.only else None
+    fbgemm, fbgemm_about = load_fbgemm(torch)
+    print(f"device: {props.name}, {props.multi_processor_count} SMs, L2 {l2_bytes} bytes; "
+          f"torch {torch.__version__}, triton {triton.__version__}; fast_accum {fast}")
+    print(f"FBGEMM gen_ai: {fbgemm_about}" if fbgemm is not None
+          else f"FBGEMM gen_ai: unavailable ({fbgemm_about})")
+    # Peers whose package is missing: their rows carry this status and nothing is tried.
+    unavailable = {}
+    if fbgemm is None:
+        for impl in ("fbgemm_rowwise", "fbgemm_rowwise_batched"):
+            unavailable[impl] = "unavailable: " + fbgemm_about
+
+    triton_bmm = triton_rowwise_bmm(fast)
 
     bw, peak = ceilings(dev, args.iters, args.baseline, baseline_ceilings)
 
@@ -614,7 +626,7 @@ def main(argv):
             err = (got - ref).norm().item() / ref_norm if ref_norm > 0 else float("nan")
             extra = ""
             if impl == "triton":
-                extra = f" config {fp8_rowwise_bmm.best_config}"
+                extra = f" config {triton_bmm.kernel.best_config}"
             print(f"    {impl} ({variant}): rel RMS error vs fp64 (batch 0) {err:.3e}{extra}"
                   + ("" if finite else "  WARNING: non-finite outputs (unwritten or overflow)"))
             del res, outs, got

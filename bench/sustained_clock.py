@@ -1,22 +1,31 @@
 #!/usr/bin/env python3
-"""Sustained runs of one 2-D GEMM shape, ours against FBGEMM and torch._scaled_mm, with the SM
-clock and the board power sampled while each runs: time per call, clock, power, and cycles per
-call (time x clock).
+"""Sustained runs of one GEMM shape, ours against FBGEMM, torch._scaled_mm and Triton, with the
+SM clock and the board power sampled while each runs: time per call, clock, power, cycles per
+call (time x clock) and energy per call (time x power).
 
 Alone under Nsight Compute ours and FBGEMM can take the same cycles while the bench, which runs
 each for a second or more under the power limit, still shows a gap (docs/perf-log.md, card 44).
 This separates the two causes: a lower clock for the same cycles (more energy per tile) or more
-cycles at the same clock.
+cycles at the same clock. At the power limit a GEMM's time is its energy (card 98).
 
 After a warm-up of --seconds at the first implementation, each implementation in turn (rounds
 interleave them, in reverse order every other round) replays a CUDA graph of whole rotation
 cycles for --seconds, over input sets rotated so that consecutive calls' inputs span more than
 2 x the L2 (as peers.py); `nvidia-smi --query-gpu=clocks.sm,power.draw -lms 50` samples the GPU
 meanwhile, and the samples of the window's first 0.5 s are dropped. Rows use per-row quantised
-randn (the bench's distribution).
+randn (the bench's distribution). The last lines give each implementation's median over the
+rounds and the best peer's median time over ours (f8gemm_preshuffled), as peer_table.py does.
+
+Implementations (B = 1: the 2-D ops; B > 1: the batched ops, and a loop over the batch where a
+peer has no batched op, as in peers.py):
+  f8gemm_preshuffled, f8gemm_plain   ours (batched: f8f8bf16_rowwise_batched[_preshuffled])
+  fbgemm_rowwise                     FBGEMM gen_ai f8f8bf16_rowwise_out, one call per batch
+  fbgemm_rowwise_batched             FBGEMM gen_ai f8f8bf16_rowwise_batched, one launch
+  torch_scaled_mm                    torch._scaled_mm rowwise (cuBLASLt), one call per batch
+  triton                             peers.py's autotuned Triton kernel (grid-y over batch)
 
 Usage (on the GPU machine, with the torch extension and FBGEMM gen_ai importable):
-  python3 bench/sustained_clock.py 1,4096,14336,4096 [--seconds 3] [--rounds 2] [--csv out.csv]
+  python3 bench/sustained_clock.py B,M,N,K [--seconds 3] [--rounds 2] [--only a,b] [--csv out.csv]
 """
 
 import argparse
@@ -35,27 +44,30 @@ import peers  # noqa: E402  (bench/peers.py: graph capture, quantisation, FBGEMM
 
 CALLS_PER_GRAPH = 20
 SETTLE_S = 0.5
-COLUMNS = ["impl", "round", "us_per_call", "sm_mhz", "power_w", "mcycles_per_call", "samples"]
+COLUMNS = ["impl", "round", "us_per_call", "sm_mhz", "power_w", "mcycles_per_call", "mj_per_call",
+           "samples"]
+IMPLS = ("f8gemm_preshuffled", "f8gemm_plain", "fbgemm_rowwise", "fbgemm_rowwise_batched",
+         "torch_scaled_mm", "triton")
+OURS = "f8gemm_preshuffled"
 
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("shape", help="1,M,N,K (B must be 1)")
+    p.add_argument("shape", help="B,M,N,K")
     p.add_argument("--seconds", type=float, default=3.0, help="sustained run per implementation")
     p.add_argument("--rounds", type=int, default=2)
-    p.add_argument("--only", help="comma-separated subset of: f8gemm_preshuffled, f8gemm_plain, "
-                                  "fbgemm_rowwise, fbgemm_rowwise_batched, torch_scaled_mm")
+    p.add_argument("--only", help="comma-separated subset of: " + ", ".join(IMPLS))
     p.add_argument("--csv", help="output CSV")
     a = p.parse_args(argv)
     try:
         b, m, n, k = (int(v) for v in a.shape.split(","))
     except ValueError:
-        p.error(f"shape must be 1,M,N,K, got {a.shape!r}")
-    if b != 1 or min(m, n, k) < 1:
-        p.error(f"shape must be 1,M,N,K with positive M, N, K, got {a.shape!r}")
+        p.error(f"shape must be B,M,N,K (four integers), got {a.shape!r}")
+    if min(b, m, n, k) < 1:
+        p.error(f"shape must be B,M,N,K with positive B, M, N, K, got {a.shape!r}")
     if a.seconds <= SETTLE_S or a.rounds < 1:
         p.error(f"--seconds must exceed {SETTLE_S} and --rounds must be >= 1")
-    a.m, a.n, a.k = m, n, k
+    a.b, a.m, a.n, a.k = b, m, n, k
     return a
 
 
@@ -88,8 +100,25 @@ def sampled(gpu_id, seconds, run):
     return result, samples
 
 
+def summary_line(rows):
+    """Each implementation's median time over its rounds, and the best peer's median over ours
+    (f8gemm_preshuffled) where both ran: rows as main() writes them."""
+    names = list(dict.fromkeys(r["impl"] for r in rows))
+    medians = {n: statistics.median(float(r["us_per_call"]) for r in rows if r["impl"] == n)
+               for n in names}
+    line = "median us/call: " + ", ".join(f"{n} {us:.2f}" for n, us in medians.items())
+    peer_times = {n: us for n, us in medians.items() if not n.startswith("f8gemm_")}
+    if OURS in medians and peer_times:
+        best = min(peer_times, key=peer_times.get)
+        line += (f"; best peer {best} {peer_times[best]:.2f}, best peer / ours "
+                 f"{peer_times[best] / medians[OURS]:.3f}")
+    return line
+
+
 def main(argv):
     a = parse_args(argv)
+    if a.csv:
+        peers.check_output(a.csv)  # before any GPU work
     import torch
     import f8gemm  # noqa: F401 - registers torch.ops.f8gemm.*
 
@@ -98,15 +127,18 @@ def main(argv):
     props = torch.cuda.get_device_properties(dev)
     l2 = getattr(props, "L2_cache_size", 60 << 20)
     torch.manual_seed(0)
-    set_bytes = a.m * a.k + a.n * a.k  # the inputs, as peers.py counts them
+    bsz, batched = a.b, a.b > 1
+    set_bytes = bsz * (a.m * a.k + a.n * a.k)  # the inputs, as peers.py counts them
     sets = min(peers.MAX_SETS, max(1, -(-2 * l2 // set_bytes)))
     gpu_id = "GPU-" + str(props.uuid)  # nvidia-smi's name for the device (not a MIG slice)
+    # B = 1: 2-D tensors, for the 2-D ops; B > 1: 3-D, for the batched ops and the loops.
+    lead = (bsz,) if batched else ()
     inputs = []
     for _ in range(sets):
-        xq, xs = peers.quantize_rows(torch.randn(a.m, a.k, device="cuda"))
-        wq, ws = peers.quantize_rows(torch.randn(a.n, a.k, device="cuda"))
+        xq, xs = peers.quantize_rows(torch.randn(*lead, a.m, a.k, device="cuda"))
+        wq, ws = peers.quantize_rows(torch.randn(*lead, a.n, a.k, device="cuda"))
         inputs.append((xq, xs, wq, f8gemm.preshuffle(wq), ws,
-                       torch.empty(a.m, a.n, dtype=torch.bfloat16, device="cuda")))
+                       torch.empty(*lead, a.m, a.n, dtype=torch.bfloat16, device="cuda")))
     ops = torch.ops.f8gemm
     state = {"i": 0}
 
@@ -114,32 +146,58 @@ def main(argv):
         state["i"] = (state["i"] + 1) % sets
         return inputs[state["i"]]
 
+    def per_batch(xq, xs, wq, ws, y):
+        """(x, xs, w, ws, y) of each batch: the 2-D tensors themselves at B = 1."""
+        if not batched:
+            return [(xq, xs, wq, ws, y)]
+        return [(xq[i], xs[i], wq[i], ws[i], y[i]) for i in range(bsz)]
+
     def ours_preshuffled():
         xq, xs, _, wp, ws, y = rotate()
-        ops.f8f8bf16_rowwise_preshuffled_out(xq, wp, xs, ws, y)
+        if batched:
+            ops.f8f8bf16_rowwise_batched_preshuffled(xq, wp, xs, ws, output=y)
+        else:
+            ops.f8f8bf16_rowwise_preshuffled_out(xq, wp, xs, ws, y)
 
     def ours_plain():
         xq, xs, wq, _, ws, y = rotate()
-        ops.f8f8bf16_rowwise_out(xq, wq, xs, ws, y)
+        if batched:
+            ops.f8f8bf16_rowwise_batched(xq, wq, xs, ws, output=y)
+        else:
+            ops.f8f8bf16_rowwise_out(xq, wq, xs, ws, y)
 
     def fbgemm_rowwise():
         xq, xs, wq, _, ws, y = rotate()
-        fbgemm.f8f8bf16_rowwise_out(xq, wq, xs, ws, y)
+        for x1, xs1, w1, ws1, y1 in per_batch(xq, xs, wq, ws, y):
+            fbgemm.f8f8bf16_rowwise_out(x1, w1, xs1, ws1, y1)
 
     def fbgemm_rowwise_batched():
-        # The batched op on a batch of one: its own dispatch, which differs from the 2-D op's
-        # (the peer table, session 17, has it 5% faster at 1,16384,8192,1024).
+        # At B = 1 the batched op on a batch of one: its own dispatch, which differs from the
+        # 2-D op's (the peer table, session 17, has it 5% faster at 1,16384,8192,1024).
         xq, xs, wq, _, ws, y = rotate()
-        fbgemm.f8f8bf16_rowwise_batched(xq[None], wq[None], xs[None], ws[None],
-                                        use_fast_accum=True, output=y[None])
+        if batched:
+            fbgemm.f8f8bf16_rowwise_batched(xq, wq, xs, ws, use_fast_accum=True, output=y)
+        else:
+            fbgemm.f8f8bf16_rowwise_batched(xq[None], wq[None], xs[None], ws[None],
+                                            use_fast_accum=True, output=y[None])
 
     def torch_scaled_mm():
-        xq, xs, wq, _, ws, _ = rotate()
-        torch._scaled_mm(xq, wq.t(), scale_a=xs.unsqueeze(1), scale_b=ws.unsqueeze(0),
-                         out_dtype=torch.bfloat16, use_fast_accum=True)
+        xq, xs, wq, _, ws, y = rotate()
+        for x1, xs1, w1, ws1, y1 in per_batch(xq, xs, wq, ws, y):
+            torch._scaled_mm(x1, w1.t(), scale_a=xs1.unsqueeze(1), scale_b=ws1.unsqueeze(0),
+                             out_dtype=torch.bfloat16, use_fast_accum=True, out=y1)
+
+    triton_bmm = peers.triton_rowwise_bmm(fast=True)
+
+    def triton():
+        xq, xs, wq, _, ws, y = rotate()
+        if batched:
+            triton_bmm(xq, wq, xs, ws, y)
+        else:
+            triton_bmm(xq[None], wq[None], xs[None], ws[None], y[None])
 
     impls = {"f8gemm_preshuffled": ours_preshuffled, "f8gemm_plain": ours_plain,
-             "torch_scaled_mm": torch_scaled_mm}
+             "torch_scaled_mm": torch_scaled_mm, "triton": triton}
     if fbgemm is not None:
         impls["fbgemm_rowwise"] = fbgemm_rowwise
         impls["fbgemm_rowwise_batched"] = fbgemm_rowwise_batched
@@ -149,12 +207,16 @@ def main(argv):
         if unknown:
             sys.exit(f"error: --only names {unknown}; available here: {sorted(impls)}")
         impls = {name: impls[name] for name in wanted}
-    print(f"device: {props.name}; shape 1,{a.m},{a.n},{a.k}; {sets} input sets; "
+    print(f"device: {props.name}; shape {bsz},{a.m},{a.n},{a.k}; {sets} input sets; "
           f"FBGEMM gen_ai: {fb_version if fbgemm is not None else 'unavailable: ' + fb_version}")
     graphs = {}
     for name, fn in impls.items():
         calls = CALLS_PER_GRAPH * sets  # whole rotation cycles per replay
+        fn()  # the first call outside capture: Triton autotunes there
+        peers.sync()
         graphs[name] = (peers.capture(fn, calls), calls)
+        if name == "triton":
+            print(f"triton config: {triton_bmm.kernel.best_config}")
 
     def sustain(g, calls):
         def run(seconds):
@@ -187,10 +249,13 @@ def main(argv):
             watts = statistics.mean(s[1] for s in samples)
             row = {"impl": name, "round": r, "us_per_call": f"{us:.2f}", "sm_mhz": f"{mhz:.0f}",
                    "power_w": f"{watts:.1f}", "mcycles_per_call": f"{us * mhz / 1e6:.4f}",
-                   "samples": len(samples)}
+                   "mj_per_call": f"{us * watts / 1e3:.3f}", "samples": len(samples)}
             rows.append(row)
-            print(f"round {r} {name:20s} {us:9.2f} us/call  {mhz:6.0f} MHz  {watts:6.1f} W  "
-                  f"{us * mhz / 1e6:.4f} Mcycles/call  ({len(samples)} samples)", flush=True)
+            print(f"round {r} {name:22s} {us:9.2f} us/call  {mhz:6.0f} MHz  {watts:6.1f} W  "
+                  f"{us * mhz / 1e6:.4f} Mcycles/call  {us * watts / 1e3:8.3f} mJ/call  "
+                  f"({len(samples)} samples)", flush=True)
+    line = summary_line(rows)
+    print(line)
     if a.csv:
         with open(a.csv, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=COLUMNS)

@@ -19,6 +19,7 @@ import copy_floor  # noqa: E402
 import peer_table  # noqa: E402
 import peers  # noqa: E402
 import plot  # noqa: E402
+import sustained_clock  # noqa: E402
 
 # bench/grouped_peers.py puts the checkout's python/ first on sys.path (for the f8gemm package it
 # times); kept there, the other modules would import that copy, without its extension, instead
@@ -159,9 +160,36 @@ def test_the_timing_tools_refuse_a_bad_path_before_any_gpu_work():
              "no-such-file.csv: cannot read it"),
             (grouped_peers.main, ["--baseline", bare] + out, "no ceiling_bw"),
             (grouped_peers.main, ["--csv", no_dir], "cannot write it: no directory"),
+            (sustained_clock.main, ["1,64,64,64", "--csv", no_dir],
+             "cannot write it: no directory"),
         ]
         for main, argv, message in cases:
             with pytest.raises(SystemExit, match=message):
                 main(argv)
         assert not os.path.exists(os.path.join(tmp, "out.csv"))
         assert not os.path.exists(os.path.join(tmp, "out.png"))
+
+
+def test_the_sustained_runs_take_a_batch_and_refuse_a_bad_shape():
+    a = sustained_clock.parse_args(["16,512,8192,1024", "--seconds", "2"])
+    assert (a.b, a.m, a.n, a.k, a.seconds) == (16, 512, 8192, 1024, 2.0)
+    for bad in (["0,1,2,3"], ["1,2,3"], ["1,a,2,3"], ["1,2,3,4", "--seconds", "0.5"],
+                ["1,2,3,4", "--rounds", "0"]):
+        with pytest.raises(SystemExit):
+            sustained_clock.parse_args(bad)
+
+
+def test_the_sustained_summary_sets_the_best_peers_median_against_ours():
+    def r(impl, us):
+        return {"impl": impl, "us_per_call": f"{us:.2f}"}
+    rows = [r("f8gemm_preshuffled", 100.0), r("torch_scaled_mm", 104.0), r("fbgemm_rowwise", 120.0),
+            r("torch_scaled_mm", 108.0), r("fbgemm_rowwise", 101.0), r("f8gemm_preshuffled", 98.0),
+            r("f8gemm_plain", 90.0), r("f8gemm_plain", 92.0)]
+    line = sustained_clock.summary_line(rows)
+    # Medians of two rounds: ours 99, torch 106, FBGEMM 110.5; ours plain is not a peer.
+    assert line == ("median us/call: f8gemm_preshuffled 99.00, torch_scaled_mm 106.00, "
+                    "fbgemm_rowwise 110.50, f8gemm_plain 91.00; best peer torch_scaled_mm "
+                    "106.00, best peer / ours 1.071")
+    # Without ours, or without a peer, no ratio.
+    assert "best peer" not in sustained_clock.summary_line([r("torch_scaled_mm", 1.0)])
+    assert "best peer" not in sustained_clock.summary_line([r("f8gemm_preshuffled", 1.0)])
