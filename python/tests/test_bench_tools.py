@@ -193,3 +193,32 @@ def test_the_sustained_summary_sets_the_best_peers_median_against_ours():
     # Without ours, or without a peer, no ratio.
     assert "best peer" not in sustained_clock.summary_line([r("torch_scaled_mm", 1.0)])
     assert "best peer" not in sustained_clock.summary_line([r("f8gemm_preshuffled", 1.0)])
+
+
+def test_the_triton_grouped_peer_gets_fbgemms_layout():
+    # FBGEMM's Triton grouped GEMM takes W as [G * N, K], w_scale as [G * N] and int32 sizes;
+    # the target peers stay FBGEMM's CUTLASS op and torch._scaled_grouped_mm.
+    torch = pytest.importorskip("torch")
+    g, n, k, rows = 3, 16, 32, 10
+    x = torch.zeros(rows, k, dtype=torch.float8_e4m3fn)
+    w = torch.zeros(g, n, k, dtype=torch.float8_e4m3fn)
+    xs, ws = torch.ones(rows), torch.ones(g, n)
+    sizes64 = torch.tensor([4, 0, 6])
+    offs = torch.cumsum(sizes64, 0).to(torch.int32)
+    seen = {}
+
+    def fake(*args, **kw):
+        seen["args"], seen["kw"] = args, kw
+        return "y"
+    calls = grouped_peers.implementations(torch, None, False, x, w, w, xs, ws, sizes64, offs,
+                                          fake)
+    assert "fbgemm_grouped_stacked" not in calls  # no FBGEMM op library: no CUTLASS peer
+    assert calls["fbgemm_triton_grouped"][0]() == "y"
+    xa, wa, sa, xsa, wsa = seen["args"]
+    assert xa is x and xsa is xs
+    assert tuple(wa.shape) == (g * n, k) and tuple(wsa.shape) == (g * n,)
+    assert sa.dtype == torch.int32 and sa.tolist() == [4, 0, 6]
+    assert seen["kw"] == {"use_fast_accum": False, "_use_warp_specialization": False}
+    assert "fbgemm_triton_grouped" not in grouped_peers.implementations(
+        torch, None, True, x, w, w, xs, ws, sizes64, offs)
+    assert grouped_peers.TARGET_PEERS == ("fbgemm_grouped_stacked", "torch_scaled_grouped_mm")
