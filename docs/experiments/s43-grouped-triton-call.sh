@@ -18,6 +18,7 @@ export PYTHONPATH=/tmp/site:$PWD/python F8GEMM_TORCH_LIB=$PWD/scratch/dev/torchl
 export F8GEMM_CACHE_DIR=/tmp/cache F8GEMM_HANG_SECONDS=60 PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv,noheader | tee $L/gpu.txt
 timeout ${BUDGET:-540} python3 bench/grouped_peers.py --rounds 3 --csv $L/grouped.csv > $L/grouped.log 2>&1
-echo "[$(( $(date +%s) - t0 ))s] grouped rc=$?" | tee $L/steps.txt
+rc=$?  # before the $(date) below, whose status $? would be
+echo "[$(( $(date +%s) - t0 ))s] grouped rc=$rc" | tee $L/steps.txt
 grep -v "^    .*rel RMS" $L/grouped.log | tail -n 60
 tar czf $OUT/grouped.tgz -C /tmp grouped
