@@ -14,6 +14,7 @@
 # Set-up on the CPU machine: docs/experiments/s42-setup.sh (scratch/s41/dev.tar.xz), a Release
 # build and build-torch of this tree (their binaries replace the archive's, whose kernels are the
 # same). Carry ["scratch/s41/dev.tar.xz", ".whl", "build/f8gemm", "build-torch/libf8gemm_torch.so"].
+# SUSTAINED=1 runs the sustained table on any GPU (an H200's second call).
 # $OUT: peers.tgz and mlp.tgz (H200), or sus.tgz (H100), re-packed after each step.
 set -u
 t0=$(date +%s)
@@ -22,8 +23,8 @@ echo "GPU: $gpu"
 tar xJf scratch/s41/dev.tar.xz || echo "unpack failed"
 cp build/f8gemm scratch/dev/ab/M/bin/f8gemm && cp build-torch/libf8gemm_torch.so scratch/dev/torchlib/ \
   || echo "this tree's binaries did not replace the archive's"
-case "$gpu" in
-*H200*)
+case "${SUSTAINED:-0}:$gpu" in
+0:*H200*)
   PEER=M DEADLINE=420 bash docs/experiments/peer-table-device-call.sh 2>&1 | tail -n 30
   left=$(( 585 - ($(date +%s) - t0) ))
   if [ $left -gt 25 ]; then
