@@ -100,6 +100,27 @@ def sampled(gpu_id, seconds, run):
     return result, samples
 
 
+def sustain(torch, g, calls):
+    """run(seconds): replays CUDA graph g (calls calls a replay) back to back for about that long
+    and returns the µs a call, from CUDA events around all the replays."""
+    def run(seconds):
+        g.replay()
+        peers.sync()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        t0 = time.perf_counter()
+        replays = 0
+        start.record()
+        while time.perf_counter() - t0 < seconds:
+            g.replay()
+            replays += 1
+            if replays % 8 == 0:
+                peers.sync()  # keeps the host at most 8 replays ahead
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) * 1000.0 / (replays * calls)
+    return run
+
+
 def summary_line(rows):
     """Each implementation's median time over its rounds, and the best peer's median over ours
     (f8gemm_preshuffled) where both ran: rows as main() writes them."""
@@ -218,33 +239,15 @@ def main(argv):
         if name == "triton":
             print(f"triton config: {triton_bmm.kernel.best_config}")
 
-    def sustain(g, calls):
-        def run(seconds):
-            g.replay()
-            peers.sync()
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            t0 = time.perf_counter()
-            replays = 0
-            start.record()
-            while time.perf_counter() - t0 < seconds:
-                g.replay()
-                replays += 1
-                if replays % 8 == 0:
-                    peers.sync()  # keeps the host at most 8 replays ahead
-            end.record()
-            end.synchronize()
-            return start.elapsed_time(end) * 1000.0 / (replays * calls)
-        return run
-
     rows = []
     first = next(iter(graphs.values()))
-    sustain(*first)(a.seconds)  # warm-up: the clock and the power settle before round 1
+    sustain(torch, *first)(a.seconds)  # warm-up: the clock and the power settle before round 1
     for r in range(1, a.rounds + 1):
         order = list(graphs.items())
         if r % 2 == 0:
             order.reverse()
         for name, (g, calls) in order:
-            us, samples = sampled(gpu_id, a.seconds, sustain(g, calls))
+            us, samples = sampled(gpu_id, a.seconds, sustain(torch, g, calls))
             mhz = statistics.median(s[0] for s in samples)
             watts = statistics.mean(s[1] for s in samples)
             row = {"impl": name, "round": r, "us_per_call": f"{us:.2f}", "sm_mhz": f"{mhz:.0f}",

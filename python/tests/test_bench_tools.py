@@ -18,6 +18,7 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 import copy_floor  # noqa: E402
 import peer_table  # noqa: E402
 import peers  # noqa: E402
+import mlp_sustained  # noqa: E402
 import plot  # noqa: E402
 import sustained_clock  # noqa: E402
 
@@ -162,6 +163,7 @@ def test_the_timing_tools_refuse_a_bad_path_before_any_gpu_work():
             (grouped_peers.main, ["--csv", no_dir], "cannot write it: no directory"),
             (sustained_clock.main, ["1,64,64,64", "--csv", no_dir],
              "cannot write it: no directory"),
+            (mlp_sustained.main, ["--csv", no_dir], "cannot write it: no directory"),
         ]
         for main, argv, message in cases:
             with pytest.raises(SystemExit, match=message):
@@ -222,3 +224,25 @@ def test_the_triton_grouped_peer_gets_fbgemms_layout():
     assert "fbgemm_triton_grouped" not in grouped_peers.implementations(
         torch, None, True, x, w, w, xs, ws, sizes64, offs)
     assert grouped_peers.TARGET_PEERS == ("fbgemm_grouped_stacked", "torch_scaled_grouped_mm")
+
+
+def test_the_sustained_mlp_block_checks_its_options():
+    a = mlp_sustained.parse_args(["--m", "1", "2048", "--seconds", "1.5"])
+    assert (a.m, a.seconds, a.rounds, a.hidden) == ([1, 2048], 1.5, 2, 4096)
+    for bad in (["--m", "0"], ["--hidden", "100"], ["--intermediate", "0"], ["--seconds", "0.4"],
+                ["--rounds", "0"]):
+        with pytest.raises(SystemExit):
+            mlp_sustained.parse_args(bad)
+
+
+def test_the_sustained_mlp_lines_set_each_block_against_bf16_and_pdl_off_against_on():
+    def r(m, v, us):
+        return {"m": m, "variant": v, "us_per_block": f"{us:.2f}"}
+    rows = [r(1, "bf16", 100.0), r(1, "fp8_pdl", 50.0), r(1, "fp8_no_pdl", 52.0),
+            r(1, "fp8_no_pdl", 54.0), r(1, "fp8_pdl", 52.0), r(1, "bf16", 102.0),
+            r(2048, "fp8_pdl", 500.0)]
+    lines = mlp_sustained.speedup_lines(rows)
+    # Medians: bf16 101, pdl 51, no pdl 53.
+    assert lines == ["M=1: bf16 101.00, fp8_pdl 51.00, fp8_no_pdl 53.00; bf16 / fp8_pdl 1.980; "
+                     "bf16 / fp8_no_pdl 1.906; no pdl / pdl 1.0392",
+                     "M=2048: fp8_pdl 500.00"]
