@@ -16,7 +16,6 @@ Usage (on the GPU machine, with the torch extension importable):
 """
 
 import argparse
-import csv
 import os
 import statistics
 import sys
@@ -112,26 +111,19 @@ def main(argv):
             for r in range(1, a.rounds + 1):
                 order = list(VARIANTS) if r % 2 else list(reversed(VARIANTS))
                 for v in order:
-                    us, samples = sustained_clock.sampled(
+                    us, mhz, watts, samples = sustained_clock.window(
                         gpu_id, a.seconds, sustained_clock.sustain(torch, graphs[v],
                                                                    FORWARDS_PER_GRAPH))
-                    mhz = statistics.median(s[0] for s in samples)
-                    watts = statistics.mean(s[1] for s in samples)
                     rows.append({"m": m, "variant": v, "round": r, "us_per_block": f"{us:.2f}",
                                  "sm_mhz": f"{mhz:.0f}", "power_w": f"{watts:.1f}",
-                                 "mj_per_block": f"{us * watts / 1e3:.3f}",
-                                 "samples": len(samples)})
+                                 "mj_per_block": f"{us * watts / 1e3:.3f}", "samples": samples})
                     print(f"M={m:<5} round {r} {v:11s} {us:9.2f} us/block  {mhz:6.0f} MHz  "
                           f"{watts:6.1f} W  {us * watts / 1e3:8.3f} mJ/block", flush=True)
             del graphs
     for line in speedup_lines(rows):
         print(line)
     if a.csv:
-        with open(a.csv, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=COLUMNS)
-            w.writeheader()
-            w.writerows(rows)
-        print(f"csv: {a.csv}")
+        sustained_clock.write_csv(a.csv, COLUMNS, rows)
 
 
 if __name__ == "__main__":

@@ -100,6 +100,22 @@ def sampled(gpu_id, seconds, run):
     return result, samples
 
 
+def window(gpu_id, seconds, run):
+    """(µs a call, median SM clock in MHz, mean board power in W, samples) of one sustained
+    window: run(seconds) under sampled()."""
+    us, samples = sampled(gpu_id, seconds, run)
+    return (us, statistics.median(s[0] for s in samples), statistics.mean(s[1] for s in samples),
+            len(samples))
+
+
+def write_csv(path, columns, rows):
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=columns)
+        w.writeheader()
+        w.writerows(rows)
+    print(f"csv: {path}")
+
+
 def sustain(torch, g, calls):
     """run(seconds): replays CUDA graph g (calls calls a replay) back to back for about that long
     and returns the µs a call, from CUDA events around all the replays."""
@@ -247,24 +263,17 @@ def main(argv):
         if r % 2 == 0:
             order.reverse()
         for name, (g, calls) in order:
-            us, samples = sampled(gpu_id, a.seconds, sustain(torch, g, calls))
-            mhz = statistics.median(s[0] for s in samples)
-            watts = statistics.mean(s[1] for s in samples)
+            us, mhz, watts, samples = window(gpu_id, a.seconds, sustain(torch, g, calls))
             row = {"impl": name, "round": r, "us_per_call": f"{us:.2f}", "sm_mhz": f"{mhz:.0f}",
                    "power_w": f"{watts:.1f}", "mcycles_per_call": f"{us * mhz / 1e6:.4f}",
-                   "mj_per_call": f"{us * watts / 1e3:.3f}", "samples": len(samples)}
+                   "mj_per_call": f"{us * watts / 1e3:.3f}", "samples": samples}
             rows.append(row)
             print(f"round {r} {name:22s} {us:9.2f} us/call  {mhz:6.0f} MHz  {watts:6.1f} W  "
                   f"{us * mhz / 1e6:.4f} Mcycles/call  {us * watts / 1e3:8.3f} mJ/call  "
-                  f"({len(samples)} samples)", flush=True)
-    line = summary_line(rows)
-    print(line)
+                  f"({samples} samples)", flush=True)
+    print(summary_line(rows))
     if a.csv:
-        with open(a.csv, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=COLUMNS)
-            w.writeheader()
-            w.writerows(rows)
-        print(f"csv: {a.csv}")
+        write_csv(a.csv, COLUMNS, rows)
 
 
 if __name__ == "__main__":
