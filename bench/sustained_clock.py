@@ -13,8 +13,10 @@ interleave them, in reverse order every other round) replays a CUDA graph of who
 cycles for --seconds, over input sets rotated so that consecutive calls' inputs span more than
 2 x the L2 (as peers.py); `nvidia-smi --query-gpu=clocks.sm,power.draw -lms 50` samples the GPU
 meanwhile, and the samples of the window's first 0.5 s are dropped. Rows use per-row quantised
-randn (the bench's distribution). The last lines give each implementation's median over the
+randn (the bench's distribution). The last line gives each implementation's median over the
 rounds and the best peer's median time over ours (f8gemm_preshuffled), as peer_table.py does.
+torch._scaled_mm writes into a preallocated output (out=), as peers.py's first spelling; card
+98's runs (B = 1 only) let it allocate.
 
 Implementations (B = 1: the 2-D ops; B > 1: the batched ops, and a loop over the batch where a
 peer has no batched op, as in peers.py):
@@ -65,6 +67,11 @@ def parse_args(argv):
         p.error(f"shape must be B,M,N,K (four integers), got {a.shape!r}")
     if min(b, m, n, k) < 1:
         p.error(f"shape must be B,M,N,K with positive B, M, N, K, got {a.shape!r}")
+    a.only_given = bool(a.only)
+    a.only = [s.strip() for s in a.only.split(",") if s.strip()] if a.only else list(IMPLS)
+    unknown = [s for s in a.only if s not in IMPLS]
+    if unknown:
+        p.error(f"--only names {unknown}; known: {', '.join(IMPLS)}")
     if a.seconds <= SETTLE_S or a.rounds < 1:
         p.error(f"--seconds must exceed {SETTLE_S} and --rounds must be >= 1")
     a.b, a.m, a.n, a.k = b, m, n, k
@@ -224,7 +231,7 @@ def main(argv):
             torch._scaled_mm(x1, w1.t(), scale_a=xs1.unsqueeze(1), scale_b=ws1.unsqueeze(0),
                              out_dtype=torch.bfloat16, use_fast_accum=True, out=y1)
 
-    triton_bmm = peers.triton_rowwise_bmm(fast=True)
+    triton_bmm = peers.triton_rowwise_bmm(fast=True) if "triton" in a.only else None
 
     def triton():
         xq, xs, wq, _, ws, y = rotate()
@@ -238,12 +245,10 @@ def main(argv):
     if fbgemm is not None:
         impls["fbgemm_rowwise"] = fbgemm_rowwise
         impls["fbgemm_rowwise_batched"] = fbgemm_rowwise_batched
-    if a.only:
-        wanted = [s.strip() for s in a.only.split(",") if s.strip()]
-        unknown = [s for s in wanted if s not in impls]
-        if unknown:
-            sys.exit(f"error: --only names {unknown}; available here: {sorted(impls)}")
-        impls = {name: impls[name] for name in wanted}
+    missing = [name for name in a.only if name not in impls]
+    if missing and a.only_given:
+        sys.exit(f"error: --only names {missing}, which need FBGEMM gen_ai: {fb_version}")
+    impls = {name: impls[name] for name in a.only if name in impls}
     print(f"device: {props.name}; shape {bsz},{a.m},{a.n},{a.k}; {sets} input sets; "
           f"FBGEMM gen_ai: {fb_version if fbgemm is not None else 'unavailable: ' + fb_version}")
     graphs = {}

@@ -7,8 +7,8 @@
 # Prediction (written before the call): no pdl / pdl within 0.99-1.01 at M = 2048 and 128, and
 # 1.02-1.06 at M = 1 and 16 (the launch gaps PDL hides are a larger share of a 50 µs block);
 # bf16 / fused 1.8-1.95 at every M.
-# Set-up: as s43-device-call.sh. Carry ["scratch/s41/dev.tar.xz", ".whl",
-# "build-torch/libf8gemm_torch.so"]. $OUT: mlp.tgz.
+# Set-up: as s43-device-call.sh. Carry ["scratch/s41/dev.tar.xz", "build-torch/libf8gemm_torch.so"]
+# (no FBGEMM: the block's peers are bf16 and itself). $OUT: mlp.tgz.
 set -u
 t0=$(date +%s)
 tar xJf scratch/s41/dev.tar.xz || echo "unpack failed"

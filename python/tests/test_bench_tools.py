@@ -1,7 +1,8 @@
 """The benchmark's tools without a GPU (CI runs this module): bench/peer_table.py rebuilds the
 perf log's session-31 peer table from the committed CSVs of that run, bench/copy_floor.py's
-arithmetic (the copy's bytes, its row and table) on hand-worked figures, and the timing tools'
-refusal of a bad path before any GPU work."""
+arithmetic (the copy's bytes, its row and table) on hand-worked figures, the timing tools'
+refusal of a bad path before any GPU work, the sustained tools' options and summaries
+(sustained_clock.py, mlp_sustained.py), and the grouped Triton peer's arguments."""
 
 import os
 import sys
@@ -18,15 +19,16 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 import copy_floor  # noqa: E402
 import peer_table  # noqa: E402
 import peers  # noqa: E402
-import mlp_sustained  # noqa: E402
 import plot  # noqa: E402
-import sustained_clock  # noqa: E402
 
-# bench/grouped_peers.py puts the checkout's python/ first on sys.path (for the f8gemm package it
-# times); kept there, the other modules would import that copy, without its extension, instead
-# of the installed package that CI tests (F8GEMM_TEST_INSTALLED).
+# bench/grouped_peers.py, mlp_sustained.py and sustained_clock.py put the checkout's python/ (and
+# examples/) first on sys.path (for the f8gemm package they time); kept there, the other modules
+# would import that copy, without its extension, instead of the installed package that CI tests
+# (F8GEMM_TEST_INSTALLED).
 _path = list(sys.path)
 import grouped_peers  # noqa: E402
+import mlp_sustained  # noqa: E402
+import sustained_clock  # noqa: E402
 sys.path[:] = _path
 
 BENCH = os.path.join(ROOT, "docs", "bench")
@@ -175,8 +177,11 @@ def test_the_timing_tools_refuse_a_bad_path_before_any_gpu_work():
 def test_the_sustained_runs_take_a_batch_and_refuse_a_bad_shape():
     a = sustained_clock.parse_args(["16,512,8192,1024", "--seconds", "2"])
     assert (a.b, a.m, a.n, a.k, a.seconds) == (16, 512, 8192, 1024, 2.0)
+    assert a.only == list(sustained_clock.IMPLS) and not a.only_given
+    assert sustained_clock.parse_args(["1,2,3,4", "--only", "triton, f8gemm_plain"]).only == [
+        "triton", "f8gemm_plain"]
     for bad in (["0,1,2,3"], ["1,2,3"], ["1,a,2,3"], ["1,2,3,4", "--seconds", "0.5"],
-                ["1,2,3,4", "--rounds", "0"]):
+                ["1,2,3,4", "--rounds", "0"], ["1,2,3,4", "--only", "cublas"]):
         with pytest.raises(SystemExit):
             sustained_clock.parse_args(bad)
 
