@@ -46,8 +46,8 @@ import peers  # noqa: E402  (bench/peers.py: graph capture, quantisation, FBGEMM
 
 CALLS_PER_GRAPH = 20
 SETTLE_S = 0.5
-COLUMNS = ["impl", "round", "us_per_call", "sm_mhz", "power_w", "mcycles_per_call", "mj_per_call",
-           "samples"]
+COLUMNS = ["shape", "impl", "round", "us_per_call", "sm_mhz", "power_w", "mcycles_per_call",
+           "mj_per_call", "samples"]
 IMPLS = ("f8gemm_preshuffled", "f8gemm_plain", "fbgemm_rowwise", "fbgemm_rowwise_batched",
          "torch_scaled_mm", "triton")
 OURS = "f8gemm_preshuffled"
@@ -269,7 +269,8 @@ def main(argv):
             order.reverse()
         for name, (g, calls) in order:
             us, mhz, watts, samples = window(gpu_id, a.seconds, sustain(torch, g, calls))
-            row = {"impl": name, "round": r, "us_per_call": f"{us:.2f}", "sm_mhz": f"{mhz:.0f}",
+            row = {"shape": f"{bsz},{a.m},{a.n},{a.k}", "impl": name, "round": r,
+                   "us_per_call": f"{us:.2f}", "sm_mhz": f"{mhz:.0f}",
                    "power_w": f"{watts:.1f}", "mcycles_per_call": f"{us * mhz / 1e6:.4f}",
                    "mj_per_call": f"{us * watts / 1e3:.3f}", "samples": samples}
             rows.append(row)

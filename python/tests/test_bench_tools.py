@@ -20,6 +20,7 @@ import copy_floor  # noqa: E402
 import peer_table  # noqa: E402
 import peers  # noqa: E402
 import plot  # noqa: E402
+import sustained_table  # noqa: E402
 
 # bench/grouped_peers.py, mlp_sustained.py and sustained_clock.py put the checkout's python/ (and
 # examples/) first on sys.path (for the f8gemm package they time); kept there, the other modules
@@ -251,3 +252,25 @@ def test_the_sustained_mlp_lines_set_each_block_against_bf16_and_pdl_off_against
     assert lines == ["M=1: bf16 101.00, fp8_pdl 51.00, fp8_no_pdl 53.00; bf16 / fp8_pdl 1.980; "
                      "bf16 / fp8_no_pdl 1.906; no pdl / pdl 1.0392",
                      "M=2048: fp8_pdl 500.00"]
+
+
+def test_the_sustained_table_rebuilds_card_100_from_its_csv():
+    rows = sustained_table.read_rows([os.path.join(BENCH, "s43-h100-sustained-issue6.csv")])
+    lines, geo, met, n = sustained_table.table(rows, 1.03)
+    assert (round(geo, 3), met, n) == (1.048, 6, 12)
+    assert ("| 1,4096,14336,4096 | 368.9 | **363.4** | 371.2 | 399.5 | 408.8 | 0.985 | 256.9 | "
+            "253.7 | 1362 / 1305 |") in lines
+    assert ("| 16,512,1280,8192 | 137.1 | 357.4 | 233.6 | 203.7 | **166.9** | 1.217 | 94.7 | "
+            "115.2 | 1294 / 1522 |") in lines
+    assert sustained_table.table(rows, 1.2)[2] == 1
+
+
+def test_the_sustained_table_refuses_a_csv_it_cannot_read():
+    with tempfile.TemporaryDirectory() as tmp:
+        old = os.path.join(tmp, "old.csv")  # a CSV of the tool before it wrote its shape
+        with open(old, "w") as f:
+            f.write("impl,round,us_per_call\nf8gemm_preshuffled,1,1.0\n")
+        with pytest.raises(SystemExit, match="no rows with a shape column"):
+            sustained_table.read_rows([old])
+        with pytest.raises(SystemExit, match="cannot read it"):
+            sustained_table.read_rows([os.path.join(tmp, "none.csv")])
