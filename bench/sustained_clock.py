@@ -21,6 +21,9 @@ torch._scaled_mm writes into a preallocated output (out=), as peers.py's first s
 Implementations (B = 1: the 2-D ops; B > 1: the batched ops, and a loop over the batch where a
 peer has no batched op, as in peers.py):
   f8gemm_preshuffled, f8gemm_plain   ours (batched: f8f8bf16_rowwise_batched[_preshuffled])
+  f8gemm_precise                     ours preshuffled in precise mode (use_fast_accum=False); not
+                                     in the default set: --only names it, and the summary then
+                                     gives its median over fast mode's
   fbgemm_rowwise                     FBGEMM gen_ai f8f8bf16_rowwise_out, one call per batch
   fbgemm_rowwise_batched             FBGEMM gen_ai f8f8bf16_rowwise_batched, one launch
   torch_scaled_mm                    torch._scaled_mm rowwise (cuBLASLt), one call per batch
@@ -49,8 +52,9 @@ SETTLE_S = 0.5
 COLUMNS = ["shape", "impl", "round", "us_per_call", "sm_mhz", "power_w", "mcycles_per_call",
            "mj_per_call", "samples"]
 IMPLS = ("f8gemm_preshuffled", "f8gemm_plain", "fbgemm_rowwise", "fbgemm_rowwise_batched",
-         "torch_scaled_mm", "triton")
+         "torch_scaled_mm", "triton", "f8gemm_precise")
 OURS = "f8gemm_preshuffled"
+PRECISE = "f8gemm_precise"  # ours preshuffled with use_fast_accum=False (issue 6: precise / fast)
 
 
 def parse_args(argv):
@@ -68,7 +72,8 @@ def parse_args(argv):
     if min(b, m, n, k) < 1:
         p.error(f"shape must be B,M,N,K with positive B, M, N, K, got {a.shape!r}")
     a.only_given = bool(a.only)
-    a.only = [s.strip() for s in a.only.split(",") if s.strip()] if a.only else list(IMPLS)
+    a.only = ([s.strip() for s in a.only.split(",") if s.strip()] if a.only
+              else [i for i in IMPLS if i != PRECISE])
     unknown = [s for s in a.only if s not in IMPLS]
     if unknown:
         p.error(f"--only names {unknown}; known: {', '.join(IMPLS)}")
@@ -156,6 +161,8 @@ def summary_line(rows):
         best = min(peer_times, key=peer_times.get)
         line += (f"; best peer {best} {peer_times[best]:.2f}, best peer / ours "
                  f"{peer_times[best] / medians[OURS]:.3f}")
+    if OURS in medians and PRECISE in medians:
+        line += f"; precise / fast {medians[PRECISE] / medians[OURS]:.3f}"
     return line
 
 
@@ -203,6 +210,14 @@ def main(argv):
         else:
             ops.f8f8bf16_rowwise_preshuffled_out(xq, wp, xs, ws, y)
 
+    def ours_precise():
+        xq, xs, _, wp, ws, y = rotate()
+        if batched:
+            ops.f8f8bf16_rowwise_batched_preshuffled(xq, wp, xs, ws, use_fast_accum=False,
+                                                     output=y)
+        else:
+            ops.f8f8bf16_rowwise_preshuffled_out(xq, wp, xs, ws, y, use_fast_accum=False)
+
     def ours_plain():
         xq, xs, wq, _, ws, y = rotate()
         if batched:
@@ -241,7 +256,7 @@ def main(argv):
             triton_bmm(xq[None], wq[None], xs[None], ws[None], y[None])
 
     impls = {"f8gemm_preshuffled": ours_preshuffled, "f8gemm_plain": ours_plain,
-             "torch_scaled_mm": torch_scaled_mm, "triton": triton}
+             "torch_scaled_mm": torch_scaled_mm, "triton": triton, PRECISE: ours_precise}
     if fbgemm is not None:
         impls["fbgemm_rowwise"] = fbgemm_rowwise
         impls["fbgemm_rowwise_batched"] = fbgemm_rowwise_batched

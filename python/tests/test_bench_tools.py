@@ -178,7 +178,8 @@ def test_the_timing_tools_refuse_a_bad_path_before_any_gpu_work():
 def test_the_sustained_runs_take_a_batch_and_refuse_a_bad_shape():
     a = sustained_clock.parse_args(["16,512,8192,1024", "--seconds", "2"])
     assert (a.b, a.m, a.n, a.k, a.seconds) == (16, 512, 8192, 1024, 2.0)
-    assert a.only == list(sustained_clock.IMPLS) and not a.only_given
+    assert a.only == [i for i in sustained_clock.IMPLS if i != "f8gemm_precise"]
+    assert not a.only_given
     assert sustained_clock.parse_args(["1,2,3,4", "--only", "triton, f8gemm_plain"]).only == [
         "triton", "f8gemm_plain"]
     for bad in (["0,1,2,3"], ["1,2,3"], ["1,a,2,3"], ["1,2,3,4", "--seconds", "0.5"],
@@ -198,6 +199,9 @@ def test_the_sustained_summary_sets_the_best_peers_median_against_ours():
     assert line == ("median us/call: f8gemm_preshuffled 99.00, torch_scaled_mm 106.00, "
                     "fbgemm_rowwise 110.50, f8gemm_plain 91.00; best peer torch_scaled_mm "
                     "106.00, best peer / ours 1.071")
+    # Precise mode beside fast mode: its median over fast mode's (ours 99).
+    assert sustained_clock.summary_line(rows + [r("f8gemm_precise", 104.0)]).endswith(
+        "; precise / fast 1.051")
     # Without ours, or without a peer, no ratio.
     assert "best peer" not in sustained_clock.summary_line([r("torch_scaled_mm", 1.0)])
     assert "best peer" not in sustained_clock.summary_line([r("f8gemm_preshuffled", 1.0)])
