@@ -68,27 +68,34 @@ def table(rows, target):
             return statistics.median(vals) if vals else None
         us = {i: med(i, "us_per_call") for i in (OURS,) + PEERS}
         ran = {p: us[p] for p in PEERS if us[p] is not None}
-        if us[OURS] is None or not ran:
+        if not us[OURS] or not ran:
+            # Kept in the table, out of the mean: ours or every peer did not run.
+            cells = [f"{us[p]:.1f}" if us[p] is not None else "-" for p in PEERS]
+            lines.append(f"| {shape} | {f'{us[OURS]:.1f}' if us[OURS] is not None else '-'} | "
+                         + " | ".join(cells) + " | - | - | - | - |")
             continue
         best = min(ran, key=ran.get)
         ratio = ran[best] / us[OURS]
         ratios.append(ratio)
-        cells = [f"**{us[p]:.1f}**" if p == best else (f"{us[p]:.1f}" if us[p] else "-")
-                 for p in PEERS]
+        cells = [f"**{us[p]:.1f}**" if p == best else (f"{us[p]:.1f}" if us[p] is not None
+                                                        else "-") for p in PEERS]
         lines.append(f"| {shape} | {us[OURS]:.1f} | " + " | ".join(cells)
                      + f" | {ratio:.3f} | {med(OURS, 'mj_per_call'):.1f} | "
                      f"{med(best, 'mj_per_call'):.1f} | {med(OURS, 'sm_mhz'):.0f} / "
                      f"{med(best, 'sm_mhz'):.0f} |")
     geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios)) if ratios else float("nan")
-    return lines, geo, sum(r >= target for r in ratios), len(ratios)
+    # Counted as printed (three places), so that a row that reads 1.030 counts at 1.03.
+    return lines, geo, sum(round(r, 3) >= target for r in ratios), len(ratios)
 
 
 def main(argv):
     a = parse_args(argv)
     lines, geo, met, n = table(read_rows(a.csv), a.target)
     print("\n".join(lines))
+    shapes = len(dict.fromkeys(r["shape"] for r in read_rows(a.csv)))
     print(f"\ngeometric mean of best peer / ours over {n} shapes: {geo:.3f}; "
-          f"at least {a.target:g} on {met} of {n}")
+          f"at least {a.target:g} on {met} of {n}"
+          + (f"; {shapes - n} shape(s) without ours or a peer are left out" if shapes > n else ""))
     return 0
 
 

@@ -267,6 +267,13 @@ def test_the_sustained_table_rebuilds_card_100_from_its_csv():
     assert ("| 16,512,1280,8192 | 137.1 | 357.4 | 233.6 | 203.7 | **166.9** | 1.217 | 94.7 | "
             "115.2 | 1294 / 1522 |") in lines
     assert sustained_table.table(rows, 1.2)[2] == 1
+    # A shape where only ours ran stays in the table and out of the mean.
+    alone = [dict(r, shape="1,64,64,64") for r in rows
+             if r["shape"] == "1,4096,4096,4096" and r["impl"] == "f8gemm_preshuffled"]
+    lines2, geo2, _, n2 = sustained_table.table(rows + alone, 1.03)
+    assert (round(geo2, 3), n2) == (1.048, 12)
+    assert any(line.startswith("| 1,64,64,64 |") and line.endswith("| - | - | - | - |")
+               for line in lines2)
 
 
 def test_the_sustained_table_refuses_a_csv_it_cannot_read():
