@@ -203,20 +203,13 @@ def main(argv):
             return [(xq, xs, wq, ws, y)]
         return [(xq[i], xs[i], wq[i], ws[i], y[i]) for i in range(bsz)]
 
-    def ours_preshuffled():
+    def ours_preshuffled(fast=True):
         xq, xs, _, wp, ws, y = rotate()
         if batched:
-            ops.f8f8bf16_rowwise_batched_preshuffled(xq, wp, xs, ws, output=y)
-        else:
-            ops.f8f8bf16_rowwise_preshuffled_out(xq, wp, xs, ws, y)
-
-    def ours_precise():
-        xq, xs, _, wp, ws, y = rotate()
-        if batched:
-            ops.f8f8bf16_rowwise_batched_preshuffled(xq, wp, xs, ws, use_fast_accum=False,
+            ops.f8f8bf16_rowwise_batched_preshuffled(xq, wp, xs, ws, use_fast_accum=fast,
                                                      output=y)
         else:
-            ops.f8f8bf16_rowwise_preshuffled_out(xq, wp, xs, ws, y, use_fast_accum=False)
+            ops.f8f8bf16_rowwise_preshuffled_out(xq, wp, xs, ws, y, use_fast_accum=fast)
 
     def ours_plain():
         xq, xs, wq, _, ws, y = rotate()
@@ -256,7 +249,8 @@ def main(argv):
             triton_bmm(xq[None], wq[None], xs[None], ws[None], y[None])
 
     impls = {"f8gemm_preshuffled": ours_preshuffled, "f8gemm_plain": ours_plain,
-             "torch_scaled_mm": torch_scaled_mm, "triton": triton, PRECISE: ours_precise}
+             "torch_scaled_mm": torch_scaled_mm, "triton": triton,
+             PRECISE: lambda: ours_preshuffled(fast=False)}
     if fbgemm is not None:
         impls["fbgemm_rowwise"] = fbgemm_rowwise
         impls["fbgemm_rowwise_batched"] = fbgemm_rowwise_batched
