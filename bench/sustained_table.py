@@ -54,6 +54,11 @@ def read_rows(paths):
     return rows
 
 
+def cell(us):
+    """A table cell of µs, or "-" where the implementation did not run."""
+    return "-" if us is None else f"{us:.1f}"
+
+
 def table(rows, target):
     """(lines, geometric mean, shapes at or above target, shapes) of the rows."""
     head = ("| B,M,N,K | ours | " + " | ".join(HEADS[p] for p in PEERS)
@@ -70,15 +75,13 @@ def table(rows, target):
         ran = {p: us[p] for p in PEERS if us[p] is not None}
         if not us[OURS] or not ran:
             # Kept in the table, out of the mean: ours or every peer did not run.
-            cells = [f"{us[p]:.1f}" if us[p] is not None else "-" for p in PEERS]
-            lines.append(f"| {shape} | {f'{us[OURS]:.1f}' if us[OURS] is not None else '-'} | "
-                         + " | ".join(cells) + " | - | - | - | - |")
+            lines.append(f"| {shape} | {cell(us[OURS])} | "
+                         + " | ".join(cell(us[p]) for p in PEERS) + " | - | - | - | - |")
             continue
         best = min(ran, key=ran.get)
         ratio = ran[best] / us[OURS]
         ratios.append(ratio)
-        cells = [f"**{us[p]:.1f}**" if p == best else (f"{us[p]:.1f}" if us[p] is not None
-                                                        else "-") for p in PEERS]
+        cells = [f"**{cell(us[p])}**" if p == best else cell(us[p]) for p in PEERS]
         lines.append(f"| {shape} | {us[OURS]:.1f} | " + " | ".join(cells)
                      + f" | {ratio:.3f} | {med(OURS, 'mj_per_call'):.1f} | "
                      f"{med(best, 'mj_per_call'):.1f} | {med(OURS, 'sm_mhz'):.0f} / "
@@ -90,9 +93,10 @@ def table(rows, target):
 
 def main(argv):
     a = parse_args(argv)
-    lines, geo, met, n = table(read_rows(a.csv), a.target)
+    rows = read_rows(a.csv)
+    lines, geo, met, n = table(rows, a.target)
     print("\n".join(lines))
-    shapes = len(dict.fromkeys(r["shape"] for r in read_rows(a.csv)))
+    shapes = len(dict.fromkeys(r["shape"] for r in rows))
     print(f"\ngeometric mean of best peer / ours over {n} shapes: {geo:.3f}; "
           f"at least {a.target:g} on {met} of {n}"
           + (f"; {shapes - n} shape(s) without ours or a peer are left out" if shapes > n else ""))
