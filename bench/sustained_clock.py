@@ -23,7 +23,9 @@ peer has no batched op, as in peers.py):
   f8gemm_preshuffled, f8gemm_plain   ours (batched: f8f8bf16_rowwise_batched[_preshuffled])
   f8gemm_precise                     ours preshuffled in precise mode (use_fast_accum=False); not
                                      in the default set: --only names it, and the summary then
-                                     gives its median over fast mode's
+                                     gives its median over fast mode's; --precise-config NAME
+                                     makes it run that config (F8GEMM_CONFIG while its plan is
+                                     built) instead of the table's or the model's pick
   fbgemm_rowwise                     FBGEMM gen_ai f8f8bf16_rowwise_out, one call per batch
   fbgemm_rowwise_batched             FBGEMM gen_ai f8f8bf16_rowwise_batched, one launch
   torch_scaled_mm                    torch._scaled_mm rowwise (cuBLASLt), one call per batch
@@ -64,6 +66,9 @@ def parse_args(argv):
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--only", help="comma-separated subset of: " + ", ".join(IMPLS))
     p.add_argument("--csv", help="output CSV")
+    p.add_argument("--precise-config", metavar="NAME",
+                   help="f8gemm_precise runs this config (as F8GEMM_CONFIG names it); the other "
+                   "implementations keep their own choice")
     a = p.parse_args(argv)
     try:
         b, m, n, k = (int(v) for v in a.shape.split(","))
@@ -77,6 +82,14 @@ def parse_args(argv):
     unknown = [s for s in a.only if s not in IMPLS]
     if unknown:
         p.error(f"--only names {unknown}; known: {', '.join(IMPLS)}")
+    if a.precise_config is not None:
+        if PRECISE not in a.only:
+            p.error(f"--precise-config needs {PRECISE} in --only")
+        if os.environ.get("F8GEMM_CONFIG"):
+            p.error("--precise-config with F8GEMM_CONFIG set: every implementation would run "
+                    "F8GEMM_CONFIG's config; unset it")
+        if not a.precise_config.strip():
+            p.error("--precise-config needs a config name")
     if a.seconds <= SETTLE_S or a.rounds < 1:
         p.error(f"--seconds must exceed {SETTLE_S} and --rounds must be >= 1")
     a.b, a.m, a.n, a.k = b, m, n, k
@@ -260,10 +273,21 @@ def main(argv):
     impls = {name: impls[name] for name in a.only if name in impls}
     print(f"device: {props.name}; shape {bsz},{a.m},{a.n},{a.k}; {sets} input sets; "
           f"FBGEMM gen_ai: {fb_version if fbgemm is not None else 'unavailable: ' + fb_version}")
+    if a.precise_config:
+        print(f"{PRECISE} runs {a.precise_config} (--precise-config)")
     graphs = {}
     for name, fn in impls.items():
         calls = CALLS_PER_GRAPH * sets  # whole rotation cycles per replay
-        fn()  # the first call outside capture: Triton autotunes there
+        # The first call outside capture: Triton autotunes there, and ours builds its plan, which
+        # later calls of that mode reuse: F8GEMM_CONFIG is read only then.
+        if name == PRECISE and a.precise_config:
+            os.environ["F8GEMM_CONFIG"] = a.precise_config
+            try:
+                fn()
+            finally:
+                del os.environ["F8GEMM_CONFIG"]
+        else:
+            fn()
         peers.sync()
         graphs[name] = (peers.capture(fn, calls), calls)
         if name == "triton":

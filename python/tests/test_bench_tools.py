@@ -188,6 +188,31 @@ def test_the_sustained_runs_take_a_batch_and_refuse_a_bad_shape():
             sustained_clock.parse_args(bad)
 
 
+def test_the_sustained_runs_force_a_precise_config_only_with_the_precise_mode():
+    name = "sm90_tiled_128x256x128_s3_c2x1_r8"
+    saved = os.environ.pop("F8GEMM_CONFIG", None)
+    try:
+        a = sustained_clock.parse_args(["1,16384,8192,1024", "--only",
+                                        "f8gemm_preshuffled,f8gemm_precise", "--precise-config",
+                                        name])
+        assert a.precise_config == name
+        assert sustained_clock.parse_args(["1,2,3,4"]).precise_config is None
+        # without the precise mode timed; a blank name
+        for bad in (["1,2,3,4", "--precise-config", name],
+                    ["1,2,3,4", "--only", "f8gemm_precise", "--precise-config", " "]):
+            with pytest.raises(SystemExit):
+                sustained_clock.parse_args(bad)
+        # F8GEMM_CONFIG already set would force every implementation, not only the precise one
+        os.environ["F8GEMM_CONFIG"] = name
+        with pytest.raises(SystemExit):
+            sustained_clock.parse_args(["1,2,3,4", "--only", "f8gemm_precise",
+                                        "--precise-config", name])
+    finally:
+        os.environ.pop("F8GEMM_CONFIG", None)
+        if saved is not None:
+            os.environ["F8GEMM_CONFIG"] = saved
+
+
 def test_the_sustained_summary_sets_the_best_peers_median_against_ours():
     def r(impl, us):
         return {"impl": impl, "us_per_call": f"{us:.2f}"}
