@@ -24,6 +24,8 @@
 # "build-torch/libf8gemm_torch.so"]. $OUT: pc.tgz, re-packed after each run.
 set -u
 t0=$(date +%s)
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+case "$gpu" in *H200*) ;; *) echo "GPU: $gpu: not an H200, nothing run"; exit 0 ;; esac
 tar xJf scratch/s41/dev.tar.xz || echo "unpack failed"
 cp build-torch/libf8gemm_torch.so scratch/dev/torchlib/ || echo "this tree's library did not replace the archive's"
 L=/tmp/pc; mkdir -p $L /tmp/cache; cp scratch/dev/cache/* /tmp/cache/
