@@ -24,14 +24,18 @@ a warm-up, median of --iters; with --cuda-graph, the median replay of a CUDA gra
 forward, which removes host launch overhead), the speedups over bf16 and the relative error of
 each FP8 block's output against the bf16 block's (||y8 - y16|| / ||y16||). --quantize also times
 quantize_fp8_row on [M, hidden] and [M, intermediate] bf16 against a device copy of the same
-bytes (the issue's bound: at most 1.5x for M <= 16).
+bytes (the issue's bound: at most 1.5x for M <= 16). --error-draws D pools the two error columns
+over D draws of x (M rows each: the root of the summed squared differences over the root of the
+summed squares), since one draw at M = 1 is a single row, and prints per M how the fused block's
+error compares with the swap's draw by draw.
 
     python3 examples/llama_mlp.py [--m 1 16 128 2048] [--iters 50] [--cuda-graph] [--quantize]
-                                  [--pdl] [--activation-paths]
+                                  [--pdl] [--activation-paths] [--error-draws D]
 """
 
 import argparse
 import copy
+import math
 import os
 import statistics
 import sys
@@ -117,6 +121,34 @@ def quantize_table(args, timer):
             print(f"{m:>6} | {k:>6} | {tq:>11.2f} | {tc:>8.2f} | {tq / tc:>5.2f}x", flush=True)
 
 
+def pooled_errors(ref_block, blocks, x, draws):
+    """||y - y_ref|| / ||y_ref|| of each block, pooled over `draws` draws of x (the first is x
+    itself, the others fresh randn of its shape): the root of the summed squared differences over
+    the root of the summed squares. Returns the pooled errors and, per draw, each block's error."""
+    sq_diff = [0.0] * len(blocks)
+    sq_ref = 0.0
+    per_draw = []
+    for d in range(draws):
+        xd = x if d == 0 else torch.randn_like(x)
+        ref = ref_block(xd).double()
+        ref_sq = ref.square().sum().item()
+        sq_ref += ref_sq
+        diffs = [(b(xd).double() - ref).square().sum().item() for b in blocks]
+        for i, v in enumerate(diffs):
+            sq_diff[i] += v
+        per_draw.append([math.sqrt(v / ref_sq) for v in diffs])
+    return [math.sqrt(v / sq_ref) for v in sq_diff], per_draw
+
+
+def draw_line(m, per_draw):
+    """How the second block's error (fused) compares with the first's (swap), draw by draw."""
+    ratios = sorted(f / s for s, f in per_draw)
+    lower = sum(r < 1 for r in ratios)
+    return (f"M={m}: fused / swap error over {len(ratios)} draws: median "
+            f"{statistics.median(ratios):.4f}, range {ratios[0]:.4f}-{ratios[-1]:.4f}, fused lower "
+            f"in {lower}")
+
+
 def check_sizes(parser, args):
     """Sizes the FP8 GEMMs cannot take (--hidden, --intermediate) and timing counts (--iters,
     --warmup), refused in one argparse line before any GPU work, not as a traceback later (also
@@ -126,6 +158,8 @@ def check_sizes(parser, args):
             parser.error(f"--{name} must be a positive multiple of 16 (each is a GEMM's K)")
     if args.iters < 1 or args.warmup < 0:
         parser.error("--iters must be >= 1 and --warmup >= 0")
+    if getattr(args, "error_draws", 1) < 1:
+        parser.error("--error-draws must be >= 1")
 
 
 def main():
@@ -145,6 +179,9 @@ def main():
     p.add_argument("--activation-paths", action="store_true",
                    help="also time the fused block with its activation always in the gate|up "
                         "GEMM's epilogue and always apart")
+    p.add_argument("--error-draws", type=int, default=1,
+                   help="pool the swap and fused error columns over this many draws of x "
+                        "(the timings use the first)")
     args = p.parse_args()
     if min(args.m) < 1:
         p.error("--m: every row count must be >= 1")
@@ -181,6 +218,7 @@ def main():
           f"| {'swap err':>9} | {'fused err':>9}{pdl_hdr}")
     print(f"{'-' * 6}-+-{'-' * 8}-+-{'-' * 8}-+-{'-' * 8}-+-{'-' * 6}-+-{'-' * 7}-+-{'-' * 9}-+-"
           f"{'-' * 9}{pdl_rule}")
+    draw_lines = []
     with torch.inference_mode():
         for m in args.m:
             x = torch.randn(m, args.hidden, device="cuda", dtype=torch.bfloat16)
@@ -189,7 +227,8 @@ def main():
             def err(y):
                 return ((y.double() - y16).norm() / y16.norm()).item()
 
-            e_swap, e_fused = err(swap(x)), err(fused(x))
+            (e_swap, e_fused), per_draw = pooled_errors(bf16, (swap, fused), x,
+                                                        args.error_draws)
             t16 = timer(lambda: bf16(x), args.warmup, args.iters)
             t_swap = timer(lambda: swap(x), args.warmup, args.iters)
             t_fused = timer(lambda: fused(x), args.warmup, args.iters)
@@ -210,6 +249,10 @@ def main():
             print(f"{m:>6} | {t16:>8.1f} | {t_swap:>8.1f} | {t_fused:>8.1f} | "
                   f"{t16 / t_swap:>5.2f}x | {t16 / t_fused:>6.2f}x | {e_swap:>9.3e} | "
                   f"{e_fused:>9.3e}{pdl_cols}", flush=True)
+            if args.error_draws > 1:
+                draw_lines.append(draw_line(m, per_draw))
+        for line in draw_lines:
+            print(line)
         if args.quantize:
             quantize_table(args, timer)
 

@@ -30,6 +30,7 @@ def run_example(name, *args):
     ("llama_mlp.py", ["--intermediate", "0"], "--intermediate must be a positive multiple of 16"),
     ("llama_mlp.py", ["--iters", "0"], "--iters must be >= 1"),
     ("llama_mlp.py", ["--warmup", "-1"], "--warmup >= 0"),
+    ("llama_mlp.py", ["--error-draws", "0"], "--error-draws must be >= 1"),
     ("moe_layer.py", ["--tokens", "0"], "--tokens: every token count must be >= 1"),
     ("moe_layer.py", ["--experts", "0"], "--experts must be >= 1"),
     ("moe_layer.py", ["--experts", "8", "--top-k", "9"], "--top-k between 1 and --experts"),
