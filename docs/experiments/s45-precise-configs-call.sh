@@ -1,5 +1,5 @@
 #!/bin/bash
-# Session 45, an H200 (about 230 s): card 106. The H200's precise entries for 1,16384,8192,1024
+# Session 45, an H200 (about 230 s): card 107. The H200's precise entries for 1,16384,8192,1024
 # and 8192^3 (tiled 128x192, tables/h200.tsv, from the 2026-11-30 tune) predate cards 88-93; on
 # the H100, where the model picks tiled 128x256 in precise mode, precise / fast at the power limit
 # was 1.031 and 1.039 there (card 103), against 1.100 and 1.065 on this H200 (session 45,
