@@ -13,10 +13,15 @@
 # the same W bytes); 128x48 between the two; 64x64 (twice the tiles, 30 waves: a finer tail)
 # within 1% of the pick. Rule: a new design size (8x the average up to 64, say) only if it gains
 # at least 1.5% at 64,512 Zipf and loses nothing beyond the rounds' spread on the other five.
+# F8GEMM_LOG=1 logs the grouped config each process runs (the pick's is the swap 128x32 s10 by
+# `f8gemm precompile --gpu h200 --shape 64,32,4096,7168`, the CPU's view of the model problem).
+# Each process measures its own BW and PEAK (no --baseline): about 10 s of the budget.
 # Set-up: as s43-device-call.sh (scratch/s41/dev.tar.xz, this tree's build-torch); carry
 # ["scratch/s41/dev.tar.xz", ".whl", "build-torch/libf8gemm_torch.so"]. $OUT: gt.tgz.
 set -u
 t0=$(date +%s)
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+case "$gpu" in *H200*) ;; *) echo "GPU: $gpu: not an H200, nothing run"; exit 0 ;; esac
 tar xJf scratch/s41/dev.tar.xz || echo "unpack failed"
 cp build-torch/libf8gemm_torch.so scratch/dev/torchlib/ || echo "this tree's library did not replace the archive's"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
@@ -32,12 +37,14 @@ for c in pick sm90_swap_128x64x128_s8_c1x1_r0 sm90_swap_128x48x128_s9_c1x1_r0 \
   left=$(( ${BUDGET:-170} - ($(date +%s) - t0) ))
   if [ $left -lt 20 ]; then echo "[$(( $(date +%s) - t0 ))s] $i $c skipped" | tee -a $L/steps.txt; continue; fi
   if [ $c = pick ]; then unset F8GEMM_CONFIG; else export F8GEMM_CONFIG=$c; fi
-  timeout $(( left > 60 ? 60 : left )) python3 bench/grouped_peers.py --shape 64,512,4096,7168 \
-    --shape 8,64,28672,4096 --shape 128,1024,1536,2048 --rounds 3 \
-    --only f8gemm_preshuffled,fbgemm_grouped_stacked --csv $L/gt-$i.csv > $L/gt-$i.log 2>&1
+  F8GEMM_LOG=1 timeout $(( left > 60 ? 60 : left )) python3 bench/grouped_peers.py \
+    --shape 64,512,4096,7168 --shape 8,64,28672,4096 --shape 128,1024,1536,2048 --rounds 3 \
+    --only f8gemm_preshuffled,fbgemm_grouped_stacked --csv $L/gt-$i.csv > $L/gt-$i.log 2>&1 \
+    < /dev/null
   rc=$?  # before the $(date) below, whose status $? would be
   echo "[$(( $(date +%s) - t0 ))s] $i $c rc=$rc" | tee -a $L/steps.txt
-  grep -E '^(8|64|128),' $L/gt-$i.log | grep -v sizes || tail -n 3 $L/gt-$i.log
+  grep -E '^(8|64|128),|grouped' $L/gt-$i.log | grep -v sizes | sort -u | head -n 12 \
+    || tail -n 3 $L/gt-$i.log
   tar czf $OUT/.g.tgz -C /tmp gt && mv $OUT/.g.tgz $OUT/gt.tgz
 done
 unset F8GEMM_CONFIG
