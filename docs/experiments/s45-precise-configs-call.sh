@@ -1,7 +1,8 @@
 #!/bin/bash
 # Session 45, an H200 (about 275 s: BUDGET, default 230, then 45 s): card 107. The H200's
 # precise entries for 1,16384,8192,1024 and 8192^3 (tiled 128x192, tables/h200.tsv, from the
-# 2026-11-30 tune) predate cards 88-93; on the H100, where the model picks tiled 128x256 in precise mode, precise / fast at the power limit
+# 2026-11-30 tune) predate cards 88-93; on the H100, where the model picks tiled 128x256 in
+# precise mode, precise / fast at the power limit
 # was 1.031 and 1.039 there (card 103), against 1.100 and 1.065 on this H200 (session 45,
 # call 3). Each process times ours preshuffled in fast mode (its table entry) and in precise mode
 # (the table's entry, or a candidate forced with bench/sustained_clock.py --precise-config), 2
@@ -25,7 +26,8 @@
 # examples/llama_mlp.py --m 1 16 128 --error-draws 64 (eager, 5 timed iterations; only the errors
 # count). Prediction: pooled fused / swap 0.995-1.002 at each M, fused lower in 25-45 of 64
 # draws (the fused block quantises the fp32 product, the swap a bf16-rounded one).
-# ON=any runs the list of whichever of the two comes. ON=h100 (an H100 came instead; the H200's asks failed): the reverse question on the H100, whose
+# ON=any runs the list of whichever of the two comes. ON=h100 (an H100 came instead; the H200's
+# asks failed): the reverse question on the H100, whose
 # precise picks at these two shapes are the model's tiled 128x256 (card 103: 1.031 and 1.039):
 # the H200's entries (tiled 128x192 s4, c2x1 and c1x1) forced there. Prediction: 1.07-1.11 at
 # 1,16384,8192,1024 and 1.05-1.07 at 8192^3 with them, against 1.03-1.045 with the model's pick.
