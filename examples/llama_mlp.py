@@ -26,8 +26,8 @@ each FP8 block's output against the bf16 block's (||y8 - y16|| / ||y16||). --qua
 quantize_fp8_row on [M, hidden] and [M, intermediate] bf16 against a device copy of the same
 bytes (the issue's bound: at most 1.5x for M <= 16). --error-draws D pools the two error columns
 over D draws of x (M rows each: the root of the summed squared differences over the root of the
-summed squares), since one draw at M = 1 is a single row, and prints per M how the fused block's
-error compares with the swap's draw by draw.
+summed squares; the "in err" column of --activation-paths too), since one draw at M = 1 is a
+single row, and prints per M how the fused block's error compares with the swap's draw by draw.
 
     python3 examples/llama_mlp.py [--m 1 16 128 2048] [--iters 50] [--cuda-graph] [--quantize]
                                   [--pdl] [--activation-paths] [--error-draws D]
@@ -121,15 +121,17 @@ def quantize_table(args, timer):
             print(f"{m:>6} | {k:>6} | {tq:>11.2f} | {tc:>8.2f} | {tq / tc:>5.2f}x", flush=True)
 
 
-def pooled_errors(ref_block, blocks, x, draws):
+def pooled_errors(ref_block, blocks, x, draws, generator=None):
     """||y - y_ref|| / ||y_ref|| of each block, pooled over `draws` draws of x (the first is x
-    itself, the others fresh randn of its shape): the root of the summed squared differences over
-    the root of the summed squares. Returns the pooled errors and, per draw, each block's error."""
+    itself, the others standard normal draws of its shape from `generator`): the root of the
+    summed squared differences over the root of the summed squares. Returns the pooled errors
+    and, per draw, each block's error."""
     sq_diff = [0.0] * len(blocks)
     sq_ref = 0.0
     per_draw = []
     for d in range(draws):
-        xd = x if d == 0 else torch.randn_like(x)
+        xd = x if d == 0 else torch.randn(x.shape, generator=generator, device=x.device,
+                                          dtype=x.dtype)
         ref = ref_block(xd).double()
         ref_sq = ref.square().sum().item()
         sq_ref += ref_sq
@@ -142,11 +144,11 @@ def pooled_errors(ref_block, blocks, x, draws):
 
 def draw_line(m, per_draw):
     """How the second block's error (fused) compares with the first's (swap), draw by draw."""
-    ratios = sorted(f / s for s, f in per_draw)
+    ratios = sorted(f / s for s, f, *_ in per_draw)
     lower = sum(r < 1 for r in ratios)
-    return (f"M={m}: fused / swap error over {len(ratios)} draws: median "
-            f"{statistics.median(ratios):.4f}, range {ratios[0]:.4f}-{ratios[-1]:.4f}, fused lower "
-            f"in {lower}")
+    return (f"M={m}: fused / swap error over {len(ratios)} draws of x: median "
+            f"{statistics.median(ratios):.4f}, range {ratios[0]:.4f}-{ratios[-1]:.4f}, fused "
+            f"lower in {lower} of {len(ratios)}")
 
 
 def check_sizes(parser, args):
@@ -158,8 +160,6 @@ def check_sizes(parser, args):
             parser.error(f"--{name} must be a positive multiple of 16 (each is a GEMM's K)")
     if args.iters < 1 or args.warmup < 0:
         parser.error("--iters must be >= 1 and --warmup >= 0")
-    if getattr(args, "error_draws", 1) < 1:
-        parser.error("--error-draws must be >= 1")
 
 
 def main():
@@ -185,6 +185,8 @@ def main():
     args = p.parse_args()
     if min(args.m) < 1:
         p.error("--m: every row count must be >= 1")
+    if args.error_draws < 1:
+        p.error("--error-draws must be >= 1")
     check_sizes(p, args)
     if not torch.cuda.is_available():
         sys.exit("needs a CUDA GPU (sm_90)")
@@ -219,16 +221,17 @@ def main():
     print(f"{'-' * 6}-+-{'-' * 8}-+-{'-' * 8}-+-{'-' * 8}-+-{'-' * 6}-+-{'-' * 7}-+-{'-' * 9}-+-"
           f"{'-' * 9}{pdl_rule}")
     draw_lines = []
+    draws_rng = torch.Generator(device="cuda")
+    draws_rng.manual_seed(1)
     with torch.inference_mode():
         for m in args.m:
             x = torch.randn(m, args.hidden, device="cuda", dtype=torch.bfloat16)
-            y16 = bf16(x).double()
-
-            def err(y):
-                return ((y.double() - y16).norm() / y16.norm()).item()
-
-            (e_swap, e_fused), per_draw = pooled_errors(bf16, (swap, fused), x,
-                                                        args.error_draws)
+            # The errors: swap and fused (and the "in gemm" path), pooled over the draws; the
+            # extra draws come from their own generator, so x at the next M is the same for
+            # every --error-draws.
+            blocks = (swap, fused) + ((paths[0],) if paths else ())
+            errors, per_draw = pooled_errors(bf16, blocks, x, args.error_draws, draws_rng)
+            e_swap, e_fused = errors[0], errors[1]
             t16 = timer(lambda: bf16(x), args.warmup, args.iters)
             t_swap = timer(lambda: swap(x), args.warmup, args.iters)
             t_fused = timer(lambda: fused(x), args.warmup, args.iters)
@@ -245,12 +248,14 @@ def main():
             if paths:
                 t_in, t_apart = (timer(lambda b=b: b(x), args.warmup, args.iters) for b in paths)
                 pdl_cols += (f" | {t_in:>8.1f} | {t_apart:>8.1f} | {t_in / t_apart:>8.3f} | "
-                             f"{err(paths[0](x)):>9.3e}")
+                             f"{errors[2]:>9.3e}")
             print(f"{m:>6} | {t16:>8.1f} | {t_swap:>8.1f} | {t_fused:>8.1f} | "
                   f"{t16 / t_swap:>5.2f}x | {t16 / t_fused:>6.2f}x | {e_swap:>9.3e} | "
                   f"{e_fused:>9.3e}{pdl_cols}", flush=True)
             if args.error_draws > 1:
                 draw_lines.append(draw_line(m, per_draw))
+        if draw_lines:
+            print(f"\nfused / swap error draw by draw (--error-draws {args.error_draws}):")
         for line in draw_lines:
             print(line)
         if args.quantize:

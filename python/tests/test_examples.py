@@ -1,6 +1,7 @@
 """The examples refuse sizes they cannot run in one argparse line (exit 2), before they look for a
 GPU: examples/llama_mlp.py and examples/moe_layer.py, run as a user runs them."""
 
+import math
 import os
 import subprocess
 import sys
@@ -44,3 +45,58 @@ def test_the_examples_refuse_bad_sizes(example, args, message):
     r = run_example(example, *args)
     assert r.returncode == 2, r.stderr
     assert message in r.stderr.strip().splitlines()[-1], r.stderr
+
+
+def _import_llama_mlp():
+    # The example puts the checkout's python/ first on sys.path; restored after, so that the
+    # other tests keep importing the package under test (f8gemm is already imported above).
+    path = list(sys.path)
+    sys.path.insert(0, EXAMPLES)
+    try:
+        import llama_mlp
+    finally:
+        sys.path[:] = path
+    return llama_mlp
+
+
+def close(got, want):
+    return len(got) == len(want) and all(math.isclose(a, b, rel_tol=1e-12)
+                                         for a, b in zip(got, want))
+
+
+def test_the_mlp_example_pools_its_errors_over_draws():
+    import torch
+
+    mlp = _import_llama_mlp()
+    x = torch.randn(2, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+
+    def same(v):
+        return v
+
+    def one_percent_high(v):
+        return v * 1.01
+
+    def ragged(v):  # a different relative error on each draw
+        return v + 0.05 * v.abs().max()
+
+    # One draw: each block's ||y - ref|| / ||ref|| over the whole draw.
+    errors, per_draw = mlp.pooled_errors(same, (one_percent_high, ragged), x, 1)
+    expect = (ragged(x) - x).norm().item() / x.norm().item()
+    assert close(errors, [0.01, expect]) and len(per_draw) == 1
+    assert close(per_draw[0], [0.01, expect])
+    # Three draws: the first is x, the others from the generator; the pool is the root of the
+    # summed squared differences over the root of the summed squares, not a mean of ratios.
+    g = torch.Generator().manual_seed(5)
+    errors, per_draw = mlp.pooled_errors(same, (one_percent_high, ragged), x, 3, g)
+    g.manual_seed(5)
+    draws = [x] + [torch.randn(x.shape, generator=g, dtype=x.dtype) for _ in range(2)]
+    num = sum((ragged(d) - d).square().sum().item() for d in draws)
+    den = sum(d.square().sum().item() for d in draws)
+    assert len(per_draw) == 3
+    assert close(errors, [0.01, (num / den) ** 0.5])
+    assert close([p[1] for p in per_draw],
+                 [(ragged(d) - d).norm().item() / d.norm().item() for d in draws])
+    # fused / swap draw by draw (the second error over the first)
+    line = mlp.draw_line(16, [[0.02, 0.01], [0.01, 0.02], [0.01, 0.01]])
+    assert line == ("M=16: fused / swap error over 3 draws of x: median 1.0000, range "
+                    "0.5000-2.0000, fused lower in 1 of 3")
