@@ -33,9 +33,11 @@ peer has no batched op, as in peers.py):
 
 Usage (on the GPU machine, with the torch extension and FBGEMM gen_ai importable):
   python3 bench/sustained_clock.py B,M,N,K [--seconds 3] [--rounds 2] [--only a,b] [--csv out.csv]
+                                   [--precise-config NAME]
 """
 
 import argparse
+import contextlib
 import csv
 import os
 import statistics
@@ -94,6 +96,24 @@ def parse_args(argv):
         p.error(f"--seconds must exceed {SETTLE_S} and --rounds must be >= 1")
     a.b, a.m, a.n, a.k = b, m, n, k
     return a
+
+
+@contextlib.contextmanager
+def forced_config(name):
+    """F8GEMM_CONFIG=name inside (nothing when name is None), as it was after: ours reads it only
+    while it builds a plan, which later calls of that mode and shape reuse."""
+    if name is None:
+        yield
+        return
+    before = os.environ.get("F8GEMM_CONFIG")
+    os.environ["F8GEMM_CONFIG"] = name
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["F8GEMM_CONFIG"]
+        else:
+            os.environ["F8GEMM_CONFIG"] = before
 
 
 def sampled(gpu_id, seconds, run):
@@ -280,13 +300,7 @@ def main(argv):
         calls = CALLS_PER_GRAPH * sets  # whole rotation cycles per replay
         # The first call outside capture: Triton autotunes there, and ours builds its plan, which
         # later calls of that mode reuse: F8GEMM_CONFIG is read only then.
-        if name == PRECISE and a.precise_config:
-            os.environ["F8GEMM_CONFIG"] = a.precise_config
-            try:
-                fn()
-            finally:
-                del os.environ["F8GEMM_CONFIG"]
-        else:
+        with forced_config(a.precise_config if name == PRECISE else None):
             fn()
         peers.sync()
         graphs[name] = (peers.capture(fn, calls), calls)

@@ -213,6 +213,25 @@ def test_the_sustained_runs_force_a_precise_config_only_with_the_precise_mode():
             os.environ["F8GEMM_CONFIG"] = saved
 
 
+def test_the_sustained_runs_set_the_forced_config_only_inside_and_restore_it():
+    saved = os.environ.pop("F8GEMM_CONFIG", None)
+    try:
+        with sustained_clock.forced_config("sm90_tiled_128x256x128_s3_c2x1_r8"):
+            assert os.environ["F8GEMM_CONFIG"] == "sm90_tiled_128x256x128_s3_c2x1_r8"
+        assert "F8GEMM_CONFIG" not in os.environ
+        with sustained_clock.forced_config(None):  # the other implementations: untouched
+            assert "F8GEMM_CONFIG" not in os.environ
+        os.environ["F8GEMM_CONFIG"] = ""  # set but empty (the library reads it as unset)
+        with pytest.raises(RuntimeError):
+            with sustained_clock.forced_config("sm90_tiled_128x192x128_s4_c1x1_r8"):
+                raise RuntimeError("the plan's first call failed")
+        assert os.environ["F8GEMM_CONFIG"] == ""
+    finally:
+        os.environ.pop("F8GEMM_CONFIG", None)
+        if saved is not None:
+            os.environ["F8GEMM_CONFIG"] = saved
+
+
 def test_the_sustained_summary_sets_the_best_peers_median_against_ours():
     def r(impl, us):
         return {"impl": impl, "us_per_call": f"{us:.2f}"}
