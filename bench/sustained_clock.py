@@ -300,8 +300,14 @@ def main(argv):
         calls = CALLS_PER_GRAPH * sets  # whole rotation cycles per replay
         # The first call outside capture: Triton autotunes there, and ours builds its plan, which
         # later calls of that mode reuse: F8GEMM_CONFIG is read only then.
-        with forced_config(a.precise_config if name == PRECISE else None):
-            fn()
+        forced = a.precise_config if name == PRECISE else None
+        with forced_config(forced):
+            try:
+                fn()
+            except Exception as e:  # the library's error for a config this shape cannot run
+                if forced is None:
+                    raise
+                sys.exit(f"error: --precise-config {forced}: {e}")
         peers.sync()
         graphs[name] = (peers.capture(fn, calls), calls)
         if name == "triton":
