@@ -24,7 +24,7 @@ a warm-up, median of --iters; with --cuda-graph, the median replay of a CUDA gra
 forward, which removes host launch overhead), the speedups over bf16 and the relative error of
 each FP8 block's output against the bf16 block's (||y8 - y16|| / ||y16||). --quantize also times
 quantize_fp8_row on [M, hidden] and [M, intermediate] bf16 against a device copy of the same
-bytes (the issue's bound: at most 1.5x for M <= 16). --error-draws D pools the two error columns
+bytes (the issue's bound: at most 1.5x for M <= 16). --error-draws D pools the error columns
 over D draws of x (M rows each: the root of the summed squared differences over the root of the
 summed squares; the "in err" column of --activation-paths too), since one draw at M = 1 is a
 single row, and prints per M how the fused block's error compares with the swap's draw by draw.
@@ -180,8 +180,8 @@ def main():
                    help="also time the fused block with its activation always in the gate|up "
                         "GEMM's epilogue and always apart")
     p.add_argument("--error-draws", type=int, default=1,
-                   help="pool the swap and fused error columns over this many draws of x "
-                        "(the timings use the first)")
+                   help="pool the error columns over this many draws of x (the timings use "
+                        "the first)")
     args = p.parse_args()
     if min(args.m) < 1:
         p.error("--m: every row count must be >= 1")
@@ -222,14 +222,14 @@ def main():
           f"{'-' * 9}{pdl_rule}")
     draw_lines = []
     draws_rng = torch.Generator(device="cuda")
-    draws_rng.manual_seed(1)
     with torch.inference_mode():
         for m in args.m:
             x = torch.randn(m, args.hidden, device="cuda", dtype=torch.bfloat16)
             # The errors: swap and fused (and the "in gemm" path), pooled over the draws; the
-            # extra draws come from their own generator, so x at the next M is the same for
-            # every --error-draws.
+            # extra draws come from their own generator, seeded per M, so that x and the draws
+            # at each M are the same whatever --error-draws and --m hold.
             blocks = (swap, fused) + ((paths[0],) if paths else ())
+            draws_rng.manual_seed(m)
             errors, per_draw = pooled_errors(bf16, blocks, x, args.error_draws, draws_rng)
             e_swap, e_fused = errors[0], errors[1]
             t16 = timer(lambda: bf16(x), args.warmup, args.iters)

@@ -97,6 +97,6 @@ def test_the_mlp_example_pools_its_errors_over_draws():
     assert close([p[1] for p in per_draw],
                  [(ragged(d) - d).norm().item() / d.norm().item() for d in draws])
     # fused / swap draw by draw (the second error over the first)
-    line = mlp.draw_line(16, [[0.02, 0.01], [0.01, 0.02], [0.01, 0.01]])
-    assert line == ("M=16: fused / swap error over 3 draws of x: median 1.0000, range "
-                    "0.5000-2.0000, fused lower in 1 of 3")
+    line = mlp.draw_line(16, [[0.02, 0.01], [0.04, 0.01], [0.01, 0.01]])
+    assert line == ("M=16: fused / swap error over 3 draws of x: median 0.5000, range "
+                    "0.2500-1.0000, fused lower in 2 of 3")
