@@ -40,11 +40,22 @@ from llama_mlp import LlamaMLP  # noqa: E402
 OPS = torch.ops.f8gemm
 
 
-def gemm_bf16(aq, a_scale, wq, w_scale):
-    """The rowwise-scaled GEMM in fp64 on the dequantised operands, rounded to bf16."""
+def gemm_fp64(aq, a_scale, wq, w_scale):
+    """The rowwise-scaled GEMM in fp64 on the dequantised operands (the accumulators)."""
     a = aq.double() * a_scale.double()[:, None]
     w = wq.double() * w_scale.double()[:, None]
-    return (a @ w.t()).to(torch.bfloat16)
+    return a @ w.t()
+
+
+def gemm_bf16(aq, a_scale, wq, w_scale):
+    """The same GEMM's output, rounded to bf16."""
+    return gemm_fp64(aq, a_scale, wq, w_scale).to(torch.bfloat16)
+
+
+def quantiles(sorted_values, fractions=(0.05, 0.5, 0.95)):
+    """The values at these fractions of a sorted 1-D tensor (the lower index)."""
+    n = len(sorted_values) - 1
+    return [sorted_values[int(f * n)].item() for f in fractions]
 
 
 def linear_bf16(x, w):
@@ -80,7 +91,7 @@ def main():
         ref = linear_bf16(torch.nn.functional.silu(linear_bf16(x, block.gate_proj.weight)) *
                           linear_bf16(x, block.up_proj.weight), block.down_proj.weight).double()
         xq, xs = OPS.quantize_fp8_row(x)
-        acc = (xq.double() * xs.double()[:, None]) @ (gu_q.double() * gu_s.double()[:, None]).t()
+        acc = gemm_fp64(xq, xs, gu_q, gu_s)
         gate_up = acc.to(torch.bfloat16)  # [R, 2I]: gate, then up (one GEMM or two: the same
         gate, up = gate_up[:, :inter], gate_up[:, inter:]  # rows, the same values)
         # swap: torch's SiLU and product in bf16, then quantize_fp8_row
@@ -104,13 +115,13 @@ def main():
                           ("fused, epilogue (M >= 32)", y_epi, 128)):
         e, pooled = row_errors(y, ref)
         ratio = (e / e_swap).sort().values
-        q = [ratio[int(f * (len(ratio) - 1))].item() for f in (0.05, 0.5, 0.95)]
+        q = quantiles(ratio)
         print(f"{name}: pooled {pooled:.4e} = {pooled / p_swap:.4f}x the swap's; per row / swap: "
               f"median {q[1]:.4f}, 5-95% {q[0]:.4f}-{q[2]:.4f}, range {ratio[0]:.4f}-"
               f"{ratio[-1]:.4f}; lower than the swap's in {(ratio < 1).sum().item()} of "
               f"{len(ratio)} rows, at least 1.007x in {(ratio >= 1.007).sum().item()}")
         runs = (row_errors(y, ref, rows)[0] / row_errors(y_swap, ref, rows)[0]).sort().values
-        q = [runs[int(f * (len(runs) - 1))].item() for f in (0.05, 0.5, 0.95)]
+        q = quantiles(runs)
         spread = f"5-95% {q[0]:.4f}-{q[2]:.4f}, " if len(runs) >= 40 else ""  # too few runs else
         print(f"    as M = {rows} calls ({len(runs)} runs of {rows} rows): median {q[1]:.4f}, "
               f"{spread}range {runs[0]:.4f}-{runs[-1]:.4f}; at least 1.003x in "

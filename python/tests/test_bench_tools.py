@@ -188,10 +188,21 @@ def test_the_sustained_runs_take_a_batch_and_refuse_a_bad_shape():
             sustained_clock.parse_args(bad)
 
 
-def test_the_sustained_runs_force_a_precise_config_only_with_the_precise_mode():
-    name = "sm90_tiled_128x256x128_s3_c2x1_r8"
+def without_f8gemm_config(test):
+    """Runs test with F8GEMM_CONFIG unset, and puts back whatever the environment had."""
     saved = os.environ.pop("F8GEMM_CONFIG", None)
     try:
+        test()
+    finally:
+        os.environ.pop("F8GEMM_CONFIG", None)
+        if saved is not None:
+            os.environ["F8GEMM_CONFIG"] = saved
+
+
+def test_the_sustained_runs_force_a_precise_config_only_with_the_precise_mode():
+    name = "sm90_tiled_128x256x128_s3_c2x1_r8"
+
+    def test():
         a = sustained_clock.parse_args(["1,16384,8192,1024", "--only",
                                         "f8gemm_preshuffled,f8gemm_precise", "--precise-config",
                                         name])
@@ -207,15 +218,12 @@ def test_the_sustained_runs_force_a_precise_config_only_with_the_precise_mode():
         with pytest.raises(SystemExit):
             sustained_clock.parse_args(["1,2,3,4", "--only", "f8gemm_precise",
                                         "--precise-config", name])
-    finally:
-        os.environ.pop("F8GEMM_CONFIG", None)
-        if saved is not None:
-            os.environ["F8GEMM_CONFIG"] = saved
+
+    without_f8gemm_config(test)
 
 
 def test_the_sustained_runs_set_the_forced_config_only_inside_and_restore_it():
-    saved = os.environ.pop("F8GEMM_CONFIG", None)
-    try:
+    def test():
         with sustained_clock.forced_config("sm90_tiled_128x256x128_s3_c2x1_r8"):
             assert os.environ["F8GEMM_CONFIG"] == "sm90_tiled_128x256x128_s3_c2x1_r8"
         assert "F8GEMM_CONFIG" not in os.environ
@@ -226,10 +234,8 @@ def test_the_sustained_runs_set_the_forced_config_only_inside_and_restore_it():
             with sustained_clock.forced_config("sm90_tiled_128x192x128_s4_c1x1_r8"):
                 raise RuntimeError("the plan's first call failed")
         assert os.environ["F8GEMM_CONFIG"] == ""
-    finally:
-        os.environ.pop("F8GEMM_CONFIG", None)
-        if saved is not None:
-            os.environ["F8GEMM_CONFIG"] = saved
+
+    without_f8gemm_config(test)
 
 
 def test_the_sustained_summary_sets_the_best_peers_median_against_ours():
