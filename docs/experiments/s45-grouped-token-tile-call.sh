@@ -21,7 +21,8 @@
 set -u
 t0=$(date +%s)
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-case "$gpu" in *H200*) ;; *) echo "GPU: $gpu: not an H200, nothing run"; exit 0 ;; esac
+# ON=any (session 46) runs it on whichever GPU comes; the default is an H200 only.
+case "${ON:-h200}:$gpu" in *:*H200*|any:*) ;; *) echo "GPU: $gpu: not an H200, nothing run"; exit 0 ;; esac
 tar xJf scratch/s41/dev.tar.xz || echo "unpack failed"
 cp build-torch/libf8gemm_torch.so scratch/dev/torchlib/ || echo "this tree's library did not replace the archive's"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
