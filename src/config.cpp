@@ -283,15 +283,22 @@ std::optional<Config> env_forced_config() {
   return c;
 }
 
+std::optional<Config> env_forced_config_for(const ProblemShape& p) {
+  const std::optional<Config> forced = env_forced_config();
+  if (forced) {
+    const std::string why = config_illegal_reason(*forced, p);
+    F8GEMM_REQUIRE(why.empty(), kUnsupported, "F8GEMM_CONFIG=", forced->name(),
+                   " cannot run B,M,N,K=", p.batch, ",", p.m, ",", p.n, ",", p.k, ": ", why);
+  }
+  return forced;
+}
+
 Config decide(const std::string& gpu_name, int sm_count, const ProblemShape& p) {
   const char* source = "model";
   int64_t entry_rows = p.m;
   Config chosen;
-  if (const std::optional<Config> forced = env_forced_config()) {
+  if (const std::optional<Config> forced = env_forced_config_for(p)) {
     chosen = *forced;
-    const std::string why = config_illegal_reason(chosen, p);
-    F8GEMM_REQUIRE(why.empty(), kUnsupported, "F8GEMM_CONFIG=", chosen.name(),
-                   " cannot run B,M,N,K=", p.batch, ",", p.m, ",", p.n, ",", p.k, ": ", why);
     source = "F8GEMM_CONFIG";
   } else if (auto tuned = tuned_entry(gpu_name, sm_count, p)) {
     chosen = tuned->config;

@@ -38,6 +38,10 @@ enum class CandidateSet { kModel, kTune };
 std::vector<Config> candidates(const ProblemShape& problem, int sm_count,
                                CandidateSet set = CandidateSet::kModel);
 
+/// The most SMs a target may have: H100 and H200 have 132; the bound only keeps the model's
+/// arithmetic (SM count times waves) far from overflow. A table key names 1..kMaxSmCount SMs.
+inline constexpr int kMaxSmCount = 1024;
+
 /// The cost model's pick: the first of its candidates (what decide() runs without a table entry
 /// or F8GEMM_CONFIG). Throws kInternal when no config is legal.
 Config model_pick(const ProblemShape& problem, int sm_count);
@@ -46,6 +50,11 @@ Config model_pick(const ProblemShape& problem, int sm_count);
 /// parse throws Error(kInvalidArgument) naming the variable. Read when a plan is made: each
 /// problem's plan is cached for the process (README "Environment").
 std::optional<Config> env_forced_config();
+
+/// env_forced_config() for `problem`: a forced config that cannot run it throws
+/// Error(kUnsupported) naming the variable, the config, the problem and why. decide() and the
+/// public check_forced_config() (the CLI's check before any GPU work) share it.
+std::optional<Config> env_forced_config_for(const ProblemShape& problem);
 
 /// The full decision: F8GEMM_CONFIG, then the tables, then the model. Logs with F8GEMM_LOG=1.
 Config decide(const std::string& gpu_name, int sm_count, const ProblemShape& problem);

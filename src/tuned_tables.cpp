@@ -51,6 +51,8 @@ bool parse_table_key(const std::string& key, TableKeyParts& parts) {
   long long b = 0, m = 0, n = 0, k = 0;
   char tail = 0;
   if (std::sscanf(f[1].c_str(), "%d%c", &parts.sm_count, &tail) != 1) return false;
+  // A GPU has a name and 1..kMaxSmCount SMs: another key could never match a call.
+  if (f[0].empty() || parts.sm_count < 1 || parts.sm_count > kMaxSmCount) return false;
   if (std::sscanf(f[3].c_str(), "%lld,%lld,%lld,%lld%c", &b, &m, &n, &k, &tail) != 4) return false;
   p.batch = b;
   p.m = m;
@@ -97,23 +99,23 @@ void parse_table(const std::string& text, const std::string& origin,
     F8GEMM_REQUIRE(tab != std::string::npos, kInvalidArgument, origin, ":", line_no,
                    ": expected '<key><TAB><config>'");
     std::string key = line.substr(0, tab);
-    // Another version's key is passed over (its kernels may differ); a key of this version that
-    // does not parse would be passed over too, silently, so it is an error.
+    // Another version's entry is passed over whole, its config name too (its kernels and names
+    // may differ); a key of this version that does not parse would be passed over too,
+    // silently, so it is an error.
+    if (key_version(key) != kVersion) continue;
     TableKeyParts parts;
-    F8GEMM_REQUIRE(key_version(key) != kVersion || parse_table_key(key, parts), kInvalidArgument,
+    F8GEMM_REQUIRE(parse_table_key(key, parts), kInvalidArgument,
                    origin, ":", line_no, ": ", detail::quoted(key), " is not a table key: expected ",
                    "<gpu>|<sms>|<version>|B,M,N,K|plain or preshuffled|bfloat16 or float16|",
                    "fast or precise[|silu_mul][|chained], as f8gemm tune writes it");
     // Sizes that no call can have would never match, and the lookup's row arithmetic assumes
     // the limits of a call (M + 63 passed int64 for M near 2^63).
-    if (key_version(key) == kVersion) {
-      try {
-        validate_problem(parts.problem);
-      } catch (const Error& e) {
-        throw Error(ErrorCode::kInvalidArgument,
-                    concat(origin, ":", line_no, ": ", detail::quoted(key),
-                           " names sizes no call can have: ", e.message()));
-      }
+    try {
+      validate_problem(parts.problem);
+    } catch (const Error& e) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  concat(origin, ":", line_no, ": ", detail::quoted(key),
+                         " names sizes no call can have: ", e.message()));
     }
     try {
       entries.emplace_back(std::move(key), Config::parse(line.substr(tab + 1)));

@@ -41,22 +41,18 @@ TargetGpu named_gpu(const std::string& short_name) {
     if (short_name == k.short_name) return TargetGpu{k.name, kAssumedGpuSmCount, true};
   }
   throw Error(ErrorCode::kInvalidArgument,
-              detail::concat("unknown GPU '", short_name,
-                             "': the GPUs with shipped tables are h100 and h200"));
+              detail::concat("unknown GPU ", detail::quoted(short_name),
+                             ": the GPUs with shipped tables are h100 and h200"));
 }
 
 namespace {
-
-/// The most SMs a target may have: H100 and H200 have 132; the bound only keeps the model's
-/// arithmetic (SM count times waves) far from overflow.
-constexpr int kMaxSmCount = 1024;
 
 /// What every function of this seam checks first: it takes a problem and an SM count from any
 /// caller, and the cost model divides by both (sm_count 0 was a SIGFPE).
 void require_target(const ProblemShape& problem, int sm_count) {
   validate_problem(problem);
-  F8GEMM_REQUIRE(sm_count >= 1 && sm_count <= kMaxSmCount, kInvalidArgument,
-                 "sm_count must be 1..", kMaxSmCount, ", got ", sm_count);
+  F8GEMM_REQUIRE(sm_count >= 1 && sm_count <= detail::kMaxSmCount, kInvalidArgument,
+                 "sm_count must be 1..", detail::kMaxSmCount, ", got ", sm_count);
 }
 
 /// A config that the caller passes must be able to run the problem: the model's estimate divides
@@ -106,6 +102,11 @@ double model_estimate_us(const Config& config, const ProblemShape& problem, int 
 std::string config_unfit_reason(const Config& config, const ProblemShape& problem) {
   validate_problem(problem);
   return detail::config_illegal_reason(config, problem);
+}
+
+void check_forced_config(const ProblemShape& problem) {
+  validate_problem(problem);
+  (void)detail::env_forced_config_for(problem);
 }
 
 std::string tuning_table_key(const TargetGpu& gpu, const ProblemShape& problem) {

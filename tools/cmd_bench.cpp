@@ -15,6 +15,7 @@
 #include "cublaslt_peer.hpp"
 #include "f8gemm/check.hpp"
 #include "f8gemm/f8gemm.hpp"
+#include "f8gemm/tuning.hpp"
 #include "hang_guard.hpp"
 #include "output_path.hpp"
 #include "shapes.hpp"
@@ -293,7 +294,7 @@ int cmd_bench(const Args& args) {
   const BenchOptions o = parse_bench_options(args);
   // The CSV would truncate the shapes file it was read from (as tune refuses for --out).
   if (!o.shapes_file.empty() && same_file(o.csv, o.shapes_file)) {
-    throw UsageError("bench: --csv " + o.csv + " is the --shapes file; give another file");
+    throw UsageError("bench: --csv " + detail::quoted(o.csv) + " is the --shapes file; give another file");
   }
   const std::vector<Shape> shapes =
       o.shapes_file.empty() ? default_shapes() : read_shapes_file(o.shapes_file);
@@ -303,12 +304,18 @@ int cmd_bench(const Args& args) {
   for (const Shape& shape : shapes) {
     const ProblemShape p = bench_problem(shape, o);
     validate_problem(p);
+    // F8GEMM_CONFIG, as ours would judge it at the shape's first call of either layout.
+    for (WeightLayout layout : {WeightLayout::kPreshuffled, WeightLayout::kPlain}) {
+      ProblemShape q = p;
+      q.w_layout = layout;
+      check_forced_config(q);
+    }
     check_bench_limits(shape);
     require_fits(bench_footprint(p, 1), "bench: B,M,N,K " + shape.label(), std::nullopt);
   }
   // The CSV opens after the GPU is set up: a path it cannot write is refused before (as tune's).
   if (const std::string why = unwritable_reason(o.csv); !why.empty()) {
-    throw UsageError("bench: cannot write --csv " + o.csv + ": " + why);
+    throw UsageError("bench: cannot write --csv " + detail::quoted(o.csv) + ": " + why);
   }
   int device_count = 0;
   F8GEMM_CHECK_CUDA(cudaGetDeviceCount(&device_count));

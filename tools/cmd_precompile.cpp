@@ -62,7 +62,9 @@ int cmd_precompile(const Args& args) {
   }
   if (shapes.empty()) throw UsageError("precompile: give --shape B,M,N,K or --shapes FILE");
   const std::string out = opt.str("--out", "bf16");
-  if (out != "bf16" && out != "fp16") throw UsageError("precompile: --out must be bf16 or fp16");
+  if (out != "bf16" && out != "fp16") {
+    throw UsageError("precompile: --out must be bf16 or fp16, got " + detail::quoted(out));
+  }
   std::vector<ProblemShape> problems;
   for (const Shape& s : shapes) {
     ProblemShape p = problem_of(s);

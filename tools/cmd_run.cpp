@@ -71,11 +71,15 @@ int cmd_run(const Args& args) {
   s.k = opt.integer("--k", -1, 1, INT32_MAX);
   if (s.m < 0 || s.n < 0 || s.k < 0) throw UsageError("run: --m, --n and --k are required");
   const std::string out = opt.str("--out", "bf16");
-  if (out != "bf16" && out != "fp16") throw UsageError("run: --out must be bf16 or fp16, got '" + out + "'");
+  if (out != "bf16" && out != "fp16") {
+    throw UsageError("run: --out must be bf16 or fp16, got " + detail::quoted(out));
+  }
   s.out_dtype = out == "fp16" ? DType::kF16 : DType::kBF16;
   s.bias = opt.flag("--bias") || opt.has("--bias-dtype");
   const std::string bias_dtype = opt.str("--bias-dtype", "f32");
-  if (bias_dtype != "f32" && bias_dtype != "bf16") throw UsageError("run: --bias-dtype must be f32 or bf16");
+  if (bias_dtype != "f32" && bias_dtype != "bf16") {
+    throw UsageError("run: --bias-dtype must be f32 or bf16, got " + detail::quoted(bias_dtype));
+  }
   s.bias_dtype = bias_dtype == "bf16" ? DType::kBF16 : DType::kF32;
   s.seed = uint64_t(opt.integer("--seed", 1, 0, INT64_MAX));
   const int iters = int(opt.integer("--iters", 100, 1, 100000));
@@ -84,7 +88,7 @@ int cmd_run(const Args& args) {
   // The CSV is written after the timing and the traced call: learn that it cannot be before them.
   if (const std::string why = trace_csv.empty() ? "" : unwritable_reason(trace_csv);
       !why.empty()) {
-    throw UsageError("run: cannot write --trace " + trace_csv + ": " + why);
+    throw UsageError("run: cannot write --trace " + detail::quoted(trace_csv) + ": " + why);
   }
   if (opt.has("--trace-tiles") && !opt.has("--trace")) {
     throw UsageError("run: --trace-tiles needs --trace");
@@ -104,6 +108,8 @@ int cmd_run(const Args& args) {
       throw Error(ErrorCode::kUnsupported,
                   "config " + config->name() + " cannot run B,M,N,K=" + s.label() + ": " + why);
     }
+  } else {
+    check_forced_config(shape);  // F8GEMM_CONFIG, as the call would judge it
   }
   // An empty problem launches nothing: a timing of it would capture an empty graph.
   if (is_empty_problem(shape) && !opt.flag("--once")) {

@@ -51,19 +51,19 @@ int cmd_tune(const Args& args) {
   // after every shape) and the log's rows would interleave, and the shapes would be replaced.
   const std::string shapes_path = opt.str("--shapes", "");
   if (!log_path.empty() && same_file(out_path, log_path)) {
-    throw UsageError("tune: --out and --log name the same file: " + out_path);
+    throw UsageError("tune: --out and --log name the same file: " + detail::quoted(out_path));
   }
   if (same_file(out_path, shapes_path)) {
-    throw UsageError("tune: --out names the --shapes file: " + out_path);
+    throw UsageError("tune: --out names the --shapes file: " + detail::quoted(out_path));
   }
   if (!log_path.empty() && same_file(log_path, shapes_path)) {
-    throw UsageError("tune: --log names the --shapes file: " + log_path);
+    throw UsageError("tune: --log names the --shapes file: " + detail::quoted(log_path));
   }
   // A run takes minutes per shape: learn that a file cannot be written before it, not after.
   const std::string why = unwritable_reason(out_path);
-  if (!why.empty()) throw UsageError("tune: cannot write --out " + out_path + ": " + why);
+  if (!why.empty()) throw UsageError("tune: cannot write --out " + detail::quoted(out_path) + ": " + why);
   const std::string log_why = log_path.empty() ? "" : unwritable_reason(log_path);
-  if (!log_why.empty()) throw UsageError("tune: cannot write --log " + log_path + ": " + log_why);
+  if (!log_why.empty()) throw UsageError("tune: cannot write --log " + detail::quoted(log_path) + ": " + log_why);
   const int iters = int(opt.integer("--iters", 40, 1, 10000));
   std::vector<bool> modes;
   if (opt.flag("--both")) modes = {true, false};
@@ -75,7 +75,7 @@ int cmd_tune(const Args& args) {
   EpilogueOp epilogue = EpilogueOp::kNone;
   if (epilogue_name == to_string(EpilogueOp::kSiluMul)) epilogue = EpilogueOp::kSiluMul;
   else if (epilogue_name != to_string(EpilogueOp::kNone)) {
-    throw UsageError("tune: --epilogue must be none or silu_mul, got '" + epilogue_name + "'");
+    throw UsageError("tune: --epilogue must be none or silu_mul, got " + detail::quoted(epilogue_name));
   }
 
   // What the library would refuse at a shape's first call, an empty problem (nothing to time)
@@ -110,7 +110,7 @@ int cmd_tune(const Args& args) {
   if (!log_path.empty()) {
     log_file.reset(std::fopen(log_path.c_str(), "w"));
     if (!log_file) {
-      throw UsageError("tune: cannot write --log " + log_path + ": " + std::strerror(errno));
+      throw UsageError("tune: cannot write --log " + detail::quoted(log_path) + ": " + std::strerror(errno));
     }
   }
   std::FILE* log = log_file.get();

@@ -60,6 +60,12 @@ double model_estimate_us(const Config& config, const ProblemShape& problem, int 
 /// cluster shape, ...).
 std::string config_unfit_reason(const Config& config, const ProblemShape& problem);
 
+/// Throws what a call of `problem` would throw for F8GEMM_CONFIG, without a GPU: a name that
+/// does not parse or no problem can run (kInvalidArgument), or a config that cannot run this
+/// problem (kUnsupported). Nothing when F8GEMM_CONFIG is unset or fits. For tools that check
+/// every problem before they allocate or measure anything (`f8gemm run`, `bench`).
+void check_forced_config(const ProblemShape& problem);
+
 /// The key of `problem` in a tuning table (tables/*.tsv, F8GEMM_TUNE_FILE):
 /// "<gpu>|<sms>|<version>|B,M,N,K|<layout>|<out>|<accum>", then "|<op>" for an epilogue operation
 /// (ProblemShape::epilogue_op, e.g. "|silu_mul") and "|chained" for a chained problem.

@@ -108,10 +108,10 @@ TEST(TuneCli, OutLogAndShapesNamingOneFileExitTwoBeforeTheRun) {
   const std::string out = dir.path() + "/t.tsv";
   const std::string tune = "tune --shapes '" + shapes + "' ";
   expect_refusal(dir, tune + "--out " + out + " --log " + out,
-                 "tune: --out and --log name the same file: " + out);
+                 "tune: --out and --log name the same file: '" + out + "'");
   expect_refusal(dir, tune + "--out " + out + " --log " + dir.path() + "/./t.tsv",
                  "tune: --out and --log name the same file");
-  expect_refusal(dir, tune + "--out " + shapes, "tune: --out names the --shapes file: " + shapes);
+  expect_refusal(dir, tune + "--out " + shapes, "tune: --out names the --shapes file: '" + shapes + "'");
   // A symbolic link to the --log file that no run has made yet.
   fs::create_symlink(dir.path() + "/new.csv", dir.path() + "/link.csv");
   expect_refusal(dir, tune + "--out " + dir.path() + "/link.csv --log " + dir.path() + "/new.csv",
@@ -181,9 +181,9 @@ TEST(BenchCli, CsvThatCannotBeWrittenExitsTwoBeforeTheGpu) {
   const f8gemm::test::TempDir dir("f8gemm_bench_cli");
   const std::string bench = "bench --shapes " + shapes_file(dir, "1,16,256,256\n") + " --csv ";
   expect_refusal(dir, bench + dir.path() + "/no/such/dir/b.csv",
-                 "bench: cannot write --csv " + dir.path() + "/no/such/dir/b.csv: no directory");
-  expect_refusal(dir, bench + dir.path(), "bench: cannot write --csv " + dir.path() +
-                                              ": it is a directory");
+                 "bench: cannot write --csv '" + dir.path() + "/no/such/dir/b.csv': no directory");
+  expect_refusal(dir, bench + dir.path(), "bench: cannot write --csv '" + dir.path() +
+                                              "': it is a directory");
 }
 
 // An audit found that B up to 2^31 - 1 times a batch of up to 2^40 bytes passed every check:
@@ -323,9 +323,9 @@ TEST(RunCli, TraceCsvThatCannotBeWrittenExitsTwoBeforeTheRun) {
   const std::string missing = dir.path() + "/no/such/dir/t.csv";
   for (const std::string once : {"", "--once "}) {
     expect_refusal(dir, "run " + once + "--m 16 --n 256 --k 256 --trace " + missing,
-                   "run: cannot write --trace " + missing + ": no directory");
+                   "run: cannot write --trace '" + missing + "': no directory");
     expect_refusal(dir, "run " + once + "--m 16 --n 256 --k 256 --trace " + dir.path(),
-                   "run: cannot write --trace " + dir.path() + ": it is a directory");
+                   "run: cannot write --trace '" + dir.path() + "': it is a directory");
   }
 }
 
@@ -561,7 +561,7 @@ TEST(TuneCli, AnOutputNoFileSystemTakesIsRefusedBeforeTheRunEvenForRoot) {
   const std::string shapes = shapes_file(dir, "1,16,256,256\n");
   if (fs::is_directory("/proc")) {
     expect_refusal(dir, "tune --shapes '" + shapes + "' --out /proc/f8gemm-tune-probe.tsv",
-                   "tune: cannot write --out /proc/f8gemm-tune-probe.tsv");
+                   "tune: cannot write --out '/proc/f8gemm-tune-probe.tsv'");
   }
   // Before the change this half failed only as root (CI runs as root); as anyone else access()
   // refused /proc too. A writable new path passes and is not left behind by the check (the run
@@ -664,4 +664,55 @@ TEST(TuneCli, BothAndPreciseTogetherAreRefused) {
   const std::string shapes = shapes_file(dir, "1,16,256,256\n");
   expect_refusal(dir, "tune --shapes '" + shapes + "' --both --precise",
                  "tune: --both times fast and precise mode; give it or --precise, not both");
+}
+
+// F8GEMM_CONFIG that cannot run a problem was judged only at the call: `run` allocated and
+// filled its fixture, `bench` measured its ceilings, before the refusal (session 46's probe);
+// --config was already judged up front.
+TEST(EnvironmentCli, AForcedConfigThatCannotRunTheProblemExitsTwoBeforeTheGpu) {
+  const f8gemm::test::TempDir dir("f8gemm_cli_forced");
+  const std::string env = "F8GEMM_CONFIG=sm90_tiled_128x128x128_s3_c1x1_r8_k8";
+  const std::string why = "F8GEMM_CONFIG=sm90_tiled_128x128x128_s3_c1x1_r8_k8 cannot run "
+                          "B,M,N,K=1,1,128,128: split_k = 8 exceeds the 1 k-blocks";
+  expect_refusal(dir, "run --m 1 --n 128 --k 128", why, env);
+  expect_refusal(dir, "run --once --m 1 --n 128 --k 128", why, env);
+  expect_refusal(dir, "bench --shapes " + shapes_file(dir, "1,1,128,128\n") + " --csv " +
+                          dir.path() + "/b.csv",
+                 why, env);
+  EXPECT_FALSE(fs::exists(dir.path() + "/b.csv")) << "a refused bench writes no CSV";
+  // --config overrides F8GEMM_CONFIG and is judged itself.
+  expect_refusal(dir, "run --m 1 --n 128 --k 128 --config sm90_tiled_128x128x128_s3_c1x1_r8_k8",
+                 "config sm90_tiled_128x128x128_s3_c1x1_r8_k8 cannot run B,M,N,K=1,1,128,128");
+  // A config that fits passes the check: the command goes on to look for a GPU (exit 1 here, or
+  // the run on an sm_90 GPU), never exit 2.
+  const Outcome ok = run_cli(dir, "run --once --m 1 --n 128 --k 128",
+                             "F8GEMM_CONFIG=sm90_tiled_128x128x128_s3_c1x1_r8");
+  EXPECT_NE(ok.rc, 2) << ok.err;
+}
+
+// Values the CLI echoes went through quoted() in most places, but --out, --epilogue and --gpu
+// were quoted by hand and output paths not at all: a literal backslash read as an escape, and a
+// long value pushed the rest of the line past its cap (session 46's probe).
+TEST(RunCli, EveryEchoedValueIsQuotedEscapedAndCut) {
+  const f8gemm::test::TempDir dir("f8gemm_cli_echo");
+  // A literal backslash is shown doubled; a real escape byte as \x1b.
+  expect_refusal(dir, "run --m 1 --n 128 --k 128 --out 'a\\x1b'", "got 'a\\\\x1b'");
+  expect_refusal(dir, "run --m 1 --n 128 --k 128 --out \"$(printf 'a\\033')\"", "got 'a\\x1b'");
+  expect_refusal(dir, "run --m 1 --n 128 --k 128 --bias-dtype f16",
+                 "run: --bias-dtype must be f32 or bf16, got 'f16'");
+  expect_refusal(dir, "precompile --shape 1,1,8,16 --out fp32",
+                 "precompile: --out must be bf16 or fp16, got 'fp32'");
+  const std::string long_gpu(300, 'A');
+  const Outcome g = run_cli(dir, "precompile --shape 1,1,8,16 --gpu " + long_gpu);
+  EXPECT_EQ(g.rc, 2) << g.err;
+  EXPECT_NE(g.err.find("(and 180 more bytes): the GPUs with shipped tables are h100 and h200"),
+            std::string::npos)
+      << g.err;
+  const std::string tune = "tune --shapes " + shapes_file(dir, "1,16,256,256\n") + " ";
+  expect_refusal(dir, tune + "--epilogue 'x\\y'", "got 'x\\\\y'");
+  const std::string long_dir = dir.path() + "/" + std::string(200, 'd');
+  const Outcome b = run_cli(dir, "bench --shapes " + shapes_file(dir, "1,16,256,256\n") +
+                                     " --csv " + long_dir + "/b.csv");
+  EXPECT_EQ(b.rc, 2) << b.err;
+  EXPECT_NE(b.err.find("more bytes): no directory"), std::string::npos) << b.err;
 }

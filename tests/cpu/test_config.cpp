@@ -878,18 +878,22 @@ TEST(ConfigTable, KeysParseBackToTheirProblem) {
 TEST(ConfigTable, ParseGoodLinesAndComments) {
   std::vector<std::pair<std::string, Config>> entries;
   entries.emplace_back("already there", Config{});
+  const std::string key1 = std::string("NVIDIA H200|132|") + kVersion +
+                           "|1,128,4096,4096|preshuffled|bfloat16|fast";
+  const std::string key2 = std::string("NVIDIA H100 80GB HBM3|132|") + kVersion +
+                           "|1,16,4096,4096|plain|float16|precise";
   const std::string text =
       "# tuned on an H200\n"
-      "\n"
-      "a|b|c\tsm90_tiled_128x128x128_s4_c1x1_r8\n"
-      "#a|b|c\tnot even parsed\n"
-      "key with spaces\tsm90_swap_64x16x128_s12_c1x1_r0";  // no final newline
+      "\n" +
+      key1 + "\tsm90_tiled_128x128x128_s4_c1x1_r8\n" +
+      "#" + key1 + "\tnot even parsed\n" +
+      key2 + "\tsm90_swap_64x16x128_s12_c1x1_r0";  // no final newline
   parse_table(text, "test.tsv", entries);
   ASSERT_EQ(entries.size(), 3u);
   EXPECT_EQ(entries[0].first, "already there");  // appended, not replaced
-  EXPECT_EQ(entries[1].first, "a|b|c");
+  EXPECT_EQ(entries[1].first, key1);
   EXPECT_EQ(entries[1].second, make(KernelPath::kTiled, 128, 128, 4, 8));
-  EXPECT_EQ(entries[2].first, "key with spaces");
+  EXPECT_EQ(entries[2].first, key2);
   EXPECT_EQ(entries[2].second, make(KernelPath::kSwapAB, 64, 16, 12, 0));
 }
 
@@ -983,8 +987,12 @@ TEST(ConfigTable, AKeyOfThisVersionThatDoesNotParseIsAnErrorAnotherVersionsIsPas
   const std::string other_version = "NVIDIA H200|132|0.0.9|1,128,4096,4096|preshufled|bfloat16|fast";
   const std::string cfg = "\tsm90_tiled_128x128x128_s4_c1x1_r8\n";
   std::vector<std::pair<std::string, Config>> entries;
-  parse_table(good + cfg + other_version + cfg, "user.tsv", entries);
-  EXPECT_EQ(entries.size(), 2u) << "another version's key stays, and the lookup passes it over";
+  // Another version's entry is passed over whole: its config name too, which a later version
+  // may spell in a way this one cannot parse (a table of a newer library was refused outright).
+  parse_table(good + cfg + other_version + "\tsm90_newkind_128x256x128_s3_c1x1_r8\n", "user.tsv",
+              entries);
+  ASSERT_EQ(entries.size(), 1u) << "another version's entry is passed over";
+  EXPECT_EQ(entries[0].first, good);
   try {
     parse_table(good + cfg + typo + cfg, "user.tsv", entries);
     ADD_FAILURE() << "accepted a malformed key of this version";
@@ -993,6 +1001,28 @@ TEST(ConfigTable, AKeyOfThisVersionThatDoesNotParseIsAnErrorAnotherVersionsIsPas
     EXPECT_NE(std::string(e.what()).find("user.tsv:2: '" + typo + "' is not a table key"),
               std::string::npos) << e.what();
   }
+}
+
+// A key of this version whose GPU has no name or an SM count outside 1..kMaxSmCount could never
+// match a call: it was loaded without a word.
+TEST(ConfigTable, AKeyOfThisVersionWithoutAGpuNameOrWithImpossibleSmsIsAnError) {
+  const std::string tail = std::string("|") + kVersion + "|16,1,1280,8192|preshuffled|bfloat16|fast";
+  const std::string cfg = "\tsm90_tiled_128x256x128_s3_c1x1_r8\n";
+  for (const std::string& head : {std::string("X|-1"), std::string("X|0"),
+                                  std::string("X|1025"), std::string("X|999999"),
+                                  std::string("|132")}) {
+    std::vector<std::pair<std::string, Config>> entries;
+    try {
+      parse_table(head + tail + cfg, "user.tsv", entries);
+      ADD_FAILURE() << "accepted " << head + tail;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find("is not a table key"), std::string::npos) << e.what();
+    }
+  }
+  std::vector<std::pair<std::string, Config>> entries;
+  parse_table("X|1" + tail + cfg + "X|1024" + tail + cfg, "user.tsv", entries);
+  EXPECT_EQ(entries.size(), 2u) << "1 and kMaxSmCount SMs are keys";
 }
 
 // A key that parses but whose sizes no call can have was taken and never matched; at M near
@@ -1085,7 +1115,10 @@ TEST(ConfigTable, AMalformedForcedConfigNamesTheVariable) {
 TEST(ConfigTable, BadConfigNameNamesOriginAndLine) {
   // A typo in a checked-in or user table must point at the file and line to fix.
   std::vector<std::pair<std::string, Config>> entries;
-  const std::string text = "key1\tsm90_tiled_128x128x128_s4_c1x1_r8\nkey2\tsm90_tiled_128x128\n";
+  const std::string key = std::string("NVIDIA H200|132|") + kVersion +
+                          "|1,128,4096,4096|preshuffled|bfloat16|";
+  const std::string text = key + "fast\tsm90_tiled_128x128x128_s4_c1x1_r8\n" + key +
+                           "precise\tsm90_tiled_128x128\n";
   try {
     parse_table(text, "user.tsv", entries);
     ADD_FAILURE() << "accepted a bad config name";
