@@ -1,6 +1,7 @@
 /// \brief sync_stream_or_exit and its deadline (hang_guard.hpp).
 #include "hang_guard.hpp"
 
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -27,9 +28,12 @@ const char* blamed() { return current_label.empty() ? "unlabelled work" : curren
 std::string parse_hang_seconds(const std::string& text, double& seconds) {
   seconds = 120.0;
   if (text.empty()) return "";
-  char* end = nullptr;
-  seconds = std::strtod(text.c_str(), &end);
-  if (end != text.c_str() && *end == '\0' && std::isfinite(seconds) && seconds > 0.0) return "";
+  // A plain decimal number (from_chars: no spaces, '+' or hex, which strtod took).
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+  if (ec == std::errc() && ptr == text.data() + text.size() && std::isfinite(seconds) &&
+      seconds > 0.0) {
+    return "";
+  }
   return "F8GEMM_HANG_SECONDS must be a positive, finite number of seconds, got " +
          detail::quoted(text);
 }

@@ -1,26 +1,23 @@
 /// \brief `f8gemm bench`'s option parser (bench_options.hpp).
 #include "bench_options.hpp"
 
-#include <cstdlib>
-#include <exception>
+#include <charconv>
 #include <optional>
-#include <stdexcept>
 #include <string>
 
+#include "cli_args.hpp"
 #include "f8gemm/check.hpp"
 
 namespace f8gemm::cli {
 namespace {
 
 int64_t parse_int(const std::string& text, const std::string& what, int64_t lo, int64_t hi) {
-  size_t used = 0;
-  long long v = 0;
-  try {
-    v = std::stoll(text, &used, 10);
-  } catch (const std::exception&) {
+  int64_t v = 0;
+  const IntText read = parse_int_text(text, v);
+  if (read == IntText::kNotAnInteger) {
     throw UsageError("bench: " + what + " needs an integer, got " + detail::quoted(text));
   }
-  if (used != text.size() || v < lo || v > hi) {
+  if (read == IntText::kOutOfRange || v < lo || v > hi) {
     throw UsageError(detail::concat("bench: ", what, " must be an integer in [", lo, ", ", hi,
                                     "], got ", detail::quoted(text)));
   }
@@ -96,9 +93,11 @@ BenchOptions parse_bench_options(const Args& args) {
       o.prefetch_w = flag();
     } else if (name == "--rotate-l2") {
       const std::string text = value();
-      char* end = nullptr;
-      const double f = std::strtod(text.c_str(), &end);
-      if (*end != '\0' || !(f > 0.0 && f <= 64.0)) {  // "" and NaN fail too
+      // A plain decimal number (from_chars: no spaces, '+' or hex, which strtod took).
+      double f = 0.0;
+      const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), f);
+      if (ec != std::errc() || ptr != text.data() + text.size() ||
+          !(f > 0.0 && f <= 64.0)) {  // "" and NaN fail too
         throw UsageError("bench: --rotate-l2 must be a number in (0, 64], got " +
                          detail::quoted(text));
       }

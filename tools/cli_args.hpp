@@ -2,6 +2,7 @@
 /// malformed option a UsageError (exit 2, one line).
 #pragma once
 
+#include <charconv>
 #include <cstdint>
 #include <map>
 #include <set>
@@ -12,6 +13,17 @@
 #include "f8gemm/check.hpp"
 
 namespace f8gemm::cli {
+
+/// How a CLI integer reads: decimal digits with an optional leading '-' and nothing else (no
+/// spaces, '+', hex or exponent: `std::stoll` took " 128" but refused "128 ", and read 2^63 as
+/// no integer at all). The one rule for every integer option (`Options::integer`, bench's).
+enum class IntText { kOk, kNotAnInteger, kOutOfRange };
+inline IntText parse_int_text(const std::string& text, int64_t& value) {
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec == std::errc::result_out_of_range && ptr == end) return IntText::kOutOfRange;
+  return ec == std::errc() && ptr == end && !text.empty() ? IntText::kOk : IntText::kNotAnInteger;
+}
 
 class Options {
  public:
@@ -50,19 +62,14 @@ class Options {
   int64_t integer(const std::string& name, int64_t fallback, int64_t lo, int64_t hi) const {
     if (!has(name)) return fallback;
     const std::string v = str(name, "");
-    size_t used = 0;
     int64_t x = 0;
-    try {
-      x = std::stoll(v, &used);
-    } catch (...) {
-      used = 0;
-    }
-    if (used != v.size() || v.empty()) {
+    const IntText read = parse_int_text(v, x);
+    if (read == IntText::kNotAnInteger) {
       throw UsageError(command_ + ": " + name + " expects an integer, got " + detail::quoted(v));
     }
-    if (x < lo || x > hi) {
+    if (read == IntText::kOutOfRange || x < lo || x > hi) {
       throw UsageError(command_ + ": " + name + " must be in " + std::to_string(lo) + ".." +
-                       std::to_string(hi) + ", got " + v);
+                       std::to_string(hi) + ", got " + detail::quoted(v));
     }
     return x;
   }

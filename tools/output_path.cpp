@@ -2,6 +2,9 @@
 #include "output_path.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -43,9 +46,22 @@ std::string unwritable_reason(const std::string& path) {
   // refuses a new file (sysfs, procfs), and tune then learnt so only after its first shape.
   if (fs::exists(p, ec)) {
     if (fs::is_directory(p, ec)) return "it is a directory";
-    // A device or a pipe is not opened here (a pipe without a reader would block).
+    // A device or a pipe is not opened here (a pipe without a reader would block). /dev/full
+    // opens and takes no byte (ENOSPC at the first write, after the run).
     if (!fs::is_regular_file(p, ec)) {
+      struct stat st {};
+      if (stat(path.c_str(), &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 7)) {
+        return "it is /dev/full, which takes no bytes";
+      }
       return access(path.c_str(), W_OK) == 0 ? "" : std::strerror(errno);
+    }
+    // The kernel's own files (procfs, sysfs) open for writing as root, and then refuse or
+    // misread what a table or a CSV writes (EIO, EINVAL: after the run).
+    struct statfs fsinfo {};
+    constexpr long kProcMagic = 0x9fa0, kSysfsMagic = 0x62656572;
+    if (statfs(path.c_str(), &fsinfo) == 0 &&
+        (long(fsinfo.f_type) == kProcMagic || long(fsinfo.f_type) == kSysfsMagic)) {
+      return "it is a file of the kernel (procfs or sysfs), not a place for output";
     }
     const int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);  // no byte changes
     if (fd < 0) return std::strerror(errno);

@@ -95,8 +95,8 @@ TEST(TuneCli, ItersBelowOneExitsTwoBeforeTheRun) {
   const f8gemm::test::TempDir dir("f8gemm_tune_cli_iters");
   const std::string tune = "tune --out " + dir.path() + "/t.tsv --shapes " +
                            shapes_file(dir, "1,16,256,256\n");
-  expect_refusal(dir, tune + " --iters 0", "tune: --iters must be in 1..10000, got 0");
-  expect_refusal(dir, tune + " --iters 10001", "tune: --iters must be in 1..10000, got 10001");
+  expect_refusal(dir, tune + " --iters 0", "tune: --iters must be in 1..10000, got '0'");
+  expect_refusal(dir, tune + " --iters 10001", "tune: --iters must be in 1..10000, got '10001'");
 }
 
 // --out and --log on one file interleaved the log's rows with the table, rewritten after every
@@ -395,7 +395,7 @@ TEST(RunCli, AnIntegerOptionWithTrailingCharactersExitsTwo) {
   expect_refusal(dir, "run --once --m 16 --n 256 --k 256 --iters 5x",
                  "run: --iters expects an integer, got '5x'");
   expect_refusal(dir, "bench --iters 10x",
-                 "bench: --iters must be an integer in [1, 100000], got '10x'");
+                 "bench: --iters needs an integer, got '10x'");
 }
 
 // An integer below its option's range is refused like one above it: --iters 0 would time
@@ -403,11 +403,11 @@ TEST(RunCli, AnIntegerOptionWithTrailingCharactersExitsTwo) {
 TEST(RunCli, AnIntegerBelowItsRangeExitsTwo) {
   const f8gemm::test::TempDir dir("f8gemm_cli_values");
   expect_refusal(dir, "run --once --m 16 --n 256 --k 256 --iters 0",
-                 "run: --iters must be in 1..100000, got 0");
+                 "run: --iters must be in 1..100000, got '0'");
   expect_refusal(dir,
                  "run --once --m 16 --n 256 --k 256 --trace '" + dir.path() +
                      "/t.csv' --trace-tiles 0",
-                 "run: --trace-tiles must be in 1..16384, got 0");
+                 "run: --trace-tiles must be in 1..16384, got '0'");
   expect_refusal(dir, "run --once --m 16 --n 256 --k 256 --b -1", "run: --b must be in 0..");
 }
 
@@ -715,4 +715,53 @@ TEST(RunCli, EveryEchoedValueIsQuotedEscapedAndCut) {
                                      " --csv " + long_dir + "/b.csv");
   EXPECT_EQ(b.rc, 2) << b.err;
   EXPECT_NE(b.err.find("more bytes): no directory"), std::string::npos) << b.err;
+}
+
+// Integers and numbers read one way everywhere (session 46's probe): " 128" was taken and
+// "128 " refused, 0x10 taken by F8GEMM_HANG_SECONDS and --rotate-l2 (strtod) but refused by
+// --n, and 2^63 called "not an integer".
+TEST(RunCli, NumbersReadOneWayWithoutSpacesSignsOrHex) {
+  const f8gemm::test::TempDir dir("f8gemm_cli_numbers");
+  for (const std::string text : {"' 128'", "'128 '", "0x80", "+128", "1e2", "''"}) {
+    expect_refusal(dir, "run --m 1 --k 128 --n " + text, "run: --n expects an integer, got '");
+  }
+  expect_refusal(dir, "run --m 1 --k 128 --n 9223372036854775808",
+                 "run: --n must be in 1..2147483647, got '9223372036854775808'");
+  expect_refusal(dir, "run --m 1 --k 128 --n -9223372036854775809",
+                 "run: --n must be in 1..2147483647, got '-9223372036854775809'");
+  expect_refusal(dir, "bench --iters 99999999999999999999",
+                 "bench: --iters must be an integer in [1, 100000], got '99999999999999999999'");
+  expect_refusal(dir, "bench --iters ' 5'", "bench: --iters needs an integer, got ' 5'");
+  for (const std::string text : {"0x1p2", "' 2'", "'2 '", "+2", "inf", "nan"}) {
+    expect_refusal(dir, "bench --rotate-l2 " + text, "bench: --rotate-l2 must be a number in (0, 64]");
+  }
+  for (const std::string text : {"0x10", "' 5'", "'5 '", "+5", "inf", "1e309"}) {
+    expect_refusal(dir, "help", "F8GEMM_HANG_SECONDS must be a positive, finite number",
+                   "F8GEMM_HANG_SECONDS=" + text);
+  }
+  // What stays accepted: a plain decimal, with a fraction or an exponent where a number is read.
+  EXPECT_EQ(run_cli(dir, "help", "F8GEMM_HANG_SECONDS=2.5e1").rc, 0);
+}
+
+// Outputs that open but can never be written were found out only after the run: /dev/full
+// (ENOSPC) and, as root, an existing file of procfs or sysfs (session 46's probe).
+TEST(RunCli, AnOutputThatOpensButTakesNoBytesIsRefusedBeforeTheRun) {
+  const f8gemm::test::TempDir dir("f8gemm_cli_full");
+  const std::string shapes = shapes_file(dir, "1,16,256,256\n");
+  if (fs::exists("/dev/full")) {
+    expect_refusal(dir, "run --once --m 16 --n 256 --k 256 --trace /dev/full",
+                   "run: cannot write --trace '/dev/full': it is /dev/full, which takes no bytes");
+    expect_refusal(dir, "bench --shapes " + shapes + " --csv /dev/full",
+                   "bench: cannot write --csv '/dev/full': it is /dev/full");
+  }
+  if (fs::exists("/proc/version")) {
+    // As root the file opens for writing; as anyone else it does not: refused either way.
+    expect_refusal(dir, "tune --shapes " + shapes + " --out /proc/version",
+                   "tune: cannot write --out '/proc/version': ");
+    expect_refusal(dir, "bench --shapes " + shapes + " --csv /proc/version",
+                   "bench: cannot write --csv '/proc/version': ");
+  }
+  // /dev/null takes every byte: still an output.
+  const Outcome ok = run_cli(dir, "bench --shapes " + shapes + " --csv /dev/null");
+  EXPECT_NE(ok.rc, 2) << ok.err;
 }
