@@ -6,6 +6,7 @@
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 
+#include <limits>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -45,6 +46,24 @@ void require_plain_sizes(const char* op, const std::string& n_what, const c10::S
   }
 }
 
+/// An output shape of preshuffle or unshuffle whose sizes are all known must count at most 2^63
+/// elements (its zero sizes aside, as the library counts a view's): torch's Meta kernel
+/// otherwise failed in its own stride arithmetic ("Stride calculation overflowed") or wrapped
+/// N, where the real kernel refused the input. Shared by both kernels, through the shape
+/// functions below.
+void require_output_fits(const char* op, const std::vector<c10::SymInt>& shape) {
+  int64_t product = 1;
+  for (const c10::SymInt& s : shape) {
+    const std::optional<int64_t> size = s.maybe_as_int();
+    if (!size) return;  // symbolic: judged where it is known
+    if (*size == 0) continue;
+    if (__builtin_mul_overflow(product, *size, &product)) {
+      invalid(op, c10::str("the output would have more than 2^63 elements: shape ",
+                           c10::SymIntArrayRef(shape)));
+    }
+  }
+}
+
 std::vector<int64_t> concrete(const std::vector<c10::SymInt>& shape) {
   std::vector<int64_t> sizes;
   for (const c10::SymInt& s : shape) sizes.push_back(s.expect_int());
@@ -66,10 +85,12 @@ std::vector<c10::SymInt> preshuffle_shape(const at::Tensor& WQ) {
   const c10::SymInt n = WQ.sym_size(-2);
   const c10::SymInt k = WQ.sym_size(-1);
   require_plain_sizes(op, "N (WQ's rows)", n, "K (WQ's last dimension)", k);
-  std::vector<c10::SymInt> shape = {(k + (f8gemm::kShuffleBlockK - 1)) / f8gemm::kShuffleBlockK,
+  // ceil(K / 128) as (K - 1) / 128 + 1 (K > 0 here): K + 127 overflows int64 for K near its top.
+  std::vector<c10::SymInt> shape = {(k - 1) / f8gemm::kShuffleBlockK + 1,
                                     n / f8gemm::kShuffleSlabRows,
                                     c10::SymInt(f8gemm::kShuffleSlabBytes)};
   if (WQ.dim() == 3) shape.insert(shape.begin(), WQ.sym_size(0));
+  require_output_fits(op, shape);
   return shape;
 }
 
@@ -84,7 +105,13 @@ std::vector<c10::SymInt> unshuffle_shape(const at::Tensor& WQ_shuffled, int64_t 
                          "[B, ceil(K/128), N/8, 1024], got shape ", WQ_shuffled.sym_sizes()));
   }
   require_weight_bytes(op, "WQ_shuffled", WQ_shuffled);
-  const c10::SymInt n = WQ_shuffled.sym_size(-2) * f8gemm::kShuffleSlabRows;
+  // N = 8 x the slab count, which must not overflow int64 (a tensor with a 0 dimension may
+  // have any other size).
+  const c10::SymInt slabs = WQ_shuffled.sym_size(-2);
+  if (slabs > std::numeric_limits<int64_t>::max() / f8gemm::kShuffleSlabRows) {
+    invalid(op, c10::str("WQ_shuffled's N/8 dimension is ", slabs, ": N = 8 x that is past 2^63"));
+  }
+  const c10::SymInt n = slabs * f8gemm::kShuffleSlabRows;
   require_plain_sizes(op, "N (8 x WQ_shuffled's N/8 dimension)", n, "K", c10::SymInt(K));
   // The library's ceil(K / 128) (no K + 127, which overflows int64 for K near its top).
   const int64_t k_blocks = f8gemm::preshuffled_shape(1, 0, K)[1];
@@ -97,6 +124,7 @@ std::vector<c10::SymInt> unshuffle_shape(const at::Tensor& WQ_shuffled, int64_t 
   }
   std::vector<c10::SymInt> shape = {n, c10::SymInt(K)};
   if (rank == 4) shape.insert(shape.begin(), WQ_shuffled.sym_size(0));
+  require_output_fits(op, shape);
   return shape;
 }
 

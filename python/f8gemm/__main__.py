@@ -12,7 +12,15 @@ def main(argv):
         print(USAGE)  # asked for: on stdout, and not an error
         return 0
     if len(argv) != 1 or argv[0] not in ("info", "version"):
-        print(USAGE, file=sys.stderr)
+        # One line, as the CLI's errors: the usage, then what was wrong with the arguments.
+        if not argv:
+            why = "no command"
+        elif argv[0] not in ("info", "version"):
+            cut = f" (and {len(argv[0]) - 120} more characters)" if len(argv[0]) > 120 else ""
+            why = f"unknown command {argv[0][:120]!r}{cut}"
+        else:
+            why = f"one command, got {len(argv)} arguments"
+        print(f"{USAGE} ({why})", file=sys.stderr)
         return 2
     import torch
 

@@ -86,12 +86,16 @@ class _FP8Module(torch.nn.Module):
         # Scales and biases in the buffers' dtypes (fp32 scales, the bias dtype the GEMM takes):
         # copy_ converts them anyway, but load_state_dict(assign=True) (loading into a module
         # built on meta) would keep the checkpoint's, an fp16 bias that every forward refuses.
+        # And contiguous: with assign=True a strided view from a checkpoint became the buffer,
+        # which the ops refuse only at the GEMM of the first forward, after its quantisation.
         weights = {weight_name for weight_name, _, _, _ in module._preshuffled()}
         for name, buffer in module._buffers.items():
             value = state_dict.get(prefix + name)
-            if name not in weights and buffer is not None and isinstance(value, torch.Tensor) \
-                    and value.dtype != buffer.dtype:
-                state_dict[prefix + name] = value.to(buffer.dtype)
+            if buffer is None or not isinstance(value, torch.Tensor):
+                continue
+            if name not in weights and value.dtype != buffer.dtype:
+                value = value.to(buffer.dtype)
+            state_dict[prefix + name] = value.contiguous()
         # A value that is not a tensor is left as it is: torch's own copy then refuses it by its
         # key ("expected torch.Tensor or Tensor-like object from checkpoint but received ...").
         for weight_name, scale_name, n, k in module._preshuffled():
@@ -209,6 +213,7 @@ class FP8Linear(_FP8Module):
                              f"got {bias_dtype}")
         _check_pdl("FP8Linear", pdl)
         _check_use_fast_accum("FP8Linear", use_fast_accum)
+        _check_gemm_sizes("FP8Linear", out_features, in_features)
         self.in_features = in_features
         self.out_features = out_features
         self.out_dtype = out_dtype
@@ -239,6 +244,7 @@ class FP8Linear(_FP8Module):
         the module's (the one-time weight quantisation keeps the library's default)."""
         if not isinstance(linear, torch.nn.Linear):
             raise TypeError(f"FP8Linear.from_linear expects an nn.Linear, got {type(linear)}")
+        _check_linear_shapes("FP8Linear.from_linear", "linear", linear)
         weight = linear.weight.detach()
         if weight.dtype not in _QUANTISABLE:
             raise ValueError(f"FP8Linear.from_linear: weight dtype must be bf16, fp16 or fp32, "
@@ -309,6 +315,35 @@ def _check_use_fast_accum(owner, use_fast_accum):
     if not isinstance(use_fast_accum, bool):
         raise ValueError(f"{owner}: use_fast_accum must be True or False, got "
                          f"{use_fast_accum!r}")
+
+
+def _check_linear_shapes(owner, name, linear):
+    """An nn.Linear's weight must be [out_features, in_features] and its bias [out_features]:
+    a linear whose weight was replaced by one of another shape was quantised over all its
+    columns and then cut to in_features when the preshuffled shapes happened to match
+    (silently wrong), or failed in a torch error naming no linear."""
+    want = (linear.out_features, linear.in_features)
+    if tuple(linear.weight.shape) != want:
+        raise ValueError(f"{owner}: {name}'s weight has shape {tuple(linear.weight.shape)}, but "
+                         f"its out_features and in_features say {want}")
+    if linear.bias is not None and tuple(linear.bias.shape) != (linear.out_features,):
+        raise ValueError(f"{owner}: {name}'s bias has shape {tuple(linear.bias.shape)}, but its "
+                         f"out_features say ({linear.out_features},)")
+
+
+def _check_gemm_sizes(owner, n, k):
+    """The library's limits on a GEMM of N = n and K = k (N, K and the tensor-map strides), as
+    the preshuffled GEMM's Meta kernel judges them: refused when the module is built, before
+    its buffers are allocated, not by every forward."""
+    meta = dict(device="meta")
+    try:
+        _OPS.f8f8bf16_rowwise_preshuffled(
+            torch.empty(1, k, dtype=torch.float8_e4m3fn, **meta),
+            torch.empty((k + 127) // 128, n // 8, 1024, dtype=torch.float8_e4m3fn, **meta),
+            torch.empty(1, **meta), torch.empty(n, **meta))
+    except ValueError as e:
+        raise ValueError(f"{owner}: a GEMM of N = {n} and K = {k} is beyond the library's "
+                         f"limits: {e}") from None
 
 
 # The weight dtypes that from_linear(s) quantise (quantize_fp8_row's inputs).
@@ -414,6 +449,8 @@ class FP8GatedMLP(_FP8Module):
                              f"torch.float16, got {out_dtype}")
         _check_pdl("FP8GatedMLP", pdl)
         _check_use_fast_accum("FP8GatedMLP", use_fast_accum)
+        _check_gemm_sizes("FP8GatedMLP", 2 * intermediate, hidden)  # gate|up
+        _check_gemm_sizes("FP8GatedMLP", hidden, intermediate)  # down
         self.hidden = hidden
         self.intermediate = intermediate
         self.out_dtype = out_dtype
@@ -450,6 +487,7 @@ class FP8GatedMLP(_FP8Module):
             if not isinstance(lin, torch.nn.Linear):
                 raise TypeError(f"FP8GatedMLP.from_linears: {name} must be an nn.Linear, got "
                                 f"{type(lin)}")
+            _check_linear_shapes("FP8GatedMLP.from_linears", name, lin)
         hidden, intermediate = gate_proj.in_features, gate_proj.out_features
         if (up_proj.in_features, up_proj.out_features) != (hidden, intermediate) or \
                 (down_proj.in_features, down_proj.out_features) != (intermediate, hidden):

@@ -236,6 +236,15 @@ def test_the_module_cli_answers_help_on_stdout_and_refuses_the_rest():
                            text=True)
         assert (r.returncode, r.stdout) == (2, ""), (args, r)
         assert r.stderr.startswith("usage: python -m f8gemm {info|version}"), r.stderr
+        # One line that says what was wrong (session 46's probe: the usage alone said nothing).
+        assert r.stderr.count("\n") == 1, r.stderr
+        why = {0: "(no command)", 1: "(unknown command 'infos')",
+               2: "(one command, got 2 arguments)"}[len(args)]
+        assert r.stderr.rstrip("\n").endswith(why), r.stderr
+    r = subprocess.run([sys.executable, "-m", "f8gemm", "x" * 500], env=env, capture_output=True,
+                       text=True)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and len(r.stderr) < 300, r.stderr
+    assert "(and 380 more characters)" in r.stderr, r.stderr
 
 
 def test_the_module_cli_reports_a_library_it_cannot_load_on_one_line():

@@ -360,3 +360,25 @@ def test_inductor_lays_out_a_transposed_input_of_a_tagged_op():
     got = torch.compile(lambda t: OPS.preshuffle(t.t()), backend="inductor", fullgraph=True)(w)
     want = OPS.preshuffle(w.t().contiguous())
     assert torch.equal(got.view(torch.uint8), want.view(torch.uint8))
+
+
+def test_weight_layouts_near_int64_refuse_alike_on_meta_and_on_the_cpu():
+    """A weight whose preshuffled output or N would pass 2^63 (a 0 dimension keeps the input
+    itself empty): the Meta kernel failed in torch's stride arithmetic (RuntimeError) or wrapped
+    N into a small shape, where the real kernel refused it (session 46's probe)."""
+    def strided(shape, device):
+        return torch.empty_strided(shape, (1,) * len(shape), dtype=torch.float8_e4m3fn,
+                                   device=device)
+    cases = [
+        (torch.ops.f8gemm.preshuffle, ((0, 8, (1 << 63) - 16),), (),
+         r"the output would have more than 2\^63 elements: shape \[0, 72057594037927936, 1, 1024\]"),
+        (torch.ops.f8gemm.unshuffle, ((0, 1, (1 << 61) + 1, 1024),), (16,),
+         r"N/8 dimension is 2305843009213693953: N = 8 x that is past 2\^63"),
+    ]
+    for op, (shape,), rest, rule in cases:
+        messages = []
+        for device in ("meta", "cpu"):
+            with pytest.raises(ValueError, match=rule) as e:
+                op(strided(shape, device), *rest)
+            messages.append(str(e.value))
+        assert messages[0] == messages[1], messages

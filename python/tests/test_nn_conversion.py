@@ -507,3 +507,56 @@ def test_dtype_cast_then_cuda_gpu():
     with torch.no_grad():
         y = mod(torch.randn(4, 256, device="cuda", dtype=torch.float16))
     assert y.dtype == torch.float16
+
+
+# ------------------------------------------------------------------ session 46's probe
+
+def test_a_linear_whose_weight_does_not_match_its_features_is_refused_by_name():
+    """A weight replaced by one of another shape was quantised over all its columns and cut to
+    in_features where the preshuffled shapes matched (silently wrong), or failed in a torch
+    error naming no linear: now a ValueError before any quantisation, in from_linear,
+    from_linears, and swap_linears' all-or-nothing check."""
+    wide = Linear(32, 16)
+    wide.weight = torch.nn.Parameter(torch.randn(16, 48))  # cut to 32 columns before the fix
+    with pytest.raises(ValueError, match=r"linear's weight has shape \(16, 48\), but its "
+                                         r"out_features and in_features say \(16, 32\)"):
+        FP8Linear.from_linear(wide)
+    with pytest.raises(ValueError, match=r"0 \(Linear\): ValueError: FP8Linear.from_linear: "
+                                         r"linear's weight has shape \(16, 48\)"):
+        swap_linears(torch.nn.Sequential(wide))
+    tall = Linear(32, 16)
+    tall.bias = torch.nn.Parameter(torch.randn(24))
+    with pytest.raises(ValueError, match=r"linear's bias has shape \(24,\), but its out_features "
+                                         r"say \(16,\)"):
+        FP8Linear.from_linear(tall)
+    mlp = _Mlp(act_fn=torch.nn.SiLU())
+    mlp.down_proj.weight = torch.nn.Parameter(torch.randn(mlp.down_proj.out_features,
+                                                          2 * mlp.down_proj.in_features))
+    with pytest.raises(ValueError, match="down_proj's weight has shape"):
+        FP8GatedMLP.from_module(mlp)
+
+
+def test_modules_beyond_the_librarys_gemm_limits_are_refused_before_their_buffers():
+    """N past 2^28 - 256 or K past 2^31 - 256 (the library's limits) built the buffers, then
+    every forward failed; on meta nothing is allocated, so the check shows without memory."""
+    with pytest.raises(ValueError, match=r"FP8Linear: a GEMM of N = 268435456 and K = 16 is "
+                                         r"beyond the library's limits"):
+        FP8Linear(16, 1 << 28, device="meta")
+    with pytest.raises(ValueError, match="FP8GatedMLP: a GEMM of N = 268435456"):
+        FP8GatedMLP(16, 1 << 27, device="meta")
+    with pytest.raises(ValueError, match="beyond the library's limits"):
+        swap_linears(torch.nn.Sequential(Linear(1 << 31, 8, device="meta")))
+    FP8Linear(16, (1 << 28) - 256, device="meta")  # the largest N a GEMM takes
+
+
+def test_load_state_dict_with_assign_keeps_every_buffer_contiguous():
+    """assign=True kept a checkpoint's strided views as the buffers, which the GEMM refuses
+    only in the first forward, after its quantisation kernel."""
+    mod = FP8Linear(32, 16)
+    state = mod.state_dict()
+    state["weight"] = torch.zeros(1024, 2, 1, dtype=torch.float8_e4m3fn).permute(2, 1, 0)
+    state["weight_scale"] = torch.ones(32)[::2]
+    assert not state["weight"].is_contiguous()
+    mod.load_state_dict(state, assign=True)
+    assert mod.weight.is_contiguous() and mod.weight_scale.is_contiguous()
+    assert torch.equal(mod.weight_scale, torch.ones(16))
