@@ -106,6 +106,12 @@ std::string config_unfit_reason(const Config& config, const ProblemShape& proble
 
 void check_forced_config(const ProblemShape& problem) {
   validate_problem(problem);
+  // An empty problem (B or M = 0) launches nothing and decides no config: a call reads
+  // F8GEMM_CONFIG's name only (check_environment), which env_forced_config() judges.
+  if (problem.batch == 0 || problem.m == 0) {
+    (void)detail::env_forced_config();
+    return;
+  }
   (void)detail::env_forced_config_for(problem);
 }
 

@@ -11,19 +11,6 @@
 namespace f8gemm::cli {
 namespace {
 
-int64_t parse_int(const std::string& text, const std::string& what, int64_t lo, int64_t hi) {
-  int64_t v = 0;
-  const IntText read = parse_int_text(text, v);
-  if (read == IntText::kNotAnInteger) {
-    throw UsageError("bench: " + what + " needs an integer, got " + detail::quoted(text));
-  }
-  if (read == IntText::kOutOfRange || v < lo || v > hi) {
-    throw UsageError(detail::concat("bench: ", what, " must be an integer in [", lo, ", ", hi,
-                                    "], got ", detail::quoted(text)));
-  }
-  return v;
-}
-
 /// bench's options: the one list that both the parse below (an option not listed here is
 /// unknown) and its look-ahead (a listed option is never taken for a value) read.
 struct BenchOption {
@@ -84,7 +71,7 @@ BenchOptions parse_bench_options(const Args& args) {
       o.csv = value();
       if (o.csv.empty()) throw UsageError("bench: --csv needs a file name");
     } else if (name == "--iters") {
-      o.iters = static_cast<int>(parse_int(value(), "--iters", 1, 100000));
+      o.iters = static_cast<int>(parse_int_option("bench", "--iters", value(), 1, 100000));
     } else if (name == "--no-peak") {
       o.peak = !flag();
     } else if (name == "--precise") {

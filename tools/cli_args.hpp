@@ -25,6 +25,22 @@ inline IntText parse_int_text(const std::string& text, int64_t& value) {
   return ec == std::errc() && ptr == end && !text.empty() ? IntText::kOk : IntText::kNotAnInteger;
 }
 
+/// The value of integer option `name` of `command` in [lo, hi], or a UsageError in the CLI's one
+/// wording: "expects an integer" or "must be in lo..hi", the value quoted.
+inline int64_t parse_int_option(const std::string& command, const std::string& name,
+                                const std::string& text, int64_t lo, int64_t hi) {
+  int64_t x = 0;
+  const IntText read = parse_int_text(text, x);
+  if (read == IntText::kNotAnInteger) {
+    throw UsageError(command + ": " + name + " expects an integer, got " + detail::quoted(text));
+  }
+  if (read == IntText::kOutOfRange || x < lo || x > hi) {
+    throw UsageError(command + ": " + name + " must be in " + std::to_string(lo) + ".." +
+                     std::to_string(hi) + ", got " + detail::quoted(text));
+  }
+  return x;
+}
+
 class Options {
  public:
   /// `valued` options take a value; `flags` do not. Repeated valued options keep every value:
@@ -61,17 +77,7 @@ class Options {
   /// An integer in [lo, hi].
   int64_t integer(const std::string& name, int64_t fallback, int64_t lo, int64_t hi) const {
     if (!has(name)) return fallback;
-    const std::string v = str(name, "");
-    int64_t x = 0;
-    const IntText read = parse_int_text(v, x);
-    if (read == IntText::kNotAnInteger) {
-      throw UsageError(command_ + ": " + name + " expects an integer, got " + detail::quoted(v));
-    }
-    if (read == IntText::kOutOfRange || x < lo || x > hi) {
-      throw UsageError(command_ + ": " + name + " must be in " + std::to_string(lo) + ".." +
-                       std::to_string(hi) + ", got " + detail::quoted(v));
-    }
-    return x;
+    return parse_int_option(command_, name, str(name, ""), lo, hi);
   }
 
  private:

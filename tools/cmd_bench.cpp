@@ -304,12 +304,7 @@ int cmd_bench(const Args& args) {
   for (const Shape& shape : shapes) {
     const ProblemShape p = bench_problem(shape, o);
     validate_problem(p);
-    // F8GEMM_CONFIG, as ours would judge it at the shape's first call of either layout.
-    for (WeightLayout layout : {WeightLayout::kPreshuffled, WeightLayout::kPlain}) {
-      ProblemShape q = p;
-      q.w_layout = layout;
-      check_forced_config(q);
-    }
+    check_forced_config(p);  // F8GEMM_CONFIG, as ours would judge it at the shape's first call
     check_bench_limits(shape);
     require_fits(bench_footprint(p, 1), "bench: B,M,N,K " + shape.label(), std::nullopt);
   }

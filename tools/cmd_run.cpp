@@ -102,13 +102,14 @@ int cmd_run(const Args& args) {
   // Reject what the kernels cannot take before looking for a GPU or allocating gigabytes.
   const ProblemShape shape = problem_of(s, plain, fast);
   validate_problem(shape);
-  if (config) {
+  // An empty problem launches nothing and decides no config (as a library call).
+  if (config && !is_empty_problem(shape)) {
     const std::string why = config_unfit_reason(*config, shape);
     if (!why.empty()) {
       throw Error(ErrorCode::kUnsupported,
                   "config " + config->name() + " cannot run B,M,N,K=" + s.label() + ": " + why);
     }
-  } else {
+  } else if (!config) {
     check_forced_config(shape);  // F8GEMM_CONFIG, as the call would judge it
   }
   // An empty problem launches nothing: a timing of it would capture an empty graph.

@@ -2,8 +2,8 @@
 #include "output_path.hpp"
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -35,6 +35,21 @@ std::string follow_links(std::string path, bool* hops_ran_out = nullptr) {
   return path;
 }
 
+/// A file of one of the kernel's own file systems: as root it opens for writing, and then
+/// refuses or misreads what a table or a CSV writes (EIO, EINVAL: after the run).
+bool is_kernel_file(const std::string& path) {
+  struct statfs info {};
+  if (statfs(path.c_str(), &info) != 0) return false;
+  const auto type = static_cast<unsigned long>(info.f_type);
+  static constexpr unsigned long kKernelTypes[] = {
+      PROC_SUPER_MAGIC, SYSFS_MAGIC,   CGROUP_SUPER_MAGIC, CGROUP2_SUPER_MAGIC,
+      DEBUGFS_MAGIC,    TRACEFS_MAGIC, SECURITYFS_MAGIC,   BPF_FS_MAGIC};
+  for (unsigned long kernel : kKernelTypes) {
+    if (type == kernel) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::string unwritable_reason(const std::string& path) {
@@ -49,19 +64,16 @@ std::string unwritable_reason(const std::string& path) {
     // A device or a pipe is not opened here (a pipe without a reader would block). /dev/full
     // opens and takes no byte (ENOSPC at the first write, after the run).
     if (!fs::is_regular_file(p, ec)) {
-      struct stat st {};
-      if (stat(path.c_str(), &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 7)) {
+      struct stat st {}, full {};
+      if (stat(path.c_str(), &st) == 0 && S_ISCHR(st.st_mode) && stat("/dev/full", &full) == 0 &&
+          S_ISCHR(full.st_mode) && st.st_rdev == full.st_rdev) {
         return "it is /dev/full, which takes no bytes";
       }
       return access(path.c_str(), W_OK) == 0 ? "" : std::strerror(errno);
     }
-    // The kernel's own files (procfs, sysfs) open for writing as root, and then refuse or
-    // misread what a table or a CSV writes (EIO, EINVAL: after the run).
-    struct statfs fsinfo {};
-    constexpr long kProcMagic = 0x9fa0, kSysfsMagic = 0x62656572;
-    if (statfs(path.c_str(), &fsinfo) == 0 &&
-        (long(fsinfo.f_type) == kProcMagic || long(fsinfo.f_type) == kSysfsMagic)) {
-      return "it is a file of the kernel (procfs or sysfs), not a place for output";
+    if (is_kernel_file(path)) {
+      return "it is a file of the kernel (procfs, sysfs, cgroup, debugfs, tracefs, securityfs or "
+             "bpffs), not a place for output";
     }
     const int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);  // no byte changes
     if (fd < 0) return std::strerror(errno);

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "cli_args.hpp"
 #include "commands.hpp"
 #include "f8gemm/check.hpp"
 #include "f8gemm/small_file.hpp"
@@ -61,14 +62,14 @@ Shape parse_shape(const std::string& text, const std::string& where) {
     const size_t comma = text.find(',', start);
     const std::string part =
         trim(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-    size_t used = 0;
-    long long v = -1;
-    try {
-      v = std::stoll(part, &used);
-    } catch (...) {
-      used = 0;
+    int64_t v = -1;
+    // The CLI's one rule for integers (cli_args.hpp): no '+', hex or inner spaces; spaces around
+    // a number in a shape are trimmed above.
+    const IntText read = parse_int_text(part, v);
+    if (read == IntText::kOutOfRange) {
+      throw UsageError(where + ": a size past int64 in " + detail::quoted(text));
     }
-    if (part.empty() || used != part.size() || v < 0) {
+    if (read != IntText::kOk || v < 0) {
       throw UsageError(where + ": expected B,M,N,K of non-negative integers, got " +
                        detail::quoted(text));
     }

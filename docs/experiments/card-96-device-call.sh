@@ -24,7 +24,9 @@ esac
 mkdir -p /tmp/cache && cp scratch/s40/cache/* /tmp/cache/
 export F8GEMM_CACHE_DIR=/tmp/cache F8GEMM_PDL=1 AB_BENCH_ARGS=--prefetch-w AB_PREBUILT=bin
 export AB_TIMEOUT=${AB_TIMEOUT:-80}
-timeout 540 bash scripts/ab-bench.sh scratch/s40/ab/a scratch/s40/ab/b \
+# The archive is made however the A/B ends (session 46: CARD96_TIMEOUT, default 540 s, caps it
+# inside a longer call).
+trap 'tar czf $OUT/card96.tgz -C /tmp card96' EXIT
+timeout ${CARD96_TIMEOUT:-540} bash scripts/ab-bench.sh scratch/s40/ab/a scratch/s40/ab/b \
   docs/experiments/card-96-shapes.txt $L ${ROUNDS:-3} 2>&1 | tee $L/ab.log
 # ab-bench's rounds alternate a b / b a: 3 rounds give a b b a a b.
-tar czf $OUT/card96.tgz -C /tmp card96

@@ -12,5 +12,6 @@
 set -u
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 case "$gpu" in *H200*) ;; *) echo "GPU: $gpu: card 96 has run on an H100 already, nothing run"; exit 0 ;; esac
-ROUNDS=3 AB_TIMEOUT=55 bash docs/experiments/card-96-device-call.sh > /tmp/card96.log 2>&1
+ROUNDS=3 AB_TIMEOUT=55 CARD96_TIMEOUT=${CARD96_TIMEOUT:-540} \
+  bash docs/experiments/card-96-device-call.sh > /tmp/card96.log 2>&1
 tail -n 30 /tmp/card96.log

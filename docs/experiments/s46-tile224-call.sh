@@ -1,6 +1,6 @@
 #!/bin/bash
-# Session 46, prepared on the CPU for any GPU (about 240 s): card 108, a 224-column tiled tile
-# for N = 8192 (issue 6, item 4: tile widths that fit the SM count). With 128 x 256 tiles,
+# Session 46, prepared on the CPU for any GPU (about 300 s: VERIFY_BUDGET 70 + BUDGET 220): card
+# 108, a 224-column tiled tile for N = 8192 (issue 6, item 4: tile widths that fit the SM count). With 128 x 256 tiles,
 # 1,16384,8192,1024, 16,1024,8192,1024 (4,096 tiles) and 16,512,8192,1024 and 8192^3 (2,048)
 # run 31.03 and 15.52 waves of 132 CTAs: 32 and 16 rounds, 3.1% of the SMs' time idle in the
 # last. At 224 columns N = 8192 takes 37 W tiles (8,288 columns: 1.2% of the tensor work past N):
@@ -12,7 +12,7 @@
 # Steps:
 #   1. correctness: `f8gemm run --verify --once --config C` for both 224 configs on three ragged
 #      shapes (N not a multiple of 224), both layouts, bias f32 and bf16, fp16 out (new family:
-#      its ragged M and N edges);
+#      its ragged M and N edges): 24 runs, at most VERIFY_BUDGET (70) s, stopped at a timeout;
 #   2. the A/B: per shape one process per config (the table's entry, 224 c1x1, 224 c2x1, the
 #      entry again), bench/sustained_clock.py --only f8gemm_preshuffled,<yardstick> (2 rounds of
 #      1.5 s after a 1.5 s warm-up; F8GEMM_CONFIG for the whole process: ours reads it when its
@@ -25,6 +25,8 @@
 # is at least 1.5% faster than the entry in both of its processes against the two entry runs,
 # and step 1 passed; then the tune gets 224 among its tiled widths.
 # Carry ["scratch/s41/dev.tar.xz", ".whl", "build/f8gemm", "build-torch/libf8gemm_torch.so"].
+# Each A/B process is one sustained_clock.py run of at most 30 s (about 13 s: 1.5 s warm-up,
+# 2 rounds of 2 implementations of 1.5 s, torch import and our plan's compile).
 # $OUT: t224.tgz, re-packed after each step.
 set -u
 t0=$(date +%s)
@@ -38,28 +40,37 @@ export F8GEMM_CACHE_DIR=/tmp/cache F8GEMM_HANG_SECONDS=60 PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv,noheader | tee $L/gpu.txt
 pack() { tar czf $OUT/.t.tgz -C /tmp t224 && mv $OUT/.t.tgz $OUT/t224.tgz; }
 C1=sm90_tiled_128x224x128_s4_c1x1_r8; C2=sm90_tiled_128x224x128_s4_c2x1_r8
-fails=0
+# Step 1 has VERIFY_BUDGET seconds (default 70) and stops at the first run that times out (a
+# hang of the new family); its record is packed after every run.
+fails=0; runs=0; hung=0
 for c in $C1 $C2; do
   for s in "3 300 520 272" "2 129 1000 1040" "1 1000 776 4096"; do
     read -r b m n k <<< "$s"
-    for extra in "" "--plain" "--bias" "--bias --bias-dtype bf16 --plain" "--out fp16"; do
-      out=$(timeout 60 build/f8gemm run --b $b --m $m --n $n --k $k --config $c --verify --once $extra 2>&1)
+    for extra in "" "--plain --bias" "--bias --bias-dtype bf16" "--out fp16 --plain"; do
+      [ $hung -eq 1 ] && continue
+      if [ $(( $(date +%s) - t0 )) -gt ${VERIFY_BUDGET:-70} ]; then continue; fi
+      out=$(timeout 25 build/f8gemm run --b $b --m $m --n $n --k $k --config $c --verify --once $extra 2>&1)
       rc=$?
+      runs=$((runs + 1))
       line=$(grep -E 'PASS|FAIL|error|f8gemm:' <<< "$out" | tail -n 1)
       echo "$c $b,$m,$n,$k $extra rc=$rc $line" >> $L/verify.txt
-      [ $rc -eq 0 ] && grep -q PASS <<< "$out" || fails=$((fails + 1))
+      { [ $rc -eq 0 ] && grep -q PASS <<< "$out"; } || fails=$((fails + 1))
+      [ $rc -eq 124 ] && hung=1
+      pack
     done
   done
 done
-echo "[$(( $(date +%s) - t0 ))s] verify: $(wc -l < $L/verify.txt) runs, $fails not passed" | tee -a $L/steps.txt
+echo "[$(( $(date +%s) - t0 ))s] verify: $runs of 24 runs, $fails not passed$([ $hung -eq 1 ] && echo ', stopped at a timeout')" | tee -a $L/steps.txt
 [ $fails -gt 0 ] && grep -v 'rc=0.*PASS' $L/verify.txt | head -5
 pack
+[ $hung -eq 1 ] && exit 1
+t1=$(date +%s)  # step 2's BUDGET counts from here
 i=0
 for s in 1,16384,8192,1024 16,1024,8192,1024 16,512,8192,1024 1,8192,8192,8192; do
   case $s in 1,*) y=torch_scaled_mm ;; *) y=fbgemm_rowwise_batched ;; esac
   for c in table $C1 $C2 table; do
     i=$((i + 1))
-    left=$(( ${BUDGET:-230} - ($(date +%s) - t0) ))
+    left=$(( ${BUDGET:-220} - ($(date +%s) - t1) ))
     if [ $left -lt 15 ]; then echo "[$(( $(date +%s) - t0 ))s] $i $s $c skipped" | tee -a $L/steps.txt; continue; fi
     if [ $c = table ]; then unset F8GEMM_CONFIG; else export F8GEMM_CONFIG=$c; fi
     F8GEMM_LOG=1 timeout $(( left > 30 ? 30 : left )) python3 bench/sustained_clock.py $s --seconds 1.5 \

@@ -62,8 +62,10 @@ std::string config_unfit_reason(const Config& config, const ProblemShape& proble
 
 /// Throws what a call of `problem` would throw for F8GEMM_CONFIG, without a GPU: a name that
 /// does not parse or no problem can run (kInvalidArgument), or a config that cannot run this
-/// problem (kUnsupported). Nothing when F8GEMM_CONFIG is unset or fits. For tools that check
-/// every problem before they allocate or measure anything (`f8gemm run`, `bench`).
+/// problem (kUnsupported; not for an empty problem, B or M = 0, which a call returns from
+/// without deciding a config). Nothing when F8GEMM_CONFIG is unset or fits. `problem` itself is
+/// checked first (validate_problem's errors). For tools that check every problem before they
+/// allocate or measure anything (`f8gemm run`, `bench`).
 void check_forced_config(const ProblemShape& problem);
 
 /// The key of `problem` in a tuning table (tables/*.tsv, F8GEMM_TUNE_FILE):

@@ -16,8 +16,9 @@ def main(argv):
         if not argv:
             why = "no command"
         elif argv[0] not in ("info", "version"):
-            cut = f" (and {len(argv[0]) - 120} more characters)" if len(argv[0]) > 120 else ""
-            why = f"unknown command {argv[0][:120]!r}{cut}"
+            shown = repr(argv[0])  # escapes control characters: one line whatever the input
+            cut = f" (and {len(shown) - 120} more characters)" if len(shown) > 120 else ""
+            why = f"unknown command {shown[:120]}{cut}"
         else:
             why = f"one command, got {len(argv)} arguments"
         print(f"{USAGE} ({why})", file=sys.stderr)

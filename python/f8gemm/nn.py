@@ -26,6 +26,7 @@ import numbers
 import operator
 
 import torch
+from torch.utils._python_dispatch import _disable_current_modes  # stable since torch 2.0
 
 __all__ = ["FP8Linear", "swap_linears", "FP8GatedMLP", "fuse_gate_up"]
 
@@ -95,7 +96,12 @@ class _FP8Module(torch.nn.Module):
                 continue
             if name not in weights and value.dtype != buffer.dtype:
                 value = value.to(buffer.dtype)
-            state_dict[prefix + name] = value.contiguous()
+            value = value.contiguous()
+            # And 16-byte aligned (TMA's rule for W, the library's for every operand): a
+            # contiguous slice at an offset of a larger tensor is not.
+            if value.device.type != "meta" and value.data_ptr() % 16 != 0:
+                value = value.clone()
+            state_dict[prefix + name] = value
         # A value that is not a tensor is left as it is: torch's own copy then refuses it by its
         # key ("expected torch.Tensor or Tensor-like object from checkpoint but received ...").
         for weight_name, scale_name, n, k in module._preshuffled():
@@ -334,14 +340,20 @@ def _check_linear_shapes(owner, name, linear):
 def _check_gemm_sizes(owner, n, k):
     """The library's limits on a GEMM of N = n and K = k (N, K and the tensor-map strides), as
     the preshuffled GEMM's Meta kernel judges them: refused when the module is built, before
-    its buffers are allocated, not by every forward."""
-    meta = dict(device="meta")
+    its buffers are allocated, not by every forward. The check runs outside any active dispatch
+    mode (a user's op recorder, FlopCounter, FakeTensorMode): building a module launches nothing
+    that they should see."""
     try:
-        _OPS.f8f8bf16_rowwise_preshuffled(
-            torch.empty(1, k, dtype=torch.float8_e4m3fn, **meta),
-            torch.empty((k + 127) // 128, n // 8, 1024, dtype=torch.float8_e4m3fn, **meta),
-            torch.empty(1, **meta), torch.empty(n, **meta))
-    except ValueError as e:
+        with _disable_current_modes():
+            meta = dict(device="meta")
+            _OPS.f8f8bf16_rowwise_preshuffled(
+                torch.empty(1, k, dtype=torch.float8_e4m3fn, **meta),
+                torch.empty((k + 127) // 128, n // 8, 1024, dtype=torch.float8_e4m3fn, **meta),
+                torch.empty(1, dtype=torch.float32, **meta),
+                torch.empty(n, dtype=torch.float32, **meta))
+    except (ValueError, RuntimeError, TypeError, OverflowError) as e:
+        # RuntimeError, TypeError, OverflowError: sizes past what torch itself can describe
+        # (a storage past 2^63 bytes, a size past int64).
         raise ValueError(f"{owner}: a GEMM of N = {n} and K = {k} is beyond the library's "
                          f"limits: {e}") from None
 
@@ -425,9 +437,9 @@ class FP8GatedMLP(_FP8Module):
     host at no cost (the ops also take one on the GPU, read by the kernel).
 
     pdl is passed to all four ops (see the module's docstring). Its default here is True: on the
-    H200 the block with PDL was 4-6% faster than without at M = 1, 4-10% at M = 16, equal at
-    M = 128 and within the run-to-run noise at M = 2048 (1% faster on average over five runs),
-    with bit-identical outputs (docs/perf-log.md, cards 23 and 33). None follows the F8GEMM_PDL
+    H200 at the power limit the block with PDL was 7.8% faster than without at M = 1, 10.1% at
+    M = 16, 1.9% at 128 and 0.1% at 2048 (docs/perf-log.md, card 106; in graph replay 2.7% slower
+    at 2048, a transient clock's reading), with bit-identical outputs. None follows the F8GEMM_PDL
     switch; False turns it off. Both GEMMs also get prefetch_w=True (see the module's docstring).
     """
 

@@ -547,6 +547,44 @@ def test_modules_beyond_the_librarys_gemm_limits_are_refused_before_their_buffer
     with pytest.raises(ValueError, match="beyond the library's limits"):
         swap_linears(torch.nn.Sequential(Linear(1 << 31, 8, device="meta")))
     FP8Linear(16, (1 << 28) - 256, device="meta")  # the largest N a GEMM takes
+    # Sizes past what torch itself describes: the same ValueError, naming the module.
+    for n, k in ((1 << 62, 16), (16, 1 << 62), (1 << 63, 16)):
+        with pytest.raises(ValueError, match="FP8Linear: a GEMM of N = .* beyond"):
+            FP8Linear(k, n, device="meta")
+
+
+def test_building_a_module_works_under_any_default_dtype_and_shows_no_op():
+    """The size check's meta scales are fp32 whatever torch's default dtype (models are built
+    under bf16 by from_pretrained(torch_dtype=...)), and it runs outside every dispatch mode:
+    a user's recorder sees no op, and FakeTensorMode neither traces it nor logs its refusal."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    class Recorder(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.ops = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.ops.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    before = torch.get_default_dtype()
+    try:
+        for dtype in (torch.bfloat16, torch.float16, torch.float64):
+            torch.set_default_dtype(dtype)
+            FP8Linear(32, 16)
+            FP8GatedMLP(32, 16)
+    finally:
+        torch.set_default_dtype(before)
+    with Recorder() as rec:
+        FP8Linear(32, 16, device="meta")
+        FP8GatedMLP(32, 16, device="meta")
+    assert not [op for op in rec.ops if "f8gemm" in op], rec.ops
+    with FakeTensorMode():
+        FP8Linear(32, 16)
+        with pytest.raises(ValueError, match="beyond the library's limits"):
+            FP8Linear(16, 1 << 28)
 
 
 def test_load_state_dict_with_assign_keeps_every_buffer_contiguous():
@@ -560,3 +598,9 @@ def test_load_state_dict_with_assign_keeps_every_buffer_contiguous():
     mod.load_state_dict(state, assign=True)
     assert mod.weight.is_contiguous() and mod.weight_scale.is_contiguous()
     assert torch.equal(mod.weight_scale, torch.ones(16))
+    # A contiguous slice at an offset: contiguous but not 16-byte aligned, cloned.
+    state = mod.state_dict()
+    state["weight_scale"] = torch.ones(17)[1:]
+    assert state["weight_scale"].data_ptr() % 16 != 0
+    mod.load_state_dict(state, assign=True)
+    assert mod.weight_scale.data_ptr() % 16 == 0 and torch.equal(mod.weight_scale, torch.ones(16))

@@ -395,7 +395,7 @@ TEST(RunCli, AnIntegerOptionWithTrailingCharactersExitsTwo) {
   expect_refusal(dir, "run --once --m 16 --n 256 --k 256 --iters 5x",
                  "run: --iters expects an integer, got '5x'");
   expect_refusal(dir, "bench --iters 10x",
-                 "bench: --iters needs an integer, got '10x'");
+                 "bench: --iters expects an integer, got '10x'");
 }
 
 // An integer below its option's range is refused like one above it: --iters 0 would time
@@ -730,8 +730,8 @@ TEST(RunCli, NumbersReadOneWayWithoutSpacesSignsOrHex) {
   expect_refusal(dir, "run --m 1 --k 128 --n -9223372036854775809",
                  "run: --n must be in 1..2147483647, got '-9223372036854775809'");
   expect_refusal(dir, "bench --iters 99999999999999999999",
-                 "bench: --iters must be an integer in [1, 100000], got '99999999999999999999'");
-  expect_refusal(dir, "bench --iters ' 5'", "bench: --iters needs an integer, got ' 5'");
+                 "bench: --iters must be in 1..100000, got '99999999999999999999'");
+  expect_refusal(dir, "bench --iters ' 5'", "bench: --iters expects an integer, got ' 5'");
   for (const std::string text : {"0x1p2", "' 2'", "'2 '", "+2", "inf", "nan"}) {
     expect_refusal(dir, "bench --rotate-l2 " + text, "bench: --rotate-l2 must be a number in (0, 64]");
   }
@@ -739,6 +739,12 @@ TEST(RunCli, NumbersReadOneWayWithoutSpacesSignsOrHex) {
     expect_refusal(dir, "help", "F8GEMM_HANG_SECONDS must be a positive, finite number",
                    "F8GEMM_HANG_SECONDS=" + text);
   }
+  // Shapes too (--shape and shapes files): no '+' or hex; 2^63 is a size past int64.
+  for (const std::string text : {"+1,1,8,16", "1,1,8,0x10", "1,1,8,1e2"}) {
+    expect_refusal(dir, "precompile --shape " + text, "expected B,M,N,K of non-negative integers");
+  }
+  expect_refusal(dir, "precompile --shape 1,1,8,9223372036854775808",
+                 "--shape: a size past int64 in '1,1,8,9223372036854775808'");
   // What stays accepted: a plain decimal, with a fraction or an exponent where a number is read.
   EXPECT_EQ(run_cli(dir, "help", "F8GEMM_HANG_SECONDS=2.5e1").rc, 0);
 }
@@ -760,6 +766,13 @@ TEST(RunCli, AnOutputThatOpensButTakesNoBytesIsRefusedBeforeTheRun) {
                    "tune: cannot write --out '/proc/version': ");
     expect_refusal(dir, "bench --shapes " + shapes + " --csv /proc/version",
                    "bench: cannot write --csv '/proc/version': ");
+  }
+  // cgroup files too (cgroup v2 at the top, v1 in a controller's folder), whichever is here.
+  for (const std::string cg : {"/sys/fs/cgroup/cgroup.procs", "/sys/fs/cgroup/cpu/cgroup.procs"}) {
+    if (fs::exists(cg)) {
+      expect_refusal(dir, "bench --shapes " + shapes + " --csv " + cg,
+                     "bench: cannot write --csv '" + cg + "': ");
+    }
   }
   // /dev/null takes every byte: still an output.
   const Outcome ok = run_cli(dir, "bench --shapes " + shapes + " --csv /dev/null");
