@@ -26,6 +26,7 @@ import numbers
 import operator
 
 import torch
+from torch._subclasses.fake_tensor import is_fake
 from torch.utils._python_dispatch import _disable_current_modes  # stable since torch 2.0
 
 __all__ = ["FP8Linear", "swap_linears", "FP8GatedMLP", "fuse_gate_up"]
@@ -98,8 +99,12 @@ class _FP8Module(torch.nn.Module):
                 value = value.to(buffer.dtype)
             value = value.contiguous()
             # And 16-byte aligned (TMA's rule for W, the library's for every operand): a
-            # contiguous slice at an offset of a larger tensor is not.
-            if value.device.type != "meta" and value.data_ptr() % 16 != 0:
+            # contiguous slice at an offset of a larger tensor is not. Only where the tensor
+            # itself becomes the buffer (assign=True; copy_ lands in the module's own buffer),
+            # and only where it has an address (not meta, not a FakeTensor).
+            if local_metadata.get("assign_to_params_buffers", False) and \
+                    value.device.type != "meta" and not is_fake(value) and \
+                    value.data_ptr() % 16 != 0:
                 value = value.clone()
             state_dict[prefix + name] = value
         # A value that is not a tensor is left as it is: torch's own copy then refuses it by its
@@ -343,19 +348,24 @@ def _check_gemm_sizes(owner, n, k):
     its buffers are allocated, not by every forward. The check runs outside any active dispatch
     mode (a user's op recorder, FlopCounter, FakeTensorMode): building a module launches nothing
     that they should see."""
-    try:
-        with _disable_current_modes():
-            meta = dict(device="meta")
-            _OPS.f8f8bf16_rowwise_preshuffled(
+    with _disable_current_modes():
+        meta = dict(device="meta")
+        try:
+            operands = (
                 torch.empty(1, k, dtype=torch.float8_e4m3fn, **meta),
                 torch.empty((k + 127) // 128, n // 8, 1024, dtype=torch.float8_e4m3fn, **meta),
                 torch.empty(1, dtype=torch.float32, **meta),
                 torch.empty(n, dtype=torch.float32, **meta))
-    except (ValueError, RuntimeError, TypeError, OverflowError) as e:
-        # RuntimeError, TypeError, OverflowError: sizes past what torch itself can describe
-        # (a storage past 2^63 bytes, a size past int64).
-        raise ValueError(f"{owner}: a GEMM of N = {n} and K = {k} is beyond the library's "
-                         f"limits: {e}") from None
+        except (RuntimeError, TypeError, OverflowError) as e:
+            # Sizes past what torch itself can describe (a storage past 2^63 bytes: RuntimeError;
+            # a size past int64: TypeError).
+            raise ValueError(f"{owner}: a GEMM of N = {n} and K = {k} is beyond the library's "
+                             f"limits: {e}") from None
+        try:
+            _OPS.f8f8bf16_rowwise_preshuffled(*operands)
+        except ValueError as e:  # the library's refusal; anything else is not about the sizes
+            raise ValueError(f"{owner}: a GEMM of N = {n} and K = {k} is beyond the library's "
+                             f"limits: {e}") from None
 
 
 # The weight dtypes that from_linear(s) quantise (quantize_fp8_row's inputs).

@@ -556,7 +556,7 @@ def test_modules_beyond_the_librarys_gemm_limits_are_refused_before_their_buffer
 def test_building_a_module_works_under_any_default_dtype_and_shows_no_op():
     """The size check's meta scales are fp32 whatever torch's default dtype (models are built
     under bf16 by from_pretrained(torch_dtype=...)), and it runs outside every dispatch mode:
-    a user's recorder sees no op, and FakeTensorMode neither traces it nor logs its refusal."""
+    a user's recorder sees no op, and under FakeTensorMode a refusal is the same ValueError."""
     from torch.utils._python_dispatch import TorchDispatchMode
     from torch._subclasses.fake_tensor import FakeTensorMode
 

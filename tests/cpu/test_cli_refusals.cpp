@@ -683,6 +683,14 @@ TEST(EnvironmentCli, AForcedConfigThatCannotRunTheProblemExitsTwoBeforeTheGpu) {
   // --config overrides F8GEMM_CONFIG and is judged itself.
   expect_refusal(dir, "run --m 1 --n 128 --k 128 --config sm90_tiled_128x128x128_s3_c1x1_r8_k8",
                  "config sm90_tiled_128x128x128_s3_c1x1_r8_k8 cannot run B,M,N,K=1,1,128,128");
+  // An empty problem decides no config and launches nothing (as the library's call): neither
+  // F8GEMM_CONFIG nor --config is judged against it.
+  for (const Outcome& empty :
+       {run_cli(dir, "run --once --m 0 --n 128 --k 128", env),
+        run_cli(dir, "run --once --m 0 --n 128 --k 128 --config "
+                     "sm90_tiled_128x128x128_s3_c1x1_r8_k8")}) {
+    EXPECT_NE(empty.rc, 2) << empty.err;
+  }
   // A config that fits passes the check: the command goes on to look for a GPU (exit 1 here, or
   // the run on an sm_90 GPU), never exit 2.
   const Outcome ok = run_cli(dir, "run --once --m 1 --n 128 --k 128",
@@ -761,17 +769,18 @@ TEST(RunCli, AnOutputThatOpensButTakesNoBytesIsRefusedBeforeTheRun) {
                    "bench: cannot write --csv '/dev/full': it is /dev/full");
   }
   if (fs::exists("/proc/version")) {
-    // As root the file opens for writing; as anyone else it does not: refused either way.
+    // As root the file opens for writing, as anyone else it does not: the kernel's file system
+    // is named before any open, on every machine.
     expect_refusal(dir, "tune --shapes " + shapes + " --out /proc/version",
-                   "tune: cannot write --out '/proc/version': ");
+                   "tune: cannot write --out '/proc/version': it is a file of the kernel (procfs, sysfs, cgroup, debugfs, tracefs, securityfs or bpffs)");
     expect_refusal(dir, "bench --shapes " + shapes + " --csv /proc/version",
-                   "bench: cannot write --csv '/proc/version': ");
+                   "bench: cannot write --csv '/proc/version': it is a file of the kernel (procfs, sysfs, cgroup, debugfs, tracefs, securityfs or bpffs)");
   }
   // cgroup files too (cgroup v2 at the top, v1 in a controller's folder), whichever is here.
   for (const std::string cg : {"/sys/fs/cgroup/cgroup.procs", "/sys/fs/cgroup/cpu/cgroup.procs"}) {
     if (fs::exists(cg)) {
       expect_refusal(dir, "bench --shapes " + shapes + " --csv " + cg,
-                     "bench: cannot write --csv '" + cg + "': ");
+                     "bench: cannot write --csv '" + cg + "': it is a file of the kernel (procfs, sysfs, cgroup, debugfs, tracefs, securityfs or bpffs)");
     }
   }
   // /dev/null takes every byte: still an output.
