@@ -230,7 +230,7 @@ class FP8Linear(_FP8Module):
         self.out_dtype = out_dtype
         self.use_fast_accum = use_fast_accum
         self.pdl = pdl
-        shuffled = ((in_features + 127) // 128, out_features // 8, 1024)
+        shuffled = _preshuffled_shape(out_features, in_features)
         self.register_buffer(
             "weight", torch.zeros(shuffled, dtype=torch.float8_e4m3fn, device=device))
         self.register_buffer(
@@ -342,6 +342,12 @@ def _check_linear_shapes(owner, name, linear):
                          f"out_features say ({linear.out_features},)")
 
 
+def _preshuffled_shape(n, k):
+    """The preshuffled layout of an [n, k] weight: [ceil(k / 128), n / 8, 1024] (the library's
+    preshuffle)."""
+    return ((k + 127) // 128, n // 8, 1024)
+
+
 def _check_gemm_sizes(owner, n, k):
     """The library's limits on a GEMM of N = n and K = k (N, K and the tensor-map strides), as
     the preshuffled GEMM's Meta kernel judges them: refused when the module is built, before
@@ -353,7 +359,7 @@ def _check_gemm_sizes(owner, n, k):
         try:
             operands = (
                 torch.empty(1, k, dtype=torch.float8_e4m3fn, **meta),
-                torch.empty((k + 127) // 128, n // 8, 1024, dtype=torch.float8_e4m3fn, **meta),
+                torch.empty(_preshuffled_shape(n, k), dtype=torch.float8_e4m3fn, **meta),
                 torch.empty(1, dtype=torch.float32, **meta),
                 torch.empty(n, dtype=torch.float32, **meta))
         except (RuntimeError, TypeError, OverflowError) as e:
@@ -481,10 +487,10 @@ class FP8GatedMLP(_FP8Module):
         e4m3 = dict(dtype=torch.float8_e4m3fn, device=device)
         f32 = dict(dtype=torch.float32, device=device)
         self.register_buffer("gate_up_weight", torch.zeros(
-            ((hidden + 127) // 128, 2 * intermediate // 8, 1024), **e4m3))
+            _preshuffled_shape(2 * intermediate, hidden), **e4m3))
         self.register_buffer("gate_up_scale", torch.ones(2 * intermediate, **f32))
         self.register_buffer("down_weight", torch.zeros(
-            ((intermediate + 127) // 128, hidden // 8, 1024), **e4m3))
+            _preshuffled_shape(hidden, intermediate), **e4m3))
         self.register_buffer("down_scale", torch.ones(hidden, **f32))
         if bias:
             self.register_buffer("gate_up_bias", torch.zeros(2 * intermediate, **f32))
