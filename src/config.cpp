@@ -13,6 +13,7 @@
 #include "check.hpp"
 #include "codegen.hpp"
 #include "env.hpp"
+#include "f8gemm/tuning.hpp"
 #include "tuned_tables.hpp"
 
 namespace f8gemm {
@@ -88,6 +89,12 @@ bool Config::operator==(const Config& o) const {
   return detail::config_fields(*this) == detail::config_fields(o);
 }
 
+std::string config_unfit_message(const Config& config, const ProblemShape& problem,
+                                 const std::string& why) {
+  return detail::concat("config ", config.name(), " cannot run B,M,N,K=", problem.batch, ",",
+                        problem.m, ",", problem.n, ",", problem.k, ": ", why);
+}
+
 namespace detail {
 
 ConfigFields config_fields(const Config& c) {
@@ -130,7 +137,7 @@ std::string config_illegal_reason(const Config& c, const ProblemShape& p) {
            "be <= 96";
   else if (c.cluster_m == 2 && c.bn % 16 != 0)
     why << "2x1 clusters split the W tile into two halves of whole 8-row slabs: bn % 16 == 0";
-  else if (c.raster < 0 || c.raster > 64) why << "raster must be 0..64";
+  else if (c.raster < 0 || c.raster > kMaxRaster) why << "raster must be 0.." << kMaxRaster;
   else if (c.split_k < 1 || c.split_k > 8)
     why << "split_k must be 1..8 (a split-K cluster is at most 8 CTAs)";
   else if (c.early_dependents != 0 && c.early_dependents != 1)
@@ -287,8 +294,8 @@ std::optional<Config> env_forced_config_for(const ProblemShape& p) {
   const std::optional<Config> forced = env_forced_config();
   if (forced) {
     const std::string why = config_illegal_reason(*forced, p);
-    F8GEMM_REQUIRE(why.empty(), kUnsupported, "F8GEMM_CONFIG=", forced->name(),
-                   " cannot run B,M,N,K=", p.batch, ",", p.m, ",", p.n, ",", p.k, ": ", why);
+    F8GEMM_REQUIRE(why.empty(), kUnsupported, "F8GEMM_CONFIG=", detail::quoted(forced->name()),
+                   ": ", config_unfit_message(*forced, p, why));
   }
   return forced;
 }

@@ -15,6 +15,9 @@ namespace f8gemm::detail {
 /// Largest dynamic shared memory a Hopper block may opt into (227 KB).
 inline constexpr int kMaxSmemBytes = 232448;
 
+/// The widest raster band a config may name, in X tiles (Config::raster is 0..kMaxRaster).
+inline constexpr int kMaxRaster = 64;
+
 /// Every field of a Config as ints, for plan keys compared and hashed as bytes; operator== and
 /// the keys of gemm() and grouped_gemm() read Config through this one list.
 using ConfigFields = std::array<int, 10>;

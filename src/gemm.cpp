@@ -11,6 +11,7 @@
 #include "codegen.hpp"
 #include "config.hpp"
 #include "device.hpp"
+#include "f8gemm/tuning.hpp"
 #include "launch.hpp"
 #include "validate.hpp"
 
@@ -39,8 +40,7 @@ std::shared_ptr<Plan> make_plan(const ProblemShape& p, int device, const Config*
   const Config config = forced ? *forced : decide(props.name, props.sm_count, p);
   if (forced) {
     const std::string why = config_illegal_reason(config, p);
-    F8GEMM_REQUIRE(why.empty(), kUnsupported, "config ", config.name(), " cannot run B,M,N,K=",
-                   p.batch, ",", p.m, ",", p.n, ",", p.k, ": ", why);
+    F8GEMM_REQUIRE(why.empty(), kUnsupported, config_unfit_message(config, p, why));
   }
   InstanceSpec spec = make_spec(config, p);
   spec.trace = trace;

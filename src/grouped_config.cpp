@@ -100,7 +100,7 @@ constexpr int64_t kBandBytes = int64_t(16) << 20;
 int grouped_raster(const Config& c, int64_t k) {
   int raster = c.raster;
   if (raster <= 0) return raster;  // no bands (swap-AB walks W tiles in order)
-  while (raster < 64 && 2 * raster * c.bm * k <= kBandBytes) raster *= 2;
+  while (raster < kMaxRaster && 2 * raster * c.bm * k <= kBandBytes) raster *= 2;
   return raster;
 }
 
@@ -154,6 +154,12 @@ InstanceSpec grouped_spec(const GroupedProblem& s, int sm_count, const Config* f
     if (prefer_pingpong && is_pingpong_64(config)) {
       config.raster = grouped_raster(config, s.k);
     }
+    // Swap-AB picks: the widest band, so that a group's token tiles of one W tile are
+    // neighbours in the tile order and run in the same wave, where the second reads the W tile
+    // from the L2. With no band, the second token tile of a 33-64-row group comes one group's
+    // W tiles later, often in the next wave, and reads its W rows from DRAM again (perf log,
+    // card 110). Groups of one token tile keep the order they had.
+    if (config.path == KernelPath::kSwapAB) config.raster = kMaxRaster;
     const std::string why = config_illegal_reason(config, p);
     F8GEMM_REQUIRE(why.empty(), kInternal, "the grouped choice ", config.name(), " for G,rows,N,K=",
                    s.groups, ",", s.rows, ",", s.n, ",", s.k, " is illegal: ", why);

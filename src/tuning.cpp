@@ -59,8 +59,7 @@ void require_target(const ProblemShape& problem, int sm_count) {
 /// by its tile and split sizes, and an instance of an illegal config does not compile.
 void require_runnable(const Config& config, const ProblemShape& problem) {
   const std::string why = detail::config_illegal_reason(config, problem);
-  F8GEMM_REQUIRE(why.empty(), kInvalidArgument, "config ", config.name(), " cannot run B,M,N,K = ",
-                 problem.batch, ",", problem.m, ",", problem.n, ",", problem.k, ": ", why);
+  F8GEMM_REQUIRE(why.empty(), kInvalidArgument, config_unfit_message(config, problem, why));
 }
 
 /// require_target for a TargetGpu, and its name as a table key holds it: between '|'

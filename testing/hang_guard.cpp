@@ -31,11 +31,11 @@ std::string parse_hang_seconds(const std::string& text, double& seconds) {
   // A plain decimal number (from_chars: no spaces, '+' or hex, which strtod took).
   const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
   if (ec == std::errc() && ptr == text.data() + text.size() && std::isfinite(seconds) &&
-      seconds > 0.0) {
+      seconds >= kMinHangSeconds) {
     return "";
   }
-  return "F8GEMM_HANG_SECONDS must be a positive, finite number of seconds, got " +
-         detail::quoted(text);
+  return detail::concat("F8GEMM_HANG_SECONDS must be a finite number of seconds, at least ",
+                        kMinHangSeconds, ", got ", detail::quoted(text));
 }
 
 /// The value when the program starts, checked before main(): in every program that waits with

@@ -15,12 +15,19 @@ namespace f8gemm::test {
 /// The process's exit code when GPU work outlives the deadline.
 inline constexpr int kHangExitCode = 3;
 
-/// The deadline in seconds: F8GEMM_HANG_SECONDS (a positive, finite number), else 120. A tune
-/// candidate's or a GPU test's call takes well under a second, and one under compute-sanitizer a
-/// few seconds. Read at each wait, so that a test may change it; an f8gemm::Error
-/// (kInvalidArgument) names any other value. The value the program starts with is checked
-/// before main() in every program that links this file (the CLI, the test binaries): a bad one
-/// ends it with exit 2 and that line, before any GPU work.
+/// The shortest deadline F8GEMM_HANG_SECONDS may set. A deadline is checked after each poll, so
+/// one below the steady clock's 1 ns tick (1e-300 was accepted) is the refused 0 by another
+/// name: the first poll of work not yet done passes it, and the process ends reporting a
+/// deadlock that is none. 1 ms is 100x a launch's round trip (about 10 us) and far below any
+/// deadline meant to catch a deadlock (120 s by default; this guard's own tests use 0.2 s).
+inline constexpr double kMinHangSeconds = 0.001;
+
+/// The deadline in seconds: F8GEMM_HANG_SECONDS (a finite number, at least kMinHangSeconds),
+/// else 120. A tune candidate's or a GPU test's call takes well under a second, and one under
+/// compute-sanitizer a few seconds. Read at each wait, so that a test may change it; an
+/// f8gemm::Error (kInvalidArgument) names any other value and the accepted range. The value the
+/// program starts with is checked before main() in every program that links this file (the CLI,
+/// the test binaries): a bad one ends it with exit 2 and that line, before any GPU work.
 double hang_seconds();
 
 /// While one lives, its label names the work that a hang report blames (the innermost label of

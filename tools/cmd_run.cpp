@@ -106,8 +106,7 @@ int cmd_run(const Args& args) {
   if (config && !is_empty_problem(shape)) {
     const std::string why = config_unfit_reason(*config, shape);
     if (!why.empty()) {
-      throw Error(ErrorCode::kUnsupported,
-                  "config " + config->name() + " cannot run B,M,N,K=" + s.label() + ": " + why);
+      throw Error(ErrorCode::kUnsupported, config_unfit_message(*config, shape, why));
     }
   } else if (!config) {
     check_forced_config(shape);  // F8GEMM_CONFIG, as the call would judge it

@@ -60,6 +60,13 @@ double model_estimate_us(const Config& config, const ProblemShape& problem, int 
 /// cluster shape, ...).
 std::string config_unfit_reason(const Config& config, const ProblemShape& problem);
 
+/// The one text of a refusal of `config` for `problem`, `why` being config_unfit_reason()'s:
+/// "config <name> cannot run B,M,N,K=<b>,<m>,<n>,<k>: <why>". A call's forced config, the
+/// functions of this seam, F8GEMM_CONFIG (after "F8GEMM_CONFIG='<name>': ") and
+/// `f8gemm run --config` all say it in these words, each with its own ErrorCode.
+std::string config_unfit_message(const Config& config, const ProblemShape& problem,
+                                 const std::string& why);
+
 /// Throws what a call of `problem` would throw for F8GEMM_CONFIG, without a GPU: a name that
 /// does not parse or no problem can run (kInvalidArgument), or a config that cannot run this
 /// problem (kUnsupported; not for an empty problem, B or M = 0, which a call returns from

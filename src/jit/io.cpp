@@ -9,6 +9,7 @@
 #include <set>
 
 #include "env.hpp"
+#include "f8gemm/check.hpp"
 
 namespace f8gemm::jit {
 
@@ -28,8 +29,33 @@ void print_line_once(const std::string& key, const std::string& line) {
   print_line(line);
 }
 
+namespace {
+
+/// Why `dir` cannot be created through a symbolic link, its own or an ancestor's, whose target
+/// does not exist; empty when no such link is on the path. mkdir does not follow a dangling link,
+/// and create_directories then fails with EEXIST ("File exists"), which names neither the link
+/// nor what is wrong with it.
+std::string dangling_link_reason(const std::string& dir) {
+  namespace fs = std::filesystem;
+  for (fs::path p(dir); !p.empty(); p = p.parent_path()) {
+    std::error_code ec;
+    if (fs::is_symlink(fs::symlink_status(p, ec)) &&
+        fs::status(p, ec).type() == fs::file_type::not_found) {
+      const fs::path target = fs::read_symlink(p, ec);
+      return detail::concat(p == fs::path(dir) ? std::string("it") : detail::quoted(p.string()),
+                            " is a symbolic link to a missing target",
+                            ec ? std::string() : " " + detail::quoted(target.string()));
+    }
+    if (p == p.parent_path()) break;  // the root
+  }
+  return {};
+}
+
+}  // namespace
+
 std::string make_directory(const std::string& dir) {
   std::error_code ec;
+  if (std::string why = dangling_link_reason(dir); !why.empty()) return why;
   if (std::filesystem::exists(dir, ec) && !std::filesystem::is_directory(dir, ec)) {
     return "it exists and is not a directory";
   }

@@ -25,7 +25,8 @@ bool write_file(const std::string& path, const std::vector<std::pair<const char*
 /// directory, however many instances meet it).
 void print_line_once(const std::string& key, const std::string& line);
 
-/// Creates dir (recursively); empty when it is a directory now, else why not.
+/// Creates dir (recursively); empty when it is a directory now, else why not (for one that is,
+/// or lies under, a symbolic link to a missing target: that link and its target).
 std::string make_directory(const std::string& dir);
 
 /// A label as a file name: anything outside [A-Za-z0-9._-] becomes '_'; empty is "instance".

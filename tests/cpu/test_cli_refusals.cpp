@@ -435,10 +435,10 @@ TEST(RunCli, TraceTilesWithoutTraceExitsTwo) {
 
 TEST(HangSecondsCli, ABadValueExitsTwoBeforeAnyWork) {
   const f8gemm::test::TempDir dir("f8gemm_hang_cli");
-  for (const std::string value : {"ten", "0", "-1", "inf"}) {
+  for (const std::string value : {"ten", "0", "-1", "inf", "1e-300"}) {
     expect_refusal(dir, "run --once --m 16 --n 256 --k 256",
-                   "F8GEMM_HANG_SECONDS must be a positive, finite number of seconds, got '" +
-                       value + "'",
+                   "F8GEMM_HANG_SECONDS must be a finite number of seconds, at least 0.001, "
+                   "got '" + value + "'",
                    "F8GEMM_HANG_SECONDS='" + value + "'");
   }
 }
@@ -620,6 +620,13 @@ TEST(PrecompileCli, ACacheThatCannotBeWrittenIsRefusedBeforeAnyCompile) {
                  "F8GEMM_CACHE_DIR='" + file + "'");
   expect_refusal(dir, "precompile --gpu h100 --candidates --shape 1,16,256,256",
                  "so nothing would be kept", "F8GEMM_CACHE_DIR='" + file + "'");
+  // A symbolic link to a missing target: named with its target, not create_directories' EEXIST.
+  const std::string link = dir.path() + "/dangling";
+  fs::create_symlink(dir.path() + "/missing", link);
+  expect_refusal(dir, "precompile --gpu h100 --shape 1,16,256,256",
+                 "precompile: the JIT disk cache '" + link + "' cannot be used (it is a symbolic "
+                 "link to a missing target '" + dir.path() + "/missing'), so nothing would be kept",
+                 "F8GEMM_CACHE_DIR='" + link + "'");
 }
 
 // An output path that is a symbolic link to a file in no directory passed the check (the
@@ -668,11 +675,13 @@ TEST(TuneCli, BothAndPreciseTogetherAreRefused) {
 
 // F8GEMM_CONFIG that cannot run a problem was judged only at the call: `run` allocated and
 // filled its fixture, `bench` measured its ceilings, before the refusal (session 46's probe);
-// --config was already judged up front.
+// --config was already judged up front. Both say it in the library's one spelling
+// (config_unfit_message), F8GEMM_CONFIG's after the variable and its value.
 TEST(EnvironmentCli, AForcedConfigThatCannotRunTheProblemExitsTwoBeforeTheGpu) {
   const f8gemm::test::TempDir dir("f8gemm_cli_forced");
   const std::string env = "F8GEMM_CONFIG=sm90_tiled_128x128x128_s3_c1x1_r8_k8";
-  const std::string why = "F8GEMM_CONFIG=sm90_tiled_128x128x128_s3_c1x1_r8_k8 cannot run "
+  const std::string why = "F8GEMM_CONFIG='sm90_tiled_128x128x128_s3_c1x1_r8_k8': config "
+                          "sm90_tiled_128x128x128_s3_c1x1_r8_k8 cannot run "
                           "B,M,N,K=1,1,128,128: split_k = 8 exceeds the 1 k-blocks";
   expect_refusal(dir, "run --m 1 --n 128 --k 128", why, env);
   expect_refusal(dir, "run --once --m 1 --n 128 --k 128", why, env);
@@ -682,7 +691,8 @@ TEST(EnvironmentCli, AForcedConfigThatCannotRunTheProblemExitsTwoBeforeTheGpu) {
   EXPECT_FALSE(fs::exists(dir.path() + "/b.csv")) << "a refused bench writes no CSV";
   // --config overrides F8GEMM_CONFIG and is judged itself.
   expect_refusal(dir, "run --m 1 --n 128 --k 128 --config sm90_tiled_128x128x128_s3_c1x1_r8_k8",
-                 "config sm90_tiled_128x128x128_s3_c1x1_r8_k8 cannot run B,M,N,K=1,1,128,128");
+                 "unsupported: config sm90_tiled_128x128x128_s3_c1x1_r8_k8 cannot run "
+                 "B,M,N,K=1,1,128,128: split_k = 8 exceeds the 1 k-blocks");
   // An empty problem decides no config and launches nothing (as the library's call): neither
   // F8GEMM_CONFIG nor --config is judged against it.
   for (const Outcome& empty :
@@ -744,7 +754,7 @@ TEST(RunCli, NumbersReadOneWayWithoutSpacesSignsOrHex) {
     expect_refusal(dir, "bench --rotate-l2 " + text, "bench: --rotate-l2 must be a number in (0, 64]");
   }
   for (const std::string text : {"0x10", "' 5'", "'5 '", "+5", "inf", "1e309"}) {
-    expect_refusal(dir, "help", "F8GEMM_HANG_SECONDS must be a positive, finite number",
+    expect_refusal(dir, "help", "F8GEMM_HANG_SECONDS must be a finite number of seconds",
                    "F8GEMM_HANG_SECONDS=" + text);
   }
   // Shapes too (--shape and shapes files): no '+' or hex; 2^63 is a size past int64.

@@ -1310,8 +1310,10 @@ TEST_F(DecideTest, ForcedIllegalConfigThrowsUnsupported) {
     ADD_FAILURE() << "a bn=256 ping-pong config was accepted for precise accumulation";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kUnsupported) << e.what();
-    EXPECT_NE(std::string(e.what()).find("F8GEMM_CONFIG=sm90_pingpong_64x256x128_s4_c1x1_r8"),
-              std::string::npos)
+    EXPECT_EQ(e.message(),
+              "F8GEMM_CONFIG='sm90_pingpong_64x256x128_s4_c1x1_r8': config "
+              "sm90_pingpong_64x256x128_s4_c1x1_r8 cannot run B,M,N,K=16,128,1280,8192: " +
+                  config_illegal_reason(make(KernelPath::kPingPong, 64, 256, 4), precise))
         << e.what();
     EXPECT_NE(std::string(e.what()).find("bn must be <= 192"), std::string::npos) << e.what();
   }
@@ -1386,8 +1388,9 @@ TEST(GroupedChoice, LargeStackedGroupsTakeA64RowPingPong) {
 
 // Card 44: the grouped 64-row ping-pong pick's raster band grows from the table's 8 X tiles while
 // the band's rows of X stay within 16 MiB of L2, up to the kernel's 64 (64 at K <= 4096, 32 at
-// K = 7168, 16 at K = 14336). A forced config keeps its band, swap-AB keeps none, and the other
-// picks keep 8.
+// K = 7168, 16 at K = 14336). A forced config keeps its band, a swap-AB pick takes the widest
+// band (a group's token tiles of one W tile next to each other, card 110), and the other picks
+// keep 8.
 TEST(GroupedChoice, RasterBandKeepsAGroupsXBandInL2) {
   struct Case { GroupedProblem p; int raster; };
   for (const Case& c :
@@ -1401,7 +1404,15 @@ TEST(GroupedChoice, RasterBandKeepsAGroupsXBandInL2) {
     EXPECT_EQ(cfg.raster, c.raster);
     EXPECT_LE(int64_t(cfg.raster) * cfg.bm * c.p.k, int64_t(16) << 20);
   }
-  EXPECT_EQ(choice(grouped(64, 512, 4096, 7168)).raster, 0);  // swap-AB
+  for (const GroupedProblem& p : {grouped(64, 512, 4096, 7168), grouped(8, 64, 28672, 4096),
+                                  grouped(128, 1024, 1536, 2048)}) {
+    const Config cfg = choice(p);
+    SCOPED_TRACE(cfg.name());
+    ASSERT_EQ(cfg.path, KernelPath::kSwapAB);
+    EXPECT_EQ(cfg.raster, detail::kMaxRaster);
+  }
+  const Config forced_swap = Config::parse("sm90_swap_128x32x128_s10_c1x1_r0");
+  EXPECT_EQ(detail::grouped_spec(grouped(64, 512, 4096, 7168), 132, &forced_swap).config.raster, 0);
   // Outside card 38's envelope the model's pick keeps the table's band (not measured wider).
   GroupedProblem padded = grouped(8, 16384, 28672, 4096);
   padded.padded = true;

@@ -30,14 +30,14 @@ TEST(HangGuard, DeadlineIsTwoMinutesUnlessSet) {
   for (const char* bad : {"0", "-3", "ten", "5s", "inf", "nan"}) {
     env.set(bad);
     test::expect_error([] { (void)test::hang_seconds(); }, ErrorCode::kInvalidArgument,
-                       std::string("F8GEMM_HANG_SECONDS must be a positive, finite number of "
-                                   "seconds, got '") + bad + "'");
+                       std::string("F8GEMM_HANG_SECONDS must be a finite number of seconds, at "
+                                   "least 0.001, got '") + bad + "'");
   }
   // Echoed as one line: the guard runs before main(), so it escapes on its own.
   env.set("1\nsecond line\x1b[31m");
   test::expect_error([] { (void)test::hang_seconds(); }, ErrorCode::kInvalidArgument,
-                     "F8GEMM_HANG_SECONDS must be a positive, finite number of seconds, got "
-                     "'1\\x0asecond line\\x1b[31m'");
+                     "F8GEMM_HANG_SECONDS must be a finite number of seconds, at least 0.001, "
+                     "got '1\\x0asecond line\\x1b[31m'");
 }
 
 // A binary that links the guard checks the value it starts with before main(): this one, run
@@ -55,9 +55,28 @@ TEST(HangGuard, ABadValueEndsATestBinaryAtStart) {
   };
   std::string err;
   EXPECT_EQ(list_tests("ten", err), 2);
-  EXPECT_EQ(err, "f8gemm: F8GEMM_HANG_SECONDS must be a positive, finite number of seconds, got "
-                 "'ten'\n");
+  EXPECT_EQ(err, "f8gemm: F8GEMM_HANG_SECONDS must be a finite number of seconds, at least "
+                 "0.001, got 'ten'\n");
+  EXPECT_EQ(list_tests("1e-300", err), 2);
+  EXPECT_EQ(err, "f8gemm: F8GEMM_HANG_SECONDS must be a finite number of seconds, at least "
+                 "0.001, got '1e-300'\n");
   EXPECT_EQ(list_tests("7", err), 0) << err;
+}
+
+// A deadline shorter than the clock's tick was accepted (1e-300, even the subnormal 4.9e-324):
+// every wait for work not done at its first poll then ended the process as a deadlock that was
+// none. Under kMinHangSeconds (1 ms) a value is refused as 0 is; 1 ms itself is a deadline.
+TEST(HangGuard, ADeadlineUnderOneMillisecondIsRefused) {
+  ScopedEnv env("F8GEMM_HANG_SECONDS");
+  for (const char* tiny : {"1e-300", "4.9e-324", "1e-9", "0.000999"}) {
+    env.set(tiny);
+    test::expect_error([] { (void)test::hang_seconds(); }, ErrorCode::kInvalidArgument,
+                       std::string("F8GEMM_HANG_SECONDS must be a finite number of seconds, at "
+                                   "least 0.001, got '") + tiny + "'");
+  }
+  env.set("0.001");
+  EXPECT_EQ(test::hang_seconds(), test::kMinHangSeconds);
+  EXPECT_EQ(test::kMinHangSeconds, 0.001);
 }
 
 TEST(HangGuard, ReturnsOnceThePollSucceeds) {

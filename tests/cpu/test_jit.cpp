@@ -545,6 +545,35 @@ TEST_F(JitTest, CacheDirNamingAFileWarnsOnceWithThePathAndTheReason) {
   expect_one_warning(::testing::internal::GetCapturedStderr(), file + "/sub", "Not a directory");
 }
 
+// A cache directory that is a symbolic link to a missing target said "cannot create it: File
+// exists" (create_directories' EEXIST): now the warning and cache_problem() name the link and
+// its target, and nothing is created at the target.
+TEST_F(JitTest, CacheDirThatIsADanglingLinkWarnsOnceNamingTheLinkAndItsTarget) {
+  const std::string link = dir_ + "/dangling", target = dir_ + "/missing";
+  fs::create_symlink(target, link);
+  cache_env_.set(link);
+  ::testing::internal::CaptureStderr();
+  auto a = get(tiny_source(test_name() + "1"));
+  get(tiny_source(test_name() + "2"));
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  const std::string why = "it is a symbolic link to a missing target '" + target + "'";
+  expect_one_warning(err, link, why);
+  EXPECT_EQ(err.find("File exists"), std::string::npos) << err;
+  EXPECT_FALSE(a->from_disk());
+  EXPECT_EQ(f8gemm::jit::cache_problem(), why);
+  EXPECT_EQ(f8gemm::device_info().cache_problem, why);
+  EXPECT_FALSE(fs::exists(target));
+
+  // A directory under the link: the link on its path is named.
+  cache_env_.set(link + "/sub");
+  EXPECT_EQ(f8gemm::jit::cache_problem(),
+            "'" + link + "' is a symbolic link to a missing target '" + target + "'");
+  // Once the target exists, the link serves as the cache.
+  ASSERT_TRUE(fs::create_directory(target));
+  cache_env_.set(link);
+  EXPECT_EQ(f8gemm::jit::cache_problem(), "");
+}
+
 TEST_F(JitTest, ReadOnlyCacheDirectoryWarnsOnceWithThePathAndTheReason) {
   if (geteuid() == 0) {
     GTEST_SKIP() << "root writes into a mode-0555 directory; "

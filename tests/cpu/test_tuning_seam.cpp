@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "common/test_util.hpp"
 #include "config.hpp"
@@ -133,6 +135,38 @@ TEST(TuningSeam, AConfigThatCannotRunTheProblemIsRefusedWithItsReason) {
   EXPECT_EQ(config_unfit_reason(path, p),
             "path must be tiled, swap or pingpong (KernelPath 0..2), got 7");
   F8GEMM_EXPECT_INVALID(describe(path, p), "path must be tiled, swap or pingpong");
+}
+
+// The refusal of a config for a problem was written four times, and the seam's said
+// "B,M,N,K = " where the others said "B,M,N,K=": one text now, config_unfit_message's, whichever
+// function refuses (the CLI's --config: test_cli_refusals.cpp; a call's: test_gemm_gpu.cpp).
+TEST(TuningSeam, EveryRefusalOfAConfigForAProblemIsSpeltOneWay) {
+  ProblemShape p = problem(1, 128, 128);
+  p.batch = 3;
+  const Config c = Config::parse("sm90_tiled_128x128x128_s3_c1x1_r8_k8");  // K has 1 k-block
+  const std::string why = config_unfit_reason(c, p);
+  ASSERT_EQ(why.rfind("split_k = 8 exceeds the 1 k-blocks", 0), 0u) << why;
+  const std::string text = "config " + c.name() + " cannot run B,M,N,K=3,1,128,128: " + why;
+  EXPECT_EQ(config_unfit_message(c, p, why), text);
+  for (const auto& refused : std::vector<std::function<void()>>{
+           [&] { (void)model_estimate_us(c, p, 132); }, [&] { (void)describe(c, p); }}) {
+    try {
+      refused();
+      ADD_FAILURE() << "accepted " << c.name();
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
+      EXPECT_EQ(e.message(), text);
+    }
+  }
+  test::ScopedEnv forced("F8GEMM_CONFIG");
+  forced.set(c.name());
+  try {
+    check_forced_config(p);
+    ADD_FAILURE() << "F8GEMM_CONFIG=" << c.name() << " accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported) << e.what();
+    EXPECT_EQ(e.message(), "F8GEMM_CONFIG='" + c.name() + "': " + text);
+  }
 }
 
 TEST(TuningSeam, AnInvalidProblemIsRefusedAsACallWouldRefuseIt) {

@@ -418,11 +418,12 @@ TEST(GroupedGpu, PerWarpChunkStoresStopAtTheGroupsEndInsideEveryWarp) {
   EXPECT_EQ(ran, 48) << "6 families x 2 forms x 2 layouts x 2 modes";
 }
 
-// Card 44: the grouped choice widens the raster band of its 64-row ping-pong up to 64 X tiles.
+// Card 44: the grouped choice widens the raster band of its 64-row ping-pong up to 64 X tiles;
+// card 110: its swap-AB picks take bands of 64 where they had none.
 // Wide bands on groups of more than one band (4100 rows: 65 X tiles of 64, so a band of 64 and
-// one of 1), next to small and empty groups, alone and in 2x1 clusters (a band of 32 cluster
-// tiles), against fp64 and bit for bit against the same config with bands of 8: the band only
-// orders the tiles.
+// one of 1; 129 token tiles of 32 with swap-AB: 64, 64 and 1), next to small and empty groups,
+// alone and in 2x1 clusters (a band of 32 cluster tiles), against fp64 and bit for bit against
+// the same config with bands of 8 (swap-AB: no band): the band only orders the tiles.
 TEST(GroupedGpu, WideRasterBandsGiveTheNarrowBandsBits) {
   F8GEMM_SKIP_WITHOUT_SM90();
   std::mt19937_64 rng(9044);
@@ -434,7 +435,9 @@ TEST(GroupedGpu, WideRasterBandsGiveTheNarrowBandsBits) {
       {"sm90_pingpong_64x256x128_s5_c1x1_r64", "sm90_pingpong_64x256x128_s5_c1x1_r8"},
       {"sm90_pingpong_64x256x128_s5_c1x1_r16", "sm90_pingpong_64x256x128_s5_c1x1_r8"},
       {"sm90_pingpong_64x256x128_s5_c2x1_r64", "sm90_pingpong_64x256x128_s5_c2x1_r8"},
-      {"sm90_tiled_128x128x128_s5_c1x1_r64", "sm90_tiled_128x128x128_s5_c1x1_r8"}};
+      {"sm90_tiled_128x128x128_s5_c1x1_r64", "sm90_tiled_128x128x128_s5_c1x1_r8"},
+      {"sm90_swap_128x32x128_s10_c1x1_r64", "sm90_swap_128x32x128_s10_c1x1_r0"},
+      {"sm90_swap_64x48x128_s8_c1x1_r64", "sm90_swap_64x48x128_s8_c1x1_r0"}};
   for (const auto& pair : pairs) {
     const Config wide = Config::parse(pair[0]), narrow = Config::parse(pair[1]);
     for (WeightLayout layout : {WeightLayout::kPreshuffled, WeightLayout::kPlain}) {
