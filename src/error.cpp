@@ -1,4 +1,5 @@
 /// \brief f8gemm::Error, the names of enums, and the CUDA/NVRTC failure paths of check.hpp.
+#include <cstdint>
 #include <cstring>
 
 #include "check.hpp"
@@ -54,19 +55,59 @@ void throw_cuda(cudaError_t status, const char* expr, const char* file, int line
                                        ") in ", expr, " at ", base_name(file), ":", line));
 }
 
+namespace {
+
+/// The length of the well-formed UTF-8 sequence at text[i] (2-4 bytes: no overlong form, no
+/// surrogate, at most U+10FFFF) whose character prints as itself, else 0. Not shown as is: the
+/// C1 controls (U+0080-U+009F), the no-break space's invisible kin and the format characters
+/// that reorder or hide text on a terminal (U+00AD, U+061C, U+200B-U+200F, U+2028-U+202E,
+/// U+2060-U+206F, U+FEFF), the private-use planes and the noncharacters.
+size_t printable_utf8_length(const std::string& text, size_t i) {
+  const auto byte = [&](size_t j) { return static_cast<unsigned char>(text[j]); };
+  const unsigned char lead = byte(i);
+  size_t length;
+  uint32_t cp;
+  if (lead >= 0xc2 && lead <= 0xdf) length = 2, cp = lead & 0x1f;
+  else if (lead >= 0xe0 && lead <= 0xef) length = 3, cp = lead & 0x0f;
+  else if (lead >= 0xf0 && lead <= 0xf4) length = 4, cp = lead & 0x07;
+  else return 0;
+  if (i + length > text.size()) return 0;
+  for (size_t j = 1; j < length; ++j) {
+    if ((byte(i + j) & 0xc0) != 0x80) return 0;
+    cp = (cp << 6) | (byte(i + j) & 0x3f);
+  }
+  const uint32_t least[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < least[length] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
+  const bool hidden = cp <= 0x9f || cp == 0xad || cp == 0x61c || (cp >= 0x200b && cp <= 0x200f) ||
+                      (cp >= 0x2028 && cp <= 0x202e) || (cp >= 0x2060 && cp <= 0x206f) ||
+                      cp == 0xfeff || (cp >= 0xe000 && cp <= 0xf8ff) || cp >= 0xf0000 ||
+                      (cp >= 0xfdd0 && cp <= 0xfdef) || (cp & 0xfffe) == 0xfffe;
+  return hidden ? 0 : length;
+}
+
+}  // namespace
+
 std::string quoted(const std::string& text) {
   std::string out = "'";
   size_t shown = 0;
-  for (; shown < text.size() && shown < kQuotedMax; ++shown) {
+  while (shown < text.size() && shown < kQuotedMax) {
     const unsigned char c = static_cast<unsigned char>(text[shown]);
     if (c == '\\' || c == '\'') {
       out += '\\';  // so that an escape in the input cannot pass for one made here
       out += char(c);
     } else if (c >= 0x20 && c < 0x7f) {
       out += char(c);
+    } else if (const size_t length = printable_utf8_length(text, shown);
+               length > 0 && shown + length <= kQuotedMax) {
+      out.append(text, shown, length);  // a character a terminal shows as itself
+      shown += length;
+      continue;
+    } else if (length > 0) {
+      break;  // the cut never splits a character
     } else {
       append_hex_escape(out, c);
     }
+    ++shown;
   }
   out += "'";
   if (shown < text.size()) out += concat(" (and ", text.size() - shown, " more bytes)");

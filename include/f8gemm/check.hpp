@@ -16,11 +16,13 @@ namespace f8gemm::detail {
 /// no device), else Error(kCuda), naming the call and its source line.
 [[noreturn]] void throw_cuda(cudaError_t status, const char* expr, const char* file, int line);
 
-/// `text` as an error message shows what a user gave: in single quotes, each byte outside
-/// printable ASCII written as \xNN (no terminal escapes, no raw binary), a backslash or a quote
-/// of its own written as \\ or \', and cut after
-/// kQuotedMax characters with the count of the bytes left out, so that the message stays one
-/// readable line whatever the input.
+/// `text` as an error message shows what a user gave: in single quotes, printable ASCII and
+/// well-formed UTF-8 characters that print as themselves (a path of /home/josé stays readable)
+/// as they are, each other byte written as \xNN (no terminal escapes, no C1 controls, no
+/// characters that reorder or hide text, no malformed UTF-8, no raw binary), a backslash or a
+/// quote of its own written as \\ or \', and cut after at most kQuotedMax bytes, never inside
+/// a character, with the count of the bytes left out, so that the message stays one readable
+/// line whatever the input.
 inline constexpr size_t kQuotedMax = 120;
 std::string quoted(const std::string& text);
 

@@ -70,5 +70,41 @@ TEST(Quoted, EscapesControlBytesAndItsOwnQuotesAndCuts) {
             "'" + std::string(detail::kQuotedMax, 'z') + "' (and 5 more bytes)");
 }
 
+// Printable UTF-8 was written byte by byte as \xNN: a cache path under /home/josé read as
+// /home/jos\xc3\xa9. Characters that print as themselves now show as they are; the C1
+// controls, the characters that reorder or hide text, and malformed sequences (overlong,
+// surrogate, past U+10FFFF, cut short, a stray continuation byte) stay escaped byte by byte,
+// and the cut never splits a character.
+TEST(Quoted, ShowsPrintableUtf8AsItIsAndEscapesTheRest) {
+  EXPECT_EQ(detail::quoted("/home/jos\xc3\xa9/cache"), "'/home/jos\xc3\xa9/cache'");
+  EXPECT_EQ(detail::quoted("\xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x99\x82"),
+            "'\xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x99\x82'");  // CJK and an emoji
+  const struct {
+    const char* in;
+    const char* out;
+  } escaped[] = {
+      {"a\xc2\x9b" "2Jb", "'a\\xc2\\x9b2Jb'"},          // U+009B, the C1 CSI
+      {"x\xe2\x80\xaey", "'x\\xe2\\x80\\xaey'"},        // U+202E, right-to-left override
+      {"\xe2\x81\xa6", "'\\xe2\\x81\\xa6'"},           // U+2066, left-to-right isolate
+      {"\xe2\x80\x8b", "'\\xe2\\x80\\x8b'"},           // U+200B, zero-width space
+      {"\xef\xbb\xbf", "'\\xef\\xbb\\xbf'"},           // U+FEFF, byte-order mark
+      {"\xc2\xad", "'\\xc2\\xad'"},                     // U+00AD, soft hyphen
+      {"\xee\x80\x80", "'\\xee\\x80\\x80'"},           // U+E000, private use
+      {"\xef\xbf\xbe", "'\\xef\\xbf\\xbe'"},           // U+FFFE, a noncharacter
+      {"\xc0\xaf", "'\\xc0\\xaf'"},                     // overlong '/'
+      {"\xe0\x80\xaf", "'\\xe0\\x80\\xaf'"},           // overlong '/', three bytes
+      {"\xed\xa0\x80", "'\\xed\\xa0\\x80'"},           // a surrogate, U+D800
+      {"\xf4\x90\x80\x80", "'\\xf4\\x90\\x80\\x80'"},  // past U+10FFFF
+      {"\xc3", "'\\xc3'"},                               // cut short at the end
+      {"\xe6\x97z", "'\\xe6\\x97z'"},                  // cut short before ASCII
+      {"\xa9z", "'\\xa9z'"},                              // a stray continuation byte
+  };
+  for (const auto& e : escaped) EXPECT_EQ(detail::quoted(e.in), e.out) << e.out;
+  // A two-byte character that would end one byte past the cut is left out whole.
+  const std::string before(detail::kQuotedMax - 1, 'z');
+  EXPECT_EQ(detail::quoted(before + "\xc3\xa9"), "'" + before + "' (and 2 more bytes)");
+  EXPECT_EQ(detail::quoted(before + "\xc3"), "'" + before + "\\xc3'");
+}
+
 }  // namespace
 }  // namespace f8gemm
