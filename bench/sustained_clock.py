@@ -305,8 +305,9 @@ def main(argv):
             try:
                 fn()
             except Exception as e:
-                # The library's refusal of the forced config ("F8GEMM_CONFIG=... cannot run"
-                # or a name it cannot parse) in one line; anything else as it came.
+                # The library's refusal of the forced config ("F8GEMM_CONFIG='<name>': config
+                # <name> cannot run ..." or a name it cannot parse) in one line; anything else
+                # as it came.
                 if forced is None or "F8GEMM_CONFIG=" not in str(e):
                     raise
                 sys.exit(f"error: --precise-config {forced}: {e}")

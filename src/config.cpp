@@ -48,8 +48,8 @@ class NameReader {
     while (end < name_.data() + name_.size() && *end >= '0' && *end <= '9') ++end;
     if (end == begin) return false;
     const auto r = std::from_chars(begin, end, *value);
-    F8GEMM_REQUIRE(r.ec == std::errc(), kInvalidArgument, "config name '", name_, "': ", field,
-                   " = ", std::string(begin, end), " is out of range");
+    F8GEMM_REQUIRE(r.ec == std::errc(), kInvalidArgument, "config name ", detail::quoted(name_),
+                   ": ", field, " = ", std::string(begin, end), " is out of range");
     pos_ += size_t(end - begin);
     return true;
   }

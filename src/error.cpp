@@ -55,14 +55,8 @@ void throw_cuda(cudaError_t status, const char* expr, const char* file, int line
                                        ") in ", expr, " at ", base_name(file), ":", line));
 }
 
-namespace {
-
-/// The length of the well-formed UTF-8 sequence at text[i] (2-4 bytes: no overlong form, no
-/// surrogate, at most U+10FFFF) whose character prints as itself, else 0. Not shown as is: the
-/// C1 controls (U+0080-U+009F), the no-break space's invisible kin and the format characters
-/// that reorder or hide text on a terminal (U+00AD, U+061C, U+200B-U+200F, U+2028-U+202E,
-/// U+2060-U+206F, U+FEFF), the private-use planes and the noncharacters.
 size_t printable_utf8_length(const std::string& text, size_t i) {
+  if (i >= text.size()) return 0;
   const auto byte = [&](size_t j) { return static_cast<unsigned char>(text[j]); };
   const unsigned char lead = byte(i);
   size_t length;
@@ -78,14 +72,27 @@ size_t printable_utf8_length(const std::string& text, size_t i) {
   }
   const uint32_t least[] = {0, 0, 0x80, 0x800, 0x10000};
   if (cp < least[length] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
-  const bool hidden = cp <= 0x9f || cp == 0xad || cp == 0x61c || (cp >= 0x200b && cp <= 0x200f) ||
-                      (cp >= 0x2028 && cp <= 0x202e) || (cp >= 0x2060 && cp <= 0x206f) ||
-                      cp == 0xfeff || (cp >= 0xe000 && cp <= 0xf8ff) || cp >= 0xf0000 ||
-                      (cp >= 0xfdd0 && cp <= 0xfdef) || (cp & 0xfffe) == 0xfffe;
-  return hidden ? 0 : length;
+  // Not shown as themselves: the C1 controls; the default-ignorable code points and the format
+  // characters (invisible, or reordering the text around them: soft hyphen, combining grapheme
+  // joiner, Arabic and Syriac marks, Hangul fillers, Khmer invisible vowels, Mongolian
+  // selectors, zero-width and bidirectional controls, line and paragraph separators, invisible
+  // operators, variation selectors, the byte-order mark, interlinear annotation, shorthand and
+  // musical format controls, Egyptian format controls, the tag characters); private use; and the
+  // noncharacters.
+  static constexpr uint32_t kHidden[][2] = {
+      {0x80, 0x9f},       {0xad, 0xad},       {0x34f, 0x34f},     {0x600, 0x605},
+      {0x61c, 0x61c},     {0x6dd, 0x6dd},     {0x70f, 0x70f},     {0x890, 0x891},
+      {0x8e2, 0x8e2},     {0x115f, 0x1160},   {0x17b4, 0x17b5},   {0x180b, 0x180f},
+      {0x200b, 0x200f},   {0x2028, 0x202e},   {0x2060, 0x206f},   {0x3164, 0x3164},
+      {0xe000, 0xf8ff},   {0xfdd0, 0xfdef},   {0xfe00, 0xfe0f},   {0xfeff, 0xfeff},
+      {0xffa0, 0xffa0},   {0xfff0, 0xfffb},   {0x110bd, 0x110bd}, {0x110cd, 0x110cd},
+      {0x13430, 0x1343f}, {0x1bca0, 0x1bca3}, {0x1d173, 0x1d17a}, {0xe0000, 0x10ffff}};
+  for (const auto& range : kHidden) {
+    if (cp >= range[0] && cp <= range[1]) return 0;
+  }
+  if ((cp & 0xfffe) == 0xfffe) return 0;  // U+xxFFFE and U+xxFFFF of every plane
+  return length;
 }
-
-}  // namespace
 
 std::string quoted(const std::string& text) {
   std::string out = "'";

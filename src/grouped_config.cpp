@@ -99,7 +99,7 @@ constexpr int64_t kBandBytes = int64_t(16) << 20;
 /// to 8% where W already fits in the L2 (card 44).
 int grouped_raster(const Config& c, int64_t k) {
   int raster = c.raster;
-  if (raster <= 0) return raster;  // no bands (swap-AB walks W tiles in order)
+  if (raster <= 0) return raster;  // no bands
   while (raster < kMaxRaster && 2 * raster * c.bm * k <= kBandBytes) raster *= 2;
   return raster;
 }
@@ -119,18 +119,24 @@ InstanceSpec grouped_spec(const GroupedProblem& s, int sm_count, const Config* f
     return spec;
   };
   Config config;
+  bool from_env = false;
   if (forced) {
     config = *forced;
-  } else if (const std::optional<Config> from_env = env_forced_config()) {
-    config = *from_env;
+  } else if (const std::optional<Config> env = env_forced_config()) {
+    config = *env;
     forced = &config;
+    from_env = true;
   }
+  // A refusal of a forced config names F8GEMM_CONFIG where the config came from there, as the
+  // dense call's does (env_forced_config_for).
+  const std::string refused =
+      from_env ? concat("F8GEMM_CONFIG=", detail::quoted(config.name()), ": config ", config.name())
+               : concat("config ", config.name());
   if (forced) {
     std::string why = config_illegal_reason(config, p);
     if (why.empty() && config.split_k != 1) why = "a grouped GEMM does not split K";
-    F8GEMM_REQUIRE(why.empty(), kUnsupported, "config ", config.name(),
-                   " cannot run the grouped GEMM G,rows,N,K=", s.groups, ",", s.rows, ",", s.n,
-                   ",", s.k, ": ", why);
+    F8GEMM_REQUIRE(why.empty(), kUnsupported, refused, " cannot run the grouped GEMM G,rows,N,K=",
+                   s.groups, ",", s.rows, ",", s.n, ",", s.k, ": ", why);
   } else {
     const std::vector<Config> list = candidates(p, sm_count);
     const bool prefer_pingpong = prefers_pingpong_64(s);
@@ -154,12 +160,6 @@ InstanceSpec grouped_spec(const GroupedProblem& s, int sm_count, const Config* f
     if (prefer_pingpong && is_pingpong_64(config)) {
       config.raster = grouped_raster(config, s.k);
     }
-    // Swap-AB picks: the widest band, so that a group's token tiles of one W tile are
-    // neighbours in the tile order and run in the same wave, where the second reads the W tile
-    // from the L2. With no band, the second token tile of a 33-64-row group comes one group's
-    // W tiles later, often in the next wave, and reads its W rows from DRAM again (perf log,
-    // card 110). Groups of one token tile keep the order they had.
-    if (config.path == KernelPath::kSwapAB) config.raster = kMaxRaster;
     const std::string why = config_illegal_reason(config, p);
     F8GEMM_REQUIRE(why.empty(), kInternal, "the grouped choice ", config.name(), " for G,rows,N,K=",
                    s.groups, ",", s.rows, ",", s.n, ",", s.k, " is illegal: ", why);
@@ -170,8 +170,8 @@ InstanceSpec grouped_spec(const GroupedProblem& s, int sm_count, const Config* f
   while (!forced && instance_smem_bytes(spec) > kMaxSmemBytes && spec.config.stages > 2) {
     --spec.config.stages;
   }
-  F8GEMM_REQUIRE(instance_smem_bytes(spec) <= kMaxSmemBytes, kUnsupported, "config ",
-                 config.name(), " with the tables of ", cap, " groups needs ",
+  F8GEMM_REQUIRE(instance_smem_bytes(spec) <= kMaxSmemBytes, kUnsupported, refused,
+                 " with the tables of ", cap, " groups needs ",
                  instance_smem_bytes(spec), " bytes of shared memory, more than ", kMaxSmemBytes,
                  forced ? ": force fewer stages" : "");
   return spec;

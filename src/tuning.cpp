@@ -72,7 +72,7 @@ void require_target_gpu(const ProblemShape& problem, const TargetGpu& gpu) {
                      name.find_first_of("|\t\r\n") == std::string::npos,
                  kInvalidArgument,
                  "TargetGpu::name must be non-empty, not start with '#', and hold no '|', tab or "
-                 "line break (a table key holds it), got '", name, "'");
+                 "line break (a table key holds it), got ", detail::quoted(name));
 }
 
 }  // namespace

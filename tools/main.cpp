@@ -1,7 +1,6 @@
 /// \brief The `f8gemm` command-line tool: dispatch to the subcommands; errors become one line
 /// on stderr (exit 2 for a bad argument, 1 for everything else).
 #include <algorithm>
-#include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -13,25 +12,9 @@
 
 namespace {
 
-/// The length of the UTF-8 sequence of a printable character (U+00A0 up) at text[i], or 0: an
-/// invalid byte, or a C1 control (U+0080-U+009F), which some terminals obey as an escape.
-size_t printable_utf8(const std::string& text, size_t i) {
-  const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
-  const unsigned char c = byte(i);
-  const size_t n = c >= 0xf5 ? 0 : c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
-  if (n == 0 || i + n > text.size()) return 0;
-  uint32_t cp = c & (0x7f >> n);
-  for (size_t k = 1; k < n; ++k) {
-    if ((byte(i + k) & 0xc0) != 0x80) return 0;
-    cp = cp << 6 | (byte(i + k) & 0x3f);
-  }
-  const uint32_t least[] = {0, 0, 0x80, 0x800, 0x10000};
-  if (cp < least[n] || cp > 0x10ffff || (cp >= 0xd800 && cp < 0xe000)) return 0;  // overlong
-  return cp >= 0xa0 ? n : 0;
-}
-
 /// An error line as the CLI prints it: every control byte and every byte that is not part of a
-/// printable UTF-8 character (a terminal escape in a file name, a key or a path from a table)
+/// printable UTF-8 character by the library's rule (detail::printable_utf8_length: a terminal
+/// escape in a file name, a key or a path from a table, a bidirectional override)
 /// written as \xNN, and the line cut at kMaxLineBytes, so that what reaches the terminal is one
 /// readable line whatever the input. The library's own messages (a `·`) pass as they are.
 std::string printable_line(const std::string& text) {
@@ -43,7 +26,7 @@ std::string printable_line(const std::string& text) {
     if (c >= 0x20 && c < 0x7f) {
       out += char(c);
       ++shown;
-    } else if (const size_t n = c >= 0x80 ? printable_utf8(text, shown) : 0; n > 0) {
+    } else if (const size_t n = f8gemm::detail::printable_utf8_length(text, shown); n > 0) {
       out.append(text, shown, n);
       shown += n;
     } else {

@@ -26,6 +26,12 @@ namespace f8gemm::detail {
 inline constexpr size_t kQuotedMax = 120;
 std::string quoted(const std::string& text);
 
+/// The length of the well-formed UTF-8 sequence at text[i] (2-4 bytes: no overlong form, no
+/// surrogate, at most U+10FFFF) whose character a terminal shows as itself, else 0 (an invalid
+/// byte, a C1 control, an invisible or text-reordering character, private use, a
+/// noncharacter). quoted() and the CLI's error lines both show UTF-8 by this one rule.
+size_t printable_utf8_length(const std::string& text, size_t i);
+
 /// Appends byte `c` as \xNN: the escape that quoted() and the CLI's error lines share.
 inline void append_hex_escape(std::string& out, unsigned char c) {
   static constexpr char kHex[] = "0123456789abcdef";

@@ -418,6 +418,19 @@ TEST(ConfigName, NumbersPastIntAreOutOfRangeWithoutASuggestion) {
       EXPECT_EQ(what.find("did you mean"), std::string::npos) << what;
     }
   }
+  // The name is echoed through detail::quoted: a terminal escape or a right-to-left override
+  // after the number (F8GEMM_CONFIG, --config) reaches the message escaped.
+  const std::string hostile = "sm90_tiled_128x128x128_s4_c1x1_r99999999999\x1b[2J\xe2\x80\xae";
+  try {
+    Config::parse(hostile);
+    ADD_FAILURE() << "accepted a hostile name";
+  } catch (const Error& e) {
+    EXPECT_NE(e.message().find("config name " + detail::quoted(hostile) + ": raster"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(e.message().find("r99999999999\\x1b[2J\\xe2\\x80\\xae'"), std::string::npos)
+        << e.what();
+  }
   // The largest int is a number (legality, not parsing, rejects it); a sign is not part of one.
   EXPECT_EQ(Config::parse("sm90_tiled_128x128x128_s4_c1x1_r2147483647").raster, 2147483647);
   EXPECT_THROW(Config::parse("sm90_tiled_128x-8x128_s4_c1x1_r8"), Error);
@@ -1388,9 +1401,8 @@ TEST(GroupedChoice, LargeStackedGroupsTakeA64RowPingPong) {
 
 // Card 44: the grouped 64-row ping-pong pick's raster band grows from the table's 8 X tiles while
 // the band's rows of X stay within 16 MiB of L2, up to the kernel's 64 (64 at K <= 4096, 32 at
-// K = 7168, 16 at K = 14336). A forced config keeps its band, a swap-AB pick takes the widest
-// band (a group's token tiles of one W tile next to each other, card 110), and the other picks
-// keep 8.
+// K = 7168, 16 at K = 14336). A forced config keeps its band, a swap-AB pick keeps none (card
+// 110's bands of 64 for it wait for their A/B), and the other picks keep 8.
 TEST(GroupedChoice, RasterBandKeepsAGroupsXBandInL2) {
   struct Case { GroupedProblem p; int raster; };
   for (const Case& c :
@@ -1409,10 +1421,11 @@ TEST(GroupedChoice, RasterBandKeepsAGroupsXBandInL2) {
     const Config cfg = choice(p);
     SCOPED_TRACE(cfg.name());
     ASSERT_EQ(cfg.path, KernelPath::kSwapAB);
-    EXPECT_EQ(cfg.raster, detail::kMaxRaster);
+    EXPECT_EQ(cfg.raster, 0);
   }
-  const Config forced_swap = Config::parse("sm90_swap_128x32x128_s10_c1x1_r0");
-  EXPECT_EQ(detail::grouped_spec(grouped(64, 512, 4096, 7168), 132, &forced_swap).config.raster, 0);
+  const Config forced_swap = Config::parse("sm90_swap_128x32x128_s10_c1x1_r64");
+  EXPECT_EQ(detail::grouped_spec(grouped(64, 512, 4096, 7168), 132, &forced_swap).config.raster,
+            detail::kMaxRaster);
   // Outside card 38's envelope the model's pick keeps the table's band (not measured wider).
   GroupedProblem padded = grouped(8, 16384, 28672, 4096);
   padded.padded = true;
@@ -1444,6 +1457,33 @@ TEST(GroupedChoice, AForcedConfigRunsAsNamedOrIsRefused) {
   test::expect_error([&] { detail::grouped_spec(many, 132, &deep); }, ErrorCode::kUnsupported,
                      "force fewer stages");
   EXPECT_EQ(detail::grouped_spec(grouped(8, 16384, 4096, 4096), 132, &deep).config, deep);
+}
+
+// A grouped refusal of a config that came from F8GEMM_CONFIG named only the config, where the
+// dense call's names the variable too: both grouped refusals (cannot run; no room beside the
+// tables) now begin as the dense one does, and a config passed in the options names no variable.
+TEST(GroupedChoice, ARefusalOfF8GemmConfigNamesTheVariable) {
+  ScopedEnv config("F8GEMM_CONFIG");
+  config.set("sm90_swap_64x8x128_s12_c1x1_r0_k2");
+  test::expect_error([&] { detail::grouped_spec(grouped(8, 64, 4096, 4096), 132, nullptr); },
+                     ErrorCode::kUnsupported,
+                     "F8GEMM_CONFIG='sm90_swap_64x8x128_s12_c1x1_r0_k2': config "
+                     "sm90_swap_64x8x128_s12_c1x1_r0_k2 cannot run the grouped GEMM "
+                     "G,rows,N,K=8,64,4096,4096: a grouped GEMM does not split K");
+  config.set("sm90_pingpong_64x256x128_s5_c1x1_r8");
+  test::expect_error([&] { detail::grouped_spec(grouped(512, 65536, 4096, 4096), 132, nullptr); },
+                     ErrorCode::kUnsupported,
+                     "F8GEMM_CONFIG='sm90_pingpong_64x256x128_s5_c1x1_r8': config "
+                     "sm90_pingpong_64x256x128_s5_c1x1_r8 with the tables of 512 groups needs ");
+  const Config split = Config::parse("sm90_swap_64x8x128_s12_c1x1_r0_k2");
+  try {
+    detail::grouped_spec(grouped(8, 64, 4096, 4096), 132, &split);
+    ADD_FAILURE() << "a split-K config ran a grouped GEMM";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.message().rfind("config sm90_swap_64x8x128_s12_c1x1_r0_k2 cannot run the grouped", 0),
+              0u)
+        << e.what();
+  }
 }
 
 // The group tables hold a power of two of groups from 8 (a few instances serve every G), and the

@@ -98,6 +98,12 @@ TEST(Quoted, ShowsPrintableUtf8AsItIsAndEscapesTheRest) {
       {"\xc3", "'\\xc3'"},                               // cut short at the end
       {"\xe6\x97z", "'\\xe6\\x97z'"},                  // cut short before ASCII
       {"\xa9z", "'\\xa9z'"},                              // a stray continuation byte
+      {"\xf3\xa0\x81\x81", "'\\xf3\\xa0\\x81\\x81'"},  // U+E0041, a tag character
+      {"\xef\xb8\x8f", "'\\xef\\xb8\\x8f'"},           // U+FE0F, a variation selector
+      {"\xe3\x85\xa4", "'\\xe3\\x85\\xa4'"},           // U+3164, a Hangul filler
+      {"\xe1\xa0\x8e", "'\\xe1\\xa0\\x8e'"},           // U+180E, Mongolian vowel separator
+      {"\xcd\x8f", "'\\xcd\\x8f'"},                     // U+034F, combining grapheme joiner
+      {"\xd8\x80", "'\\xd8\\x80'"},                     // U+0600, Arabic number sign
   };
   for (const auto& e : escaped) EXPECT_EQ(detail::quoted(e.in), e.out) << e.out;
   // A two-byte character that would end one byte past the cut is left out whole.

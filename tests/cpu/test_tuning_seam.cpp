@@ -69,6 +69,10 @@ TEST(TuningSeam, AGpuNameWithACarriageReturnIsRefused) {
     F8GEMM_EXPECT_INVALID(decide_config(TargetGpu{name, 132, true}, p),
                           "hold no '|', tab or line break");
   }
+  // The refused name is echoed through detail::quoted, so the line break it holds does not
+  // reach the message raw.
+  F8GEMM_EXPECT_INVALID(tuning_table_key(TargetGpu{"NVIDIA\nH200", 132, true}, p),
+                        "line break (a table key holds it), got 'NVIDIA\\x0aH200'");
 }
 
 // The SM-count bound is inclusive at both ends: 1 and 1024 are targets the seam accepts.
