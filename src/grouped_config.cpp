@@ -160,6 +160,15 @@ InstanceSpec grouped_spec(const GroupedProblem& s, int sm_count, const Config* f
     if (prefer_pingpong && is_pingpong_64(config)) {
       config.raster = grouped_raster(config, s.k);
     }
+    // Swap-AB picks: the widest band, so that a group's token tiles of one W tile are
+    // consecutive in the tile order and run side by side in one wave, where all but the first
+    // read the W tile from the L2. With no band a group's second token tile came after all of
+    // the group's W tiles, often in the next wave, and read its W rows from DRAM again: bands of
+    // 64 took 2.2% off 64,512,4096,7168 Zipf and 2.0% off 128,1024,1536,2048 Zipf on an H100,
+    // within 0.2% elsewhere (perf log, card 110). Groups of one token tile keep their order; in
+    // larger ones W streams from DRAM at most once a band of 64 token tiles instead of up to once
+    // a token tile, so every swap pick takes it (measured on the 128x32 pick).
+    if (config.path == KernelPath::kSwapAB) config.raster = kMaxRaster;
     const std::string why = config_illegal_reason(config, p);
     F8GEMM_REQUIRE(why.empty(), kInternal, "the grouped choice ", config.name(), " for G,rows,N,K=",
                    s.groups, ",", s.rows, ",", s.n, ",", s.k, " is illegal: ", why);

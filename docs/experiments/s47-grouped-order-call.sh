@@ -10,6 +10,8 @@
 # 128,1024 Zipf 36 of 132. With bands of 64 X tiles (r64, the kernel's widest) the X tiles of a
 # group are fastest: a W tile's token tiles run on adjacent CTAs in the same wave. Groups of one
 # X tile (every uniform case, 8,64 Zipf) keep the same order by construction.
+# (Session 47's H100 run met the rule below, and the pick is now r64: card 110. Both orders are
+# forced here, so the script runs the same A/B on any later tree.)
 # Each process: bench/grouped_peers.py over the three decode-like shapes (their grouped pick is
 # the swap 128x32 s10 on both GPUs, session 46's log), both routings, 3 rounds, ours against
 # FBGEMM's grouped op as the yardstick within the process; F8GEMM_CONFIG forces r0 or r64 of

@@ -1401,8 +1401,8 @@ TEST(GroupedChoice, LargeStackedGroupsTakeA64RowPingPong) {
 
 // Card 44: the grouped 64-row ping-pong pick's raster band grows from the table's 8 X tiles while
 // the band's rows of X stay within 16 MiB of L2, up to the kernel's 64 (64 at K <= 4096, 32 at
-// K = 7168, 16 at K = 14336). A forced config keeps its band, a swap-AB pick keeps none (card
-// 110's bands of 64 for it wait for their A/B), and the other picks keep 8.
+// K = 7168, 16 at K = 14336). A forced config keeps its band, a swap-AB pick takes the widest
+// (a group's token tiles of one W tile side by side, card 110), and the other picks keep 8.
 TEST(GroupedChoice, RasterBandKeepsAGroupsXBandInL2) {
   struct Case { GroupedProblem p; int raster; };
   for (const Case& c :
@@ -1421,11 +1421,10 @@ TEST(GroupedChoice, RasterBandKeepsAGroupsXBandInL2) {
     const Config cfg = choice(p);
     SCOPED_TRACE(cfg.name());
     ASSERT_EQ(cfg.path, KernelPath::kSwapAB);
-    EXPECT_EQ(cfg.raster, 0);
+    EXPECT_EQ(cfg.raster, detail::kMaxRaster);
   }
-  const Config forced_swap = Config::parse("sm90_swap_128x32x128_s10_c1x1_r64");
-  EXPECT_EQ(detail::grouped_spec(grouped(64, 512, 4096, 7168), 132, &forced_swap).config.raster,
-            detail::kMaxRaster);
+  const Config forced_swap = Config::parse("sm90_swap_128x32x128_s10_c1x1_r0");
+  EXPECT_EQ(detail::grouped_spec(grouped(64, 512, 4096, 7168), 132, &forced_swap).config.raster, 0);
   // Outside card 38's envelope the model's pick keeps the table's band (not measured wider).
   GroupedProblem padded = grouped(8, 16384, 28672, 4096);
   padded.padded = true;

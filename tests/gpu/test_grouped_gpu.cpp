@@ -419,7 +419,7 @@ TEST(GroupedGpu, PerWarpChunkStoresStopAtTheGroupsEndInsideEveryWarp) {
 }
 
 // Card 44: the grouped choice widens the raster band of its 64-row ping-pong up to 64 X tiles;
-// card 110 prepares bands of 64 for its swap-AB picks, which have none. Wide bands on groups of
+// card 110 gives its swap-AB picks bands of 64, where they had none. Wide bands on groups of
 // more than one band (4100 rows: 65 X tiles of 64, so a band of 64 and one of 1; with swap-AB
 // 129 token tiles of 32 (64, 64 and 1) or 86 of 48 (64 and 22)), next to small and empty
 // groups, alone and in 2x1 clusters (a band of 32 cluster tiles), against fp64 and bit for bit
