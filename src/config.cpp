@@ -271,6 +271,10 @@ Config model_pick(const ProblemShape& p, int sm_count) {
   return list.front();
 }
 
+std::string env_config_label(const std::string& name) {
+  return concat("F8GEMM_CONFIG=", detail::quoted(name), ": ");
+}
+
 std::optional<Config> env_forced_config() {
   const std::string name = get_env<std::string>("F8GEMM_CONFIG");
   if (name.empty()) return std::nullopt;
@@ -278,7 +282,7 @@ std::optional<Config> env_forced_config() {
   try {
     c = Config::parse(name);
   } catch (const Error& e) {
-    throw Error(e.code(), concat("F8GEMM_CONFIG=", detail::quoted(name), ": ", e.message()));
+    throw Error(e.code(), env_config_label(name) + e.message());
   }
   // What no problem changes (the tile, the ring, the cluster) is judged now, so that a bad value
   // is reported before a GPU is looked for (check_environment); a problem's own limits (its K,
@@ -286,7 +290,7 @@ std::optional<Config> env_forced_config() {
   ProblemShape any;
   any.k = int64_t(1) << 20;  // every split of K fits
   const std::string why = config_illegal_reason(c, any);
-  F8GEMM_REQUIRE(why.empty(), kInvalidArgument, "F8GEMM_CONFIG=", detail::quoted(name), ": ", why);
+  F8GEMM_REQUIRE(why.empty(), kInvalidArgument, env_config_label(name), why);
   return c;
 }
 
@@ -294,8 +298,8 @@ std::optional<Config> env_forced_config_for(const ProblemShape& p) {
   const std::optional<Config> forced = env_forced_config();
   if (forced) {
     const std::string why = config_illegal_reason(*forced, p);
-    F8GEMM_REQUIRE(why.empty(), kUnsupported, "F8GEMM_CONFIG=", detail::quoted(forced->name()),
-                   ": ", config_unfit_message(*forced, p, why));
+    F8GEMM_REQUIRE(why.empty(), kUnsupported, env_config_label(forced->name()),
+                   config_unfit_message(*forced, p, why));
   }
   return forced;
 }

@@ -54,6 +54,10 @@ Config model_pick(const ProblemShape& problem, int sm_count);
 /// problem's plan is cached for the process (README "Environment").
 std::optional<Config> env_forced_config();
 
+/// How every refusal of F8GEMM_CONFIG's value begins: "F8GEMM_CONFIG='<name>': " (a name that
+/// does not parse, a config no problem can run, and the dense and grouped refusals for one).
+std::string env_config_label(const std::string& name);
+
 /// env_forced_config() for `problem`: a forced config that cannot run it throws
 /// Error(kUnsupported) naming the variable, the config, the problem and why. decide() and the
 /// public check_forced_config() (the CLI's check before any GPU work) share it.

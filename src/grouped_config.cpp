@@ -128,14 +128,14 @@ InstanceSpec grouped_spec(const GroupedProblem& s, int sm_count, const Config* f
     from_env = true;
   }
   // A refusal of a forced config names F8GEMM_CONFIG where the config came from there, as the
-  // dense call's does (env_forced_config_for).
-  const std::string refused =
-      from_env ? concat("F8GEMM_CONFIG=", detail::quoted(config.name()), ": config ", config.name())
-               : concat("config ", config.name());
+  // dense call's does (env_forced_config_for). Built only for a refusal.
+  const auto refused = [&] {
+    return concat(from_env ? env_config_label(config.name()) : std::string(), "config ", config.name());
+  };
   if (forced) {
     std::string why = config_illegal_reason(config, p);
     if (why.empty() && config.split_k != 1) why = "a grouped GEMM does not split K";
-    F8GEMM_REQUIRE(why.empty(), kUnsupported, refused, " cannot run the grouped GEMM G,rows,N,K=",
+    F8GEMM_REQUIRE(why.empty(), kUnsupported, refused(), " cannot run the grouped GEMM G,rows,N,K=",
                    s.groups, ",", s.rows, ",", s.n, ",", s.k, ": ", why);
   } else {
     const std::vector<Config> list = candidates(p, sm_count);
@@ -179,7 +179,7 @@ InstanceSpec grouped_spec(const GroupedProblem& s, int sm_count, const Config* f
   while (!forced && instance_smem_bytes(spec) > kMaxSmemBytes && spec.config.stages > 2) {
     --spec.config.stages;
   }
-  F8GEMM_REQUIRE(instance_smem_bytes(spec) <= kMaxSmemBytes, kUnsupported, refused,
+  F8GEMM_REQUIRE(instance_smem_bytes(spec) <= kMaxSmemBytes, kUnsupported, refused(),
                  " with the tables of ", cap, " groups needs ",
                  instance_smem_bytes(spec), " bytes of shared memory, more than ", kMaxSmemBytes,
                  forced ? ": force fewer stages" : "");
